@@ -1,0 +1,203 @@
+import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
+import { v7 as uuidv7 } from 'uuid';
+
+/**
+ * Every row of tenant data carries `org_id`; this filter is the single place that scopes reads by it.
+ * It is on by default and needs the `orgId` parameter, so a query that forgot the organization fails
+ * loudly instead of reading across tenants. Admin code (CLI, bootstrap) turns it off explicitly.
+ */
+export const ORG_FILTER = 'org';
+const orgFilter = {
+  [ORG_FILTER]: { name: ORG_FILTER, cond: (args: { orgId: string }) => ({ orgId: args.orgId }), default: true },
+};
+
+const id = () => p.uuid().primary().onCreate(() => uuidv7());
+const createdAt = () => p.datetime().onCreate(() => new Date());
+const updatedAt = () =>
+  p
+    .datetime()
+    .nullable()
+    .onUpdate(() => new Date());
+
+export const Organization = defineEntity({
+  name: 'Organization',
+  tableName: 'organizations',
+  properties: {
+    id: id(),
+    name: p.string(),
+    createdAt: createdAt(),
+  },
+});
+export type Organization = InferEntity<typeof Organization>;
+
+export const ApiKey = defineEntity({
+  name: 'ApiKey',
+  tableName: 'api_keys',
+  properties: {
+    id: id(),
+    orgId: p.uuid(),
+    name: p.string().nullable(),
+    /** First characters of the key, kept so an admin can tell keys apart; never enough to use it. */
+    prefix: p.string(),
+    keyHash: p.string().unique(),
+    createdAt: createdAt(),
+    lastUsedAt: p.datetime().nullable(),
+    revokedAt: p.datetime().nullable(),
+  },
+});
+export type ApiKey = InferEntity<typeof ApiKey>;
+
+export const Pipeline = defineEntity({
+  name: 'Pipeline',
+  tableName: 'pipelines',
+  filters: orgFilter,
+  properties: {
+    id: id(),
+    orgId: p.uuid(),
+    name: p.string(),
+    isDefault: p.boolean().default(false),
+    createdAt: createdAt(),
+  },
+});
+export type Pipeline = InferEntity<typeof Pipeline>;
+
+export const STAGE_TYPES = ['open', 'won', 'lost'] as const;
+export type StageType = (typeof STAGE_TYPES)[number];
+
+export const PipelineStage = defineEntity({
+  name: 'PipelineStage',
+  tableName: 'pipeline_stages',
+  filters: orgFilter,
+  properties: {
+    id: id(),
+    orgId: p.uuid(),
+    pipeline: () => p.manyToOne(Pipeline).ref(),
+    name: p.string(),
+    stageType: p.enum(STAGE_TYPES),
+    position: p.integer(),
+    color: p.string(),
+    probability: p.integer().nullable(),
+    createdAt: createdAt(),
+  },
+});
+export type PipelineStage = InferEntity<typeof PipelineStage>;
+
+export const Deal = defineEntity({
+  name: 'Deal',
+  tableName: 'deals',
+  filters: orgFilter,
+  properties: {
+    id: id(),
+    orgId: p.uuid(),
+    title: p.text(),
+    companyName: p.text().nullable(),
+    value: p.decimal('number').nullable(),
+    currency: p.string().nullable(),
+    winProbability: p.integer().nullable(),
+    dealHealth: p.string().nullable(),
+    lifecycleStage: p.string().nullable(),
+    /** True once a client set lifecycle_stage itself; from then on stage moves no longer change it. */
+    lifecycleStageManual: p.boolean().default(false),
+    pipeline: () => p.manyToOne(Pipeline).ref(),
+    stage: () => p.manyToOne(PipelineStage).ref(),
+    ownerName: p.text().nullable(),
+    contactName: p.text().nullable(),
+    contactEmail: p.text().nullable(),
+    contactPhone: p.text().nullable(),
+    notes: p.text().nullable(),
+    description: p.text().nullable(),
+    leadSource: p.text().nullable(),
+    expectedCloseDate: p.datetime().nullable(),
+    lastActivityAt: p.datetime().nullable(),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+});
+export type Deal = InferEntity<typeof Deal>;
+
+export const ROLE_TYPES = [
+  'economic_buyer',
+  'champion',
+  'technical_buyer',
+  'end_user',
+  'influencer',
+  'executive_sponsor',
+  'blocker',
+  'unknown',
+] as const;
+export const INFLUENCE_LEVELS = ['high', 'medium', 'low'] as const;
+export const ENGAGEMENT_LEVELS = ['high', 'medium', 'low', 'unknown'] as const;
+export const SENTIMENTS = ['positive', 'neutral', 'negative', 'unknown'] as const;
+
+export const Contact = defineEntity({
+  name: 'Contact',
+  tableName: 'contacts',
+  filters: orgFilter,
+  properties: {
+    id: id(),
+    orgId: p.uuid(),
+    deal: () => p.manyToOne(Deal).ref().deleteRule('cascade'),
+    name: p.text(),
+    email: p.text().nullable(),
+    title: p.text().nullable(),
+    phone: p.text().nullable(),
+    roleType: p.enum(ROLE_TYPES).default('unknown'),
+    department: p.text().nullable(),
+    influenceLevel: p.enum(INFLUENCE_LEVELS).nullable(),
+    engagementLevel: p.enum(ENGAGEMENT_LEVELS).nullable(),
+    sentiment: p.enum(SENTIMENTS).nullable(),
+    linkedinUrl: p.text().nullable(),
+    notes: p.text().nullable(),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+});
+export type Contact = InferEntity<typeof Contact>;
+
+/** What changed in one mutation: field name to its previous and new value. */
+export type FieldChanges = Record<string, { from: unknown; to: unknown }>;
+
+export const Activity = defineEntity({
+  name: 'Activity',
+  tableName: 'activities',
+  filters: orgFilter,
+  properties: {
+    id: id(),
+    orgId: p.uuid(),
+    deal: () => p.manyToOne(Deal).ref().deleteRule('cascade'),
+    contactId: p.uuid().nullable(),
+    type: p.string(),
+    description: p.text().nullable(),
+    changes: p.json<FieldChanges>().nullable(),
+    createdAt: createdAt(),
+  },
+});
+export type Activity = InferEntity<typeof Activity>;
+
+/** Stored first responses for `Idempotency-Key` retries, scoped to the API key that sent them. */
+export const IdempotencyRecord = defineEntity({
+  name: 'IdempotencyRecord',
+  tableName: 'idempotency_keys',
+  properties: {
+    id: id(),
+    apiKeyId: p.uuid(),
+    key: p.string(),
+    operation: p.string(),
+    requestHash: p.string(),
+    responseStatus: p.integer().nullable(),
+    responseBody: p.json<unknown>().nullable(),
+    createdAt: createdAt(),
+  },
+});
+export type IdempotencyRecord = InferEntity<typeof IdempotencyRecord>;
+
+export const entities = [
+  Organization,
+  ApiKey,
+  Pipeline,
+  PipelineStage,
+  Deal,
+  Contact,
+  Activity,
+  IdempotencyRecord,
+];

@@ -1,0 +1,124 @@
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Config } from '@crm/config';
+import { btree_gin } from '@electric-sql/pglite/contrib/btree_gin';
+import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
+import { Migrator } from '@mikro-orm/migrations';
+import { PgliteDriver } from '@mikro-orm/pglite';
+import { PostgreSqlDriver } from '@mikro-orm/postgresql';
+import { type AbstractSqlDriver, MikroORM, type Options, type SqlEntityManager } from '@mikro-orm/sql';
+import lockfile from 'proper-lockfile';
+import { entities } from './entities.ts';
+import { migrationsList } from './migrations/index.ts';
+
+export type Orm = MikroORM<AbstractSqlDriver, SqlEntityManager>;
+export type EntityManager = SqlEntityManager;
+export type DatabaseConfig = Config['database'];
+
+/** Who opened an embedded data directory; written beside the lock so the next opener can say who holds it. */
+type Holder = { pid: number; role: string; since: string };
+
+export class DataDirLockedError extends Error {
+  override name = 'DataDirLockedError';
+}
+
+export interface Database {
+  orm: Orm;
+  /** Closes the ORM (flushing PGlite to disk) and releases the data directory. */
+  close(): Promise<void>;
+}
+
+function baseOptions(): Options {
+  return {
+    entities,
+    extensions: [Migrator],
+    migrations: { migrationsList, snapshot: false, silent: true, transactional: true, allOrNothing: true },
+    allowGlobalContext: false,
+    forceUtcTimezone: true,
+    ignoreUndefinedInQuery: true,
+    debug: false,
+  };
+}
+
+const isMemory = (dataDir: string) => dataDir.startsWith('memory:');
+
+/**
+ * PGlite is one process's database: a second process opening the same folder would corrupt it.
+ * A lock beside the cluster makes the second opener fail with a message naming the holder.
+ */
+async function lockDataDir(clusterDir: string, role: string): Promise<() => Promise<void>> {
+  mkdirSync(clusterDir, { recursive: true });
+  const holderFile = `${clusterDir}.holder.json`;
+  let release: () => Promise<void>;
+  try {
+    release = await lockfile.lock(clusterDir, {
+      stale: 30_000,
+      update: 5_000,
+      onCompromised: (err) => {
+        // Another process took the directory over: writing on would corrupt it.
+        process.emitWarning(`The data directory lock was lost: ${err.message}`);
+      },
+    });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ELOCKED') throw err;
+    let holder: Holder | undefined;
+    try {
+      holder = JSON.parse(readFileSync(holderFile, 'utf8')) as Holder;
+    } catch {
+      holder = undefined;
+    }
+    const who = holder ? `the ${holder.role} (pid ${holder.pid}, since ${holder.since})` : 'another process';
+    throw new DataDirLockedError(
+      `The embedded database at ${path.dirname(clusterDir)} is in use by ${who}. ` +
+        'Stop it first, or point both at PostgreSQL with DATABASE_URL.',
+    );
+  }
+  const holder: Holder = { pid: process.pid, role, since: new Date().toISOString() };
+  writeFileSync(holderFile, JSON.stringify(holder));
+  return release;
+}
+
+/**
+ * Opens the configured database and brings its schema up to date. `role` names the opener
+ * (server, cli, test) in the message another opener of the same embedded directory gets.
+ */
+export async function openDatabase(database: DatabaseConfig, role: string): Promise<Database> {
+  let release: (() => Promise<void>) | undefined;
+  let orm: Orm;
+  if (database.kind === 'pglite') {
+    const clusterDir = isMemory(database.dataDir) ? database.dataDir : path.join(database.dataDir, 'pglite');
+    if (!isMemory(clusterDir)) release = await lockDataDir(clusterDir, role);
+    try {
+      orm = (await MikroORM.init({
+        ...baseOptions(),
+        driver: PgliteDriver,
+        dbName: clusterDir,
+        driverOptions: { extensions: { pg_trgm, btree_gin } },
+      })) as Orm;
+    } catch (err) {
+      await release?.();
+      throw err;
+    }
+  } else {
+    orm = (await MikroORM.init({
+      ...baseOptions(),
+      driver: PostgreSqlDriver,
+      clientUrl: database.url,
+      pool: { min: 0, max: database.poolMax },
+    })) as Orm;
+  }
+  try {
+    await orm.migrator.up();
+  } catch (err) {
+    await orm.close(true);
+    await release?.();
+    throw err;
+  }
+  return {
+    orm,
+    async close() {
+      await orm.close(true);
+      await release?.();
+    },
+  };
+}
