@@ -1,2 +1,3 @@
 export * from './entities.ts';
 export * from './orm.ts';
+export { ref } from '@mikro-orm/core';

@@ -1,0 +1,41 @@
+import { Activity, type Deal, type EntityManager, type FieldChanges } from '@crm/db';
+
+export type ActivityType = 'deal_created' | 'deal_updated' | 'stage_changed' | 'contact_added' | 'contact_updated';
+
+/**
+ * Records what a mutation did, in the caller's transaction, and moves the deal's last_activity_at.
+ * Every mutation goes through here, so the deal's history and its activity clock cannot drift apart.
+ */
+export function recordActivity(
+  em: EntityManager,
+  deal: Deal,
+  entry: { type: ActivityType; description: string; changes?: FieldChanges; contactId?: string },
+): Activity {
+  const now = new Date();
+  const activity = em.create(Activity, {
+    createdAt: now,
+    orgId: deal.orgId,
+    deal,
+    contactId: entry.contactId ?? null,
+    type: entry.type,
+    description: entry.description,
+    changes: entry.changes ?? null,
+  });
+  deal.lastActivityAt = now;
+  return activity;
+}
+
+/** Compares plain values the way a client would: dates by instant, everything else by value. */
+export function sameValue(a: unknown, b: unknown): boolean {
+  if (a instanceof Date || b instanceof Date) {
+    const ta = a instanceof Date ? a.getTime() : a == null ? null : new Date(a as string).getTime();
+    const tb = b instanceof Date ? b.getTime() : b == null ? null : new Date(b as string).getTime();
+    return ta === tb;
+  }
+  return (a ?? null) === (b ?? null);
+}
+
+/** JSON-safe copy of a value for the changes log. */
+export function changeValue(v: unknown): unknown {
+  return v instanceof Date ? v.toISOString() : (v ?? null);
+}

@@ -1,0 +1,43 @@
+import { type EntityManager, Organization, Pipeline, PipelineStage, type StageType } from '@crm/db';
+import { type IssuedKey, issueApiKey } from './api-keys.ts';
+
+/** The stages every new organization starts with; see the README for what each means. */
+export const DEFAULT_STAGES: ReadonlyArray<{
+  name: string;
+  stageType: StageType;
+  color: string;
+  probability: number;
+}> = [
+  { name: 'Lead', stageType: 'open', color: '#94a3b8', probability: 10 },
+  { name: 'Qualified', stageType: 'open', color: '#3b82f6', probability: 25 },
+  { name: 'Proposal', stageType: 'open', color: '#8b5cf6', probability: 50 },
+  { name: 'Negotiation', stageType: 'open', color: '#f59e0b', probability: 75 },
+  { name: 'Closed Won', stageType: 'won', color: '#22c55e', probability: 100 },
+  { name: 'Closed Lost', stageType: 'lost', color: '#ef4444', probability: 0 },
+];
+
+export async function createOrganization(em: EntityManager, name: string): Promise<Organization> {
+  return em.transactional(async (tx) => {
+    const org = tx.create(Organization, { name });
+    const pipeline = tx.create(Pipeline, { orgId: org.id, name: 'Sales pipeline', isDefault: true });
+    DEFAULT_STAGES.forEach((stage, index) => {
+      tx.create(PipelineStage, { orgId: org.id, pipeline, position: index + 1, ...stage });
+    });
+    return org;
+  });
+}
+
+/** An organization with its first API key, as `crm org create` prints it. */
+export async function createOrganizationWithKey(
+  em: EntityManager,
+  name: string,
+): Promise<{ org_id: string } & IssuedKey> {
+  const org = await createOrganization(em, name);
+  const key = await issueApiKey(em, org.id, 'default');
+  return { org_id: org.id, ...key };
+}
+
+export async function listOrganizations(em: EntityManager): Promise<Array<{ org_id: string; name: string; created_at: string }>> {
+  const orgs = await em.find(Organization, {}, { orderBy: { createdAt: 'asc' } });
+  return orgs.map((o) => ({ org_id: o.id, name: o.name, created_at: o.createdAt.toISOString() }));
+}

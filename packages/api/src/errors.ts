@@ -1,0 +1,152 @@
+import { TRPCError } from '@trpc/server';
+import type { TRPC_ERROR_CODE_KEY } from '@trpc/server/rpc';
+import { ZodError, type z } from 'zod';
+
+/**
+ * The closed set of error codes a client can see, with the HTTP status each answers with.
+ * This table is the one place a failure becomes a status: REST and tRPC both read it.
+ */
+export const ERROR_CODES = {
+  invalid_request: 400,
+  invalid_json: 400,
+  missing_api_key: 401,
+  invalid_api_key: 401,
+  not_found: 404,
+  method_not_allowed: 405,
+  idempotency_key_in_use: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  idempotency_key_reused: 422,
+  rate_limited: 429,
+  internal_error: 500,
+} as const;
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** The contract's error body (section 7); the 429 fields appear only on 429s. */
+export type ErrorBody = {
+  error: string;
+  code?: ErrorCode;
+  retry_after_seconds?: number;
+  limit?: number;
+  used?: number;
+  remaining?: number;
+  reset_at?: string;
+};
+
+/** The one error type of the domain. Anything else that escapes a request is a 500 with no details. */
+export class ApiError extends Error {
+  override name = 'ApiError';
+  readonly code: ErrorCode;
+  readonly extra: Omit<ErrorBody, 'error' | 'code'>;
+  readonly headers: Record<string, string>;
+
+  constructor(
+    code: ErrorCode,
+    message: string,
+    options: { extra?: Omit<ErrorBody, 'error' | 'code'>; headers?: Record<string, string> } = {},
+  ) {
+    super(message);
+    this.code = code;
+    this.extra = options.extra ?? {};
+    this.headers = options.headers ?? {};
+  }
+
+  get status(): number {
+    return ERROR_CODES[this.code];
+  }
+}
+
+export const notFound = (what: string) => new ApiError('not_found', `${what} not found`);
+
+const TRPC_CODE_BY_STATUS: Record<number, TRPC_ERROR_CODE_KEY> = {
+  400: 'BAD_REQUEST',
+  401: 'UNAUTHORIZED',
+  404: 'NOT_FOUND',
+  405: 'METHOD_NOT_SUPPORTED',
+  409: 'CONFLICT',
+  413: 'PAYLOAD_TOO_LARGE',
+  415: 'UNSUPPORTED_MEDIA_TYPE',
+  422: 'UNPROCESSABLE_CONTENT',
+  429: 'TOO_MANY_REQUESTS',
+  500: 'INTERNAL_SERVER_ERROR',
+};
+
+/** Wraps an ApiError so tRPC carries it; `toErrorResponse` unwraps it again at the edge. */
+export function toTRPCError(err: ApiError): TRPCError {
+  return new TRPCError({ code: TRPC_CODE_BY_STATUS[err.status] ?? 'INTERNAL_SERVER_ERROR', message: err.message, cause: err });
+}
+
+function describePath(path: PropertyKey[]): string {
+  return path.map((p) => (typeof p === 'number' ? `[${p}]` : String(p))).join('.').replace(/\.\[/g, '[');
+}
+
+/** One sentence per problem, each naming the field, e.g. `contact_email: Invalid email address`. */
+export function describeZodIssues(issues: readonly z.core.$ZodIssue[]): string {
+  return issues
+    .map((issue) => {
+      if (issue.code === 'unrecognized_keys') {
+        const where = issue.path.length ? ` in ${describePath(issue.path)}` : '';
+        return `Unknown propert${issue.keys.length > 1 ? 'ies' : 'y'}${where}: ${issue.keys.join(', ')}`;
+      }
+      const field = describePath(issue.path);
+      if (issue.code === 'invalid_type' && issue.input === undefined) return `${field || 'body'}: Required`;
+      return field ? `${field}: ${issue.message}` : issue.message;
+    })
+    .join('; ');
+}
+
+/** Errors raised by Koa's body parser (http-errors), recognized by their shape. */
+type HttpLikeError = { status?: number; statusCode?: number; type?: string; expose?: boolean; message: string };
+
+function fromHttpLikeError(err: HttpLikeError): ApiError | undefined {
+  const status = err.status ?? err.statusCode;
+  if (status === 413) return new ApiError('payload_too_large', 'Request body is larger than the 1 MB limit');
+  if (status === 415) return new ApiError('unsupported_media_type', err.message);
+  if (status === 400 && (err.type === 'entity.parse.failed' || err.message.toLowerCase().includes('json')))
+    return new ApiError('invalid_json', 'Request body is not valid JSON');
+  if (status === 400) return new ApiError('invalid_request', err.message);
+  return undefined;
+}
+
+/** Maps anything thrown while handling a request to the contract's status and body. Never leaks a stack. */
+export function toApiError(err: unknown): ApiError {
+  if (err instanceof ApiError) return err;
+  if (err instanceof ZodError) return new ApiError('invalid_request', describeZodIssues(err.issues));
+  if (err instanceof TRPCError) {
+    if (err.cause instanceof ApiError) return err.cause;
+    if (err.cause instanceof ZodError) return new ApiError('invalid_request', describeZodIssues(err.cause.issues));
+    // Zod v4 errors cross realms (tRPC wraps them), so recognise them by name too.
+    if (err.cause && (err.cause as Error).name === 'ZodError' && 'issues' in err.cause)
+      return new ApiError('invalid_request', describeZodIssues((err.cause as ZodError).issues));
+    switch (err.code) {
+      case 'PARSE_ERROR':
+        return new ApiError('invalid_json', 'Request body is not valid JSON');
+      case 'PAYLOAD_TOO_LARGE':
+        return new ApiError('payload_too_large', 'Request body is larger than the 1 MB limit');
+      case 'UNSUPPORTED_MEDIA_TYPE':
+        return new ApiError('unsupported_media_type', 'Content-Type must be application/json');
+      case 'NOT_FOUND':
+        return new ApiError('not_found', 'Not found');
+      case 'METHOD_NOT_SUPPORTED':
+        return new ApiError('method_not_allowed', err.message);
+      case 'BAD_REQUEST':
+        return new ApiError('invalid_request', err.message);
+      default:
+        return new ApiError('internal_error', 'Internal server error');
+    }
+  }
+  if (err && typeof err === 'object' && 'message' in err) {
+    const mapped = fromHttpLikeError(err as HttpLikeError);
+    if (mapped) return mapped;
+  }
+  return new ApiError('internal_error', 'Internal server error');
+}
+
+export function toErrorResponse(err: unknown): { status: number; body: ErrorBody; headers: Record<string, string> } {
+  const apiError = toApiError(err);
+  return {
+    status: apiError.status,
+    body: { error: apiError.message, code: apiError.code, ...apiError.extra },
+    headers: apiError.headers,
+  };
+}

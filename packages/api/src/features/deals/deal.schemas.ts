@@ -1,0 +1,118 @@
+import { z } from 'zod';
+import { DateTime, DateTimeOut, LongText, Pagination, PaginationMeta, ShortText, Uuid } from '../../schemas.ts';
+
+/** lifecycle_stage values; each pipeline stage implies one unless a client set it (README, "Lifecycle"). */
+export const LIFECYCLE_STAGES = ['lead', 'opportunity', 'customer', 'lost'] as const;
+export const LifecycleStage = z.enum(LIFECYCLE_STAGES);
+
+const Title = z.string().trim().min(1).max(500);
+const Money = z.number().min(0).max(1e15);
+const Currency = z
+  .string()
+  .regex(/^[A-Za-z]{3}$/, 'must be a three-letter ISO 4217 code')
+  .transform((c) => c.toUpperCase());
+
+export const Deal = z
+  .object({
+    id: Uuid,
+    title: z.string(),
+    company_name: z.string().nullable(),
+    value: z.number().nullable(),
+    currency: z.string().nullable(),
+    win_probability: z.number().int().min(0).max(100).nullable(),
+    deal_health: z.string().nullable(),
+    lifecycle_stage: z.string().nullable(),
+    stage_id: Uuid.nullable(),
+    stage_name: z.string().nullable(),
+    stage_type: z.string().nullable(),
+    pipeline_id: Uuid.nullable(),
+    pipeline_name: z.string().nullable(),
+    owner_name: z.string().nullable(),
+    contact_name: z.string().nullable(),
+    contact_email: z.string().nullable(),
+    contact_phone: z.string().nullable(),
+    notes: z.string().nullable(),
+    lead_source: z.string().nullable(),
+    expected_close_date: DateTimeOut.nullable(),
+    last_activity_at: DateTimeOut.nullable(),
+    created_at: DateTimeOut,
+    updated_at: DateTimeOut.nullable(),
+  })
+  .meta({ id: 'Deal' });
+export type DealDto = z.infer<typeof Deal>;
+
+export const DealCreateInput = z
+  .strictObject({
+    title: Title,
+    company_name: ShortText.optional(),
+    value: Money.optional(),
+    currency: Currency.optional(),
+    contact_name: ShortText.optional(),
+    contact_email: z.email().optional(),
+    notes: LongText.optional(),
+    lead_source: ShortText.optional(),
+    expected_close_date: DateTime.optional(),
+    pipeline_id: Uuid.optional(),
+    stage_id: Uuid.optional(),
+  })
+  .meta({ id: 'DealCreateRequest' });
+export type DealCreateInput = z.infer<typeof DealCreateInput>;
+
+export const DealUpdateInput = z
+  .strictObject({
+    title: Title.optional(),
+    company_name: ShortText.nullable().optional(),
+    value: Money.nullable().optional(),
+    currency: Currency.nullable().optional(),
+    contact_name: ShortText.nullable().optional(),
+    contact_email: z.email().nullable().optional(),
+    contact_phone: ShortText.nullable().optional(),
+    notes: LongText.nullable().optional(),
+    lead_source: ShortText.nullable().optional(),
+    expected_close_date: DateTime.nullable().optional(),
+    pipeline_id: Uuid.optional(),
+    stage_id: Uuid.optional(),
+    lifecycle_stage: LifecycleStage.nullable()
+      .optional()
+      .describe('Set to pin the value; null returns it to following the stage'),
+    description: LongText.nullable().optional(),
+  })
+  .meta({ id: 'DealUpdateRequest' });
+export type DealUpdateInput = z.infer<typeof DealUpdateInput>;
+
+export const DealListQuery = z.object({
+  ...Pagination,
+  lifecycle_stage: LifecycleStage.optional(),
+  pipeline_id: Uuid.optional(),
+});
+export type DealListQuery = z.infer<typeof DealListQuery>;
+
+export const DealList = z.object({ data: z.array(Deal), meta: PaginationMeta });
+
+export const Stakeholder = z
+  .object({
+    id: Uuid,
+    name: z.string(),
+    email: z.string().nullable(),
+    title: z.string().nullable(),
+    role_type: z.string().nullable(),
+    influence_level: z.string().nullable(),
+    engagement_level: z.string().nullable(),
+    sentiment: z.string().nullable(),
+  })
+  .meta({ id: 'Stakeholder' });
+
+export const Activity = z
+  .object({
+    id: Uuid,
+    type: z.string().nullable(),
+    description: z.string().nullable(),
+    created_at: DateTimeOut.nullable(),
+  })
+  .meta({ id: 'Activity' });
+
+export const DealDetail = z
+  .object({
+    data: z.object({ deal: Deal, stakeholders: z.array(Stakeholder), recent_activities: z.array(Activity) }),
+  })
+  .meta({ id: 'DealDetailResponse' });

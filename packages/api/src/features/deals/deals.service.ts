@@ -1,0 +1,214 @@
+import { Activity, Contact, Deal, type EntityManager, type FieldChanges, type PipelineStage, ref } from '@crm/db';
+import { changeValue, recordActivity, sameValue } from '../../activities.ts';
+import type { AuthedContext } from '../../context.ts';
+import { notFound } from '../../errors.ts';
+import { toIso } from '../../schemas.ts';
+import { lifecycleForStage, resolveStage } from '../pipeline/stages.service.ts';
+import type { DealCreateInput, DealDto, DealListQuery, DealUpdateInput } from './deal.schemas.ts';
+
+/** How many activities the deal detail shows. */
+export const RECENT_ACTIVITY_LIMIT = 20;
+
+/** The deal as the API shows it; its stage and pipeline must be loaded. */
+export function toDealDto(deal: Deal): DealDto {
+  const stage = deal.stage.getEntity();
+  const pipeline = deal.pipeline.getEntity();
+  return {
+    id: deal.id,
+    title: deal.title,
+    company_name: deal.companyName ?? null,
+    value: deal.value == null ? null : Number(deal.value),
+    currency: deal.currency ?? null,
+    win_probability: deal.winProbability ?? null,
+    deal_health: deal.dealHealth ?? null,
+    lifecycle_stage: deal.lifecycleStage ?? null,
+    stage_id: stage.id,
+    stage_name: stage.name,
+    stage_type: stage.stageType,
+    pipeline_id: pipeline.id,
+    pipeline_name: pipeline.name,
+    owner_name: deal.ownerName ?? null,
+    contact_name: deal.contactName ?? null,
+    contact_email: deal.contactEmail ?? null,
+    contact_phone: deal.contactPhone ?? null,
+    notes: deal.notes ?? null,
+    lead_source: deal.leadSource ?? null,
+    expected_close_date: toIso(deal.expectedCloseDate),
+    last_activity_at: toIso(deal.lastActivityAt),
+    created_at: deal.createdAt.toISOString(),
+    updated_at: toIso(deal.updatedAt),
+  };
+}
+
+const POPULATE = ['stage', 'pipeline'] as const;
+
+export async function listDeals(em: EntityManager, query: DealListQuery) {
+  const where: Record<string, unknown> = {};
+  if (query.lifecycle_stage) where.lifecycleStage = query.lifecycle_stage;
+  if (query.pipeline_id) where.pipeline = query.pipeline_id;
+  const [deals, total] = await em.findAndCount(Deal, where, {
+    populate: POPULATE,
+    orderBy: { createdAt: 'desc', id: 'desc' },
+    limit: query.limit,
+    offset: query.offset,
+  });
+  return { data: deals.map(toDealDto), meta: { total, limit: query.limit, offset: query.offset } };
+}
+
+export async function findDeal(em: EntityManager, id: string): Promise<Deal> {
+  const deal = await em.findOne(Deal, { id }, { populate: POPULATE });
+  if (!deal) throw notFound('Deal');
+  return deal;
+}
+
+export async function getDealDetail(em: EntityManager, id: string) {
+  const deal = await findDeal(em, id);
+  const [contacts, activities] = await Promise.all([
+    em.find(Contact, { deal: id }, { orderBy: { createdAt: 'asc', id: 'asc' } }),
+    em.find(Activity, { deal: id }, { orderBy: { createdAt: 'desc', id: 'desc' }, limit: RECENT_ACTIVITY_LIMIT }),
+  ]);
+  return {
+    deal: toDealDto(deal),
+    stakeholders: contacts.map((c) => ({
+      id: c.id,
+      name: c.name,
+      email: c.email ?? null,
+      title: c.title ?? null,
+      role_type: c.roleType ?? null,
+      influence_level: c.influenceLevel ?? null,
+      engagement_level: c.engagementLevel ?? null,
+      sentiment: c.sentiment ?? null,
+    })),
+    recent_activities: activities.map((a) => ({
+      id: a.id,
+      type: a.type,
+      description: a.description ?? null,
+      created_at: a.createdAt.toISOString(),
+    })),
+  };
+}
+
+export async function createDeal(ctx: AuthedContext, em: EntityManager, input: DealCreateInput): Promise<Deal> {
+  const stage = await resolveStage(em, { pipelineId: input.pipeline_id, stageId: input.stage_id });
+  const deal = em.create(Deal, {
+    orgId: ctx.principal.orgId,
+    title: input.title,
+    companyName: input.company_name ?? null,
+    value: input.value ?? null,
+    currency: input.currency ?? 'USD',
+    contactName: input.contact_name ?? null,
+    contactEmail: input.contact_email ?? null,
+    notes: input.notes ?? null,
+    leadSource: input.lead_source ?? null,
+    expectedCloseDate: input.expected_close_date ? new Date(input.expected_close_date) : null,
+    pipeline: stage.pipeline,
+    stage,
+    lifecycleStage: await lifecycleForStage(em, stage),
+    createdAt: new Date(),
+  });
+  recordActivity(em, deal, { type: 'deal_created', description: `Deal "${deal.title}" created in stage ${stage.name}` });
+  await em.flush();
+  return deal;
+}
+
+/** Input field -> entity property, for the fields a PATCH copies as they are. */
+const PLAIN_FIELDS = {
+  title: 'title',
+  company_name: 'companyName',
+  value: 'value',
+  currency: 'currency',
+  contact_name: 'contactName',
+  contact_email: 'contactEmail',
+  contact_phone: 'contactPhone',
+  notes: 'notes',
+  lead_source: 'leadSource',
+  expected_close_date: 'expectedCloseDate',
+  description: 'description',
+} as const satisfies Partial<Record<keyof DealUpdateInput, keyof Deal>>;
+
+export interface DealUpdateResult {
+  deal: Deal;
+  changes: FieldChanges;
+  stageChange?: { from: PipelineStage; to: PipelineStage };
+}
+
+export async function updateDeal(
+  em: EntityManager,
+  id: string,
+  input: DealUpdateInput,
+): Promise<DealUpdateResult> {
+  const deal = await findDeal(em, id);
+  const changes: FieldChanges = {};
+  const entity = deal as unknown as Record<string, unknown>;
+
+  for (const [field, prop] of Object.entries(PLAIN_FIELDS)) {
+    const raw = input[field as keyof typeof PLAIN_FIELDS];
+    if (raw === undefined) continue;
+    const next = field === 'expected_close_date' && raw !== null ? new Date(raw as string) : raw;
+    if (sameValue(entity[prop], next)) continue;
+    changes[field] = { from: changeValue(entity[prop]), to: changeValue(next) };
+    entity[prop] = next;
+  }
+
+  let stageChange: DealUpdateResult['stageChange'];
+  if (input.stage_id !== undefined || input.pipeline_id !== undefined) {
+    const from = deal.stage.getEntity();
+    const pipelineChanges = input.pipeline_id !== undefined && input.pipeline_id !== deal.pipeline.id;
+    const to =
+      input.stage_id === undefined && !pipelineChanges
+        ? from
+        : await resolveStage(em, { pipelineId: input.pipeline_id, stageId: input.stage_id }, deal.pipeline.id);
+    if (to.id !== from.id) {
+      stageChange = { from, to };
+      changes.stage_id = { from: from.id, to: to.id };
+      if (to.pipeline.id !== deal.pipeline.id) changes.pipeline_id = { from: deal.pipeline.id, to: to.pipeline.id };
+      deal.stage = ref(to);
+      deal.pipeline = to.pipeline;
+    }
+  }
+
+  if (input.lifecycle_stage !== undefined) {
+    deal.lifecycleStageManual = input.lifecycle_stage !== null;
+  }
+  const lifecycle =
+    input.lifecycle_stage != null
+      ? input.lifecycle_stage
+      : deal.lifecycleStageManual
+        ? deal.lifecycleStage
+        : await lifecycleForStage(em, deal.stage.getEntity());
+  if (!sameValue(deal.lifecycleStage, lifecycle)) {
+    changes.lifecycle_stage = { from: deal.lifecycleStage ?? null, to: lifecycle ?? null };
+    deal.lifecycleStage = lifecycle ?? null;
+  }
+
+  if (stageChange) {
+    recordActivity(em, deal, {
+      type: 'stage_changed',
+      description: `Stage changed from ${stageChange.from.name} to ${stageChange.to.name}`,
+      changes: { stage: { from: stageChange.from.name, to: stageChange.to.name } },
+    });
+  }
+  // A lifecycle change that only follows the stage move belongs to the stage_changed entry.
+  const fieldNames = Object.keys(changes).filter(
+    (f) =>
+      f !== 'stage_id' &&
+      f !== 'pipeline_id' &&
+      !(f === 'lifecycle_stage' && stageChange && input.lifecycle_stage === undefined),
+  );
+  if (fieldNames.length > 0) {
+    recordActivity(em, deal, {
+      type: 'deal_updated',
+      description: `Updated ${fieldNames.join(', ')}`,
+      changes: Object.fromEntries(fieldNames.map((f) => [f, changes[f] as FieldChanges[string]])),
+    });
+  }
+  await em.flush();
+  return { deal, changes, ...(stageChange ? { stageChange } : {}) };
+}
+
+export async function deleteDeal(em: EntityManager, id: string): Promise<void> {
+  const deal = await em.findOne(Deal, { id }, { fields: ['id'] });
+  if (!deal) throw notFound('Deal');
+  // Contacts and activities go with it (ON DELETE CASCADE), in this same statement.
+  await em.nativeDelete(Deal, { id });
+}

@@ -1,0 +1,72 @@
+import { createHash } from 'node:crypto';
+import type { EntityManager } from '@crm/db';
+import { v7 as uuidv7 } from 'uuid';
+import { type AuthedContext, headerValue } from './context.ts';
+import { ApiError } from './errors.ts';
+
+/** How long a stored first response answers retries with the same key. */
+export const IDEMPOTENCY_WINDOW_HOURS = 24;
+const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+
+function requestHash(operation: string, input: Record<string, unknown>): string {
+  // Inputs are flat objects; sorting the keys makes {a,b} and {b,a} the same request.
+  const canonical = JSON.stringify(input, Object.keys(input).sort());
+  return createHash('sha256').update(operation).update('\0').update(canonical).digest('hex');
+}
+
+/**
+ * Runs a create once per `Idempotency-Key` (scoped to the API key), in one transaction with the
+ * stored response. A concurrent retry blocks on the key's unique index until the first commits,
+ * then replays its response; if the first rolled back, the retry runs for real.
+ */
+export async function withIdempotency<T>(
+  ctx: AuthedContext,
+  operation: string,
+  input: Record<string, unknown>,
+  run: (em: EntityManager) => Promise<T>,
+): Promise<T> {
+  const key = headerValue(ctx, 'idempotency-key');
+  if (key === undefined) return ctx.em.transactional(run);
+  if (!KEY_PATTERN.test(key))
+    throw new ApiError('invalid_request', 'Idempotency-Key: must be 1 to 255 printable ASCII characters');
+  const hash = requestHash(operation, input);
+  const apiKeyId = ctx.principal.apiKeyId;
+
+  return ctx.em.transactional(async (em) => {
+    await em.execute(
+      `delete from idempotency_keys where api_key_id = ? and key = ? and created_at < now() - interval '${IDEMPOTENCY_WINDOW_HOURS} hours'`,
+      [apiKeyId, key],
+    );
+    const inserted = await em.execute<{ id: string }[]>(
+      `insert into idempotency_keys (id, api_key_id, key, operation, request_hash, created_at)
+       values (?, ?, ?, ?, ?, now()) on conflict (api_key_id, key) do nothing returning id`,
+      [uuidv7(), apiKeyId, key, operation, hash],
+    );
+    const id = inserted[0]?.id;
+    if (id) {
+      const result = await run(em);
+      await em.execute('update idempotency_keys set response_status = ?, response_body = ? where id = ?', [
+        201, // only creates take an Idempotency-Key
+        JSON.stringify(result),
+        id,
+      ]);
+      return result;
+    }
+    const [stored] = await em.execute<
+      { operation: string; request_hash: string; response_status: number | null; response_body: unknown }[]
+    >('select operation, request_hash, response_status, response_body from idempotency_keys where api_key_id = ? and key = ?', [
+      apiKeyId,
+      key,
+    ]);
+    if (!stored || stored.response_body == null)
+      throw new ApiError('idempotency_key_in_use', 'Idempotency-Key: a request with this key is still in progress');
+    if (stored.operation !== operation || stored.request_hash !== hash)
+      throw new ApiError(
+        'idempotency_key_reused',
+        'Idempotency-Key: this key was already used with a different request body',
+      );
+    ctx.response.headers['idempotent-replayed'] = 'true';
+    const body = typeof stored.response_body === 'string' ? JSON.parse(stored.response_body) : stored.response_body;
+    return body as T;
+  });
+}
