@@ -19,6 +19,8 @@ export const DEFAULT_STAGES: ReadonlyArray<{
 export async function createOrganization(em: EntityManager, name: string): Promise<Organization> {
   return em.transactional(async (tx) => {
     const org = tx.create(Organization, { name });
+    // org_id is a plain column, so the unit of work cannot order this insert first by itself.
+    await tx.flush();
     const pipeline = tx.create(Pipeline, { orgId: org.id, name: 'Sales pipeline', isDefault: true });
     DEFAULT_STAGES.forEach((stage, index) => {
       tx.create(PipelineStage, { orgId: org.id, pipeline, position: index + 1, ...stage });

@@ -1,0 +1,136 @@
+import {
+  createOrganizationWithKey,
+  issueApiKey,
+  listApiKeys,
+  listOrganizations,
+  revokeApiKey,
+} from '@crm/api';
+import { type EntityManager, Organization } from '@crm/db';
+import { z } from 'zod';
+import { CliError, UsageError } from './errors.ts';
+
+/** What a command does once the database is open: the JSON objects it returns are printed one per line. */
+export type Action = (em: EntityManager) => Promise<unknown[]>;
+
+type OptionSpec = { type: 'string'; required?: boolean; description: string };
+
+export interface CommandSpec {
+  /** How the command is written, e.g. `key create`. */
+  name: string;
+  positionals: string[];
+  options: Record<string, OptionSpec>;
+  summary: string;
+  /** Validates the parsed arguments (throwing CliError) and returns what to run. */
+  prepare(args: { positionals: string[]; options: Record<string, string | undefined> }): Action;
+}
+
+const Uuid = z.uuid();
+
+function uuidArg(value: string, what: string): string {
+  const parsed = Uuid.safeParse(value);
+  if (!parsed.success) throw new CliError(`${what} must be a UUID, got ${JSON.stringify(value)}`);
+  return parsed.data.toLowerCase();
+}
+
+async function requireOrganization(em: EntityManager, orgId: string): Promise<void> {
+  const org = await em.findOne(Organization, { id: orgId });
+  if (!org) throw new CliError(`organization ${orgId} does not exist`);
+}
+
+export const COMMANDS: CommandSpec[] = [
+  {
+    name: 'org create',
+    positionals: ['name'],
+    options: {},
+    summary: 'Create an organization and its first API key (shown once)',
+    prepare({ positionals }) {
+      const name = (positionals[0] ?? '').trim();
+      if (name === '') throw new CliError('the organization name must not be empty');
+      return async (em) => [await createOrganizationWithKey(em, name)];
+    },
+  },
+  {
+    name: 'org list',
+    positionals: [],
+    options: {},
+    summary: 'List organizations, one per line',
+    prepare: () => (em) => listOrganizations(em),
+  },
+  {
+    name: 'key create',
+    positionals: [],
+    options: {
+      org: { type: 'string', required: true, description: 'org_id' },
+      name: { type: 'string', description: 'label' },
+    },
+    summary: 'Issue another API key for an organization (shown once)',
+    prepare({ options }) {
+      const orgId = uuidArg(options.org ?? '', '--org');
+      const label = options.name?.trim();
+      if (label === '') throw new CliError('--name must not be empty');
+      return async (em) => {
+        await requireOrganization(em, orgId);
+        return [await issueApiKey(em, orgId, label)];
+      };
+    },
+  },
+  {
+    name: 'key list',
+    positionals: [],
+    options: { org: { type: 'string', description: 'org_id' } },
+    summary: 'List API keys, one per line (never the keys themselves)',
+    prepare({ options }) {
+      const orgId = options.org === undefined ? undefined : uuidArg(options.org, '--org');
+      return async (em) => {
+        if (orgId) await requireOrganization(em, orgId);
+        return listApiKeys(em, orgId);
+      };
+    },
+  },
+  {
+    name: 'key revoke',
+    positionals: ['key_id'],
+    options: {},
+    summary: 'Revoke an API key; it stops working at once',
+    prepare({ positionals }) {
+      const keyId = uuidArg(positionals[0] ?? '', 'key_id');
+      return async (em) => {
+        if (!(await revokeApiKey(em, keyId))) throw new CliError(`API key ${keyId} does not exist`);
+        return [{ key_id: keyId, revoked: true }];
+      };
+    },
+  },
+  {
+    name: 'migrate',
+    positionals: [],
+    options: {},
+    summary: 'Bring the database schema up to date',
+    // Opening the database runs the pending migrations; nothing is left to do.
+    prepare: () => async () => [{ migrated: true }],
+  },
+];
+
+/** `key create --org <org_id> [--name <label>]` */
+export function synopsis(command: CommandSpec): string {
+  const parts = [command.name, ...command.positionals.map((p) => `<${p}>`)];
+  for (const [flag, spec] of Object.entries(command.options)) {
+    const option = `--${flag} <${spec.description}>`;
+    parts.push(spec.required ? option : `[${option}]`);
+  }
+  return parts.join(' ');
+}
+
+export function findCommand(words: string[]): { command: CommandSpec; rest: string[] } {
+  const [first, second] = words;
+  const single = COMMANDS.find((c) => c.name === first);
+  if (single) return { command: single, rest: words.slice(1) };
+  const group = COMMANDS.filter((c) => c.name.startsWith(`${first} `));
+  if (group.length === 0) throw new UsageError(`unknown command ${JSON.stringify(first)}`);
+  const actions = group.map((c) => c.name.split(' ')[1]).join(', ');
+  if (second === undefined || second.startsWith('-')) {
+    throw new UsageError(`"${first}" needs a subcommand: ${actions}`);
+  }
+  const command = group.find((c) => c.name === `${first} ${second}`);
+  if (!command) throw new UsageError(`unknown command "${first} ${second}" (expected one of: ${actions})`);
+  return { command, rest: words.slice(2) };
+}

@@ -1,0 +1,174 @@
+import { randomUUID } from 'node:crypto';
+import { createRequire } from 'node:module';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { ApiError, appRouter, buildOpenApiDocument, createRequestContext, type Services, toErrorResponse } from '@crm/api';
+import { bodyParser } from '@koa/bodyparser';
+import { nodeHTTPRequestHandler } from '@trpc/server/adapters/node-http';
+import Koa from 'koa';
+import type { Logger } from './logger.ts';
+import { attachContext, contextOf } from './request-context.ts';
+import { MAX_BODY_BYTES, restAdapter } from './rest-adapter.ts';
+
+export const API_PREFIX = '/api/v1/crm';
+export const TRPC_PREFIX = '/trpc';
+
+const REQUEST_ID = /^[\w.-]{1,128}$/;
+
+const require = createRequire(import.meta.url);
+/** The API reference page's script ships in the installed package: no CDN at run time. */
+const SCALAR_BUNDLE = path.join(path.dirname(require.resolve('@scalar/api-reference')), 'browser', 'standalone.js');
+
+const DOCS_HTML = `<!doctype html>
+<html lang="en">
+  <head>
+    <meta charset="utf-8" />
+    <title>Headless CRM API reference</title>
+    <meta name="viewport" content="width=device-width, initial-scale=1" />
+  </head>
+  <body>
+    <script id="api-reference" data-url="${API_PREFIX}/openapi.json" data-configuration='{"withDefaultFonts":false,"hideClientButton":true}'></script>
+    <script src="/docs/standalone.js"></script>
+  </body>
+</html>`;
+
+export interface AppState {
+  /** Set while the server drains for shutdown: readiness then answers 503. */
+  draining: boolean;
+}
+
+export function buildApp(services: Services, logger: Logger, state: AppState = { draining: false }): Koa {
+  const app = new Koa();
+  app.proxy = false;
+  const openApiDocument = JSON.stringify(buildOpenApiDocument());
+
+  // One log line per request, and the contract's error body for anything that escapes a handler.
+  app.use(async (ctx, next) => {
+    const started = process.hrtime.bigint();
+    const { method, path } = ctx; // before the REST adapter rewrites req.url
+    const incoming = ctx.get('x-request-id');
+    const requestId = REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    ctx.state.requestId = requestId;
+    ctx.set('X-Request-Id', requestId);
+    try {
+      await next();
+      if (ctx.body === undefined && ctx.status === 404) throw new ApiError('not_found', `No such endpoint: ${ctx.method} ${ctx.path}`);
+    } catch (err) {
+      const { status, body, headers } = toErrorResponse(err);
+      if (status >= 500) logger.error({ req_id: requestId, err }, 'request failed');
+      ctx.set(headers);
+      ctx.status = status;
+      ctx.body = body;
+    } finally {
+      const context = ctx.state.apiContext as ReturnType<typeof createRequestContext> | undefined;
+      logger.info(
+        {
+          req_id: requestId,
+          method,
+          path,
+          status: ctx.status,
+          duration_ms: Number(process.hrtime.bigint() - started) / 1e6,
+          org_id: context?.principal?.orgId,
+        },
+        'request',
+      );
+    }
+  });
+
+  app.use(async (ctx, next) => {
+    switch (ctx.path) {
+      case '/healthz':
+        ctx.body = { status: 'ok' };
+        return;
+      case '/readyz': {
+        const ok = !state.draining && (await services.orm.checkConnection()).ok;
+        ctx.status = ok ? 200 : 503;
+        ctx.body = { status: ok ? 'ready' : 'unavailable' };
+        return;
+      }
+      case `${API_PREFIX}/openapi.json`:
+        ctx.type = 'application/json';
+        ctx.body = openApiDocument;
+        return;
+      case '/docs':
+      case '/docs/':
+        ctx.type = 'text/html';
+        ctx.body = DOCS_HTML;
+        return;
+      case '/docs/standalone.js':
+        ctx.type = 'application/javascript';
+        ctx.set('Cache-Control', 'public, max-age=3600');
+        ctx.body = await readFile(SCALAR_BUNDLE);
+        return;
+      default:
+        return next();
+    }
+  });
+
+  // Every API request gets its context (and unit of work) before the body is read.
+  app.use(async (ctx, next) => {
+    if (!ctx.path.startsWith(`${API_PREFIX}/`) && !ctx.path.startsWith(`${TRPC_PREFIX}/`)) return next();
+    const context = createRequestContext(services, { requestId: ctx.state.requestId, headers: ctx.req.headers });
+    ctx.state.apiContext = context;
+    attachContext(ctx.req, context);
+    return next();
+  });
+
+  app.use(async (ctx, next) => {
+    if (!ctx.path.startsWith(`${TRPC_PREFIX}/`)) return next();
+    ctx.respond = false;
+    await nodeHTTPRequestHandler({
+      router: appRouter,
+      req: ctx.req,
+      res: ctx.res,
+      path: ctx.path.slice(TRPC_PREFIX.length + 1),
+      maxBodySize: MAX_BODY_BYTES,
+      createContext: ({ req }) => contextOf(req),
+      onError: ({ error }) => {
+        if (error.code === 'INTERNAL_SERVER_ERROR' && !(error.cause instanceof ApiError))
+          logger.error({ req_id: ctx.state.requestId, err: error.cause ?? error }, 'request failed');
+      },
+      // The status comes from our error table, as on REST.
+      responseMeta: ({ errors }) => {
+        const status = errors[0] ? toErrorResponse(errors[0]).status : 200;
+        return { status };
+      },
+    });
+    ctx.status = ctx.res.statusCode;
+  });
+
+  app.use(async (ctx, next) => {
+    if (!ctx.path.startsWith(`${API_PREFIX}/`)) return next();
+    if (['POST', 'PATCH', 'PUT'].includes(ctx.method) && ctx.request.length) {
+      if (!ctx.is('application/json'))
+        throw new ApiError('unsupported_media_type', 'Content-Type must be application/json');
+    }
+    return next();
+  });
+  app.use(
+    bodyParser({
+      enableTypes: ['json'],
+      jsonLimit: MAX_BODY_BYTES,
+      jsonStrict: true,
+      patchNode: true,
+      encoding: 'utf-8',
+      parsedMethods: ['POST', 'PATCH', 'PUT'],
+    }),
+  );
+  app.use(async (ctx, next) => {
+    if (!ctx.path.startsWith(`${API_PREFIX}/`)) return next();
+    const req = ctx.req as typeof ctx.req & { body?: unknown };
+    if (['POST', 'PATCH', 'PUT'].includes(ctx.method)) {
+      if (req.body !== undefined && (typeof req.body !== 'object' || req.body === null || Array.isArray(req.body)))
+        throw new ApiError('invalid_request', 'Request body must be a JSON object');
+      // A bodiless POST (analyze, predict) needs no Content-Type; trpc-to-openapi insists on one.
+      if (!ctx.get('content-type')) req.headers['content-type'] = 'application/json';
+      if (!('body' in req)) req.body = {};
+    }
+    return next();
+  });
+  app.use(
+    restAdapter(API_PREFIX, (err) => logger.error({ err }, 'request failed')),
+  );
+  return app;
+}

@@ -1,0 +1,3 @@
+export { API_PREFIX, buildApp, TRPC_PREFIX } from './app.ts';
+export { createLogger, type Logger } from './logger.ts';
+export { type RunningServer, startServer } from './server.ts';

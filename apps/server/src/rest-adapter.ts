@@ -1,0 +1,127 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ApiError, type ApiErrorData, type AppRouter, appRouter, type Meta, toErrorResponse } from '@crm/api';
+import type { Middleware } from 'koa';
+import { createOpenApiNodeHttpHandler } from 'trpc-to-openapi';
+import { contextOf } from './request-context.ts';
+
+interface Route {
+  method: string;
+  template: string;
+  pattern: RegExp;
+  successStatus: number;
+}
+
+/** The documented routes, read from the procedures' OpenAPI meta: exact case, no trailing slash. */
+function collectRoutes(router: AppRouter): Route[] {
+  const routes: Route[] = [];
+  for (const procedure of Object.values(router._def.procedures)) {
+    const meta = (procedure as { _def: { meta?: Meta } })._def.meta;
+    if (!meta?.openapi) continue;
+    const { method, path } = meta.openapi;
+    const pattern = new RegExp(`^${path.replace(/\{[^}]+\}/g, '[^/]+')}$`);
+    routes.push({ method, template: path, pattern, successStatus: meta.successStatus ?? 200 });
+  }
+  return routes;
+}
+
+/**
+ * What trpc-to-openapi would write to the socket, captured so that Koa writes the response instead:
+ * Koa's middleware (logging, headers, error mapping) then sees every response, and errors can be
+ * rewritten into the contract's bodies before anything is sent.
+ */
+class CapturedResponse {
+  statusCode = 200;
+  readonly headers: Record<string, string> = {};
+  body: string | undefined;
+  writableEnded = false;
+  private readonly done: Promise<void>;
+  private finish!: () => void;
+
+  private readonly real: ServerResponse;
+
+  constructor(real: ServerResponse) {
+    this.real = real;
+    this.done = new Promise((resolve) => {
+      this.finish = resolve;
+    });
+  }
+  setHeader(name: string, value: string) {
+    this.headers[name.toLowerCase()] = String(value);
+    return this;
+  }
+  end(body?: string) {
+    this.body = body;
+    this.writableEnded = true;
+    this.finish();
+    return this;
+  }
+  // Abort detection listens on the real socket.
+  once(event: string, fn: () => void) {
+    this.real.once(event, fn);
+    return this;
+  }
+  on(event: string, fn: () => void) {
+    this.real.on(event, fn);
+    return this;
+  }
+  off(event: string, fn: () => void) {
+    this.real.off(event, fn);
+    return this;
+  }
+  finished(): Promise<void> {
+    return this.done;
+  }
+}
+
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+/** Serves the router's procedures at their documented REST paths under `prefix`. */
+export function restAdapter(prefix: string, onInternalError: (err: unknown, req: IncomingMessage) => void): Middleware {
+  const routes = collectRoutes(appRouter);
+  const handler = createOpenApiNodeHttpHandler({
+    router: appRouter,
+    createContext: ({ req }: { req: IncomingMessage }) => contextOf(req),
+    maxBodySize: MAX_BODY_BYTES,
+    onError: ({ error, req }) => {
+      if (error.code === 'INTERNAL_SERVER_ERROR' && !(error.cause instanceof ApiError)) onInternalError(error, req);
+    },
+  });
+
+  return async (ctx, next) => {
+    if (!ctx.path.startsWith(`${prefix}/`)) return next();
+    const path = ctx.path.slice(prefix.length);
+    const matching = routes.filter((r) => r.pattern.test(path));
+    if (matching.length === 0) throw new ApiError('not_found', `No such endpoint: ${ctx.method} ${ctx.path}`);
+    const route = matching.find((r) => r.method === ctx.method);
+    if (!route) {
+      const allow = [...new Set(matching.map((r) => r.method))].join(', ');
+      throw new ApiError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; allowed: ${allow}`, {
+        headers: { Allow: allow },
+      });
+    }
+
+    // trpc-to-openapi matches the path without our prefix, and reads the body Koa already parsed.
+    const req = ctx.req as IncomingMessage & { body?: unknown };
+    req.url = path + (ctx.querystring ? `?${ctx.querystring}` : '');
+    const captured = new CapturedResponse(ctx.res);
+    await handler(req, captured as unknown as ServerResponse);
+    await captured.finished();
+
+    const context = contextOf(req);
+    for (const [name, value] of Object.entries(context.response.headers)) ctx.set(name, value);
+    const payload = captured.body === undefined ? undefined : (JSON.parse(captured.body) as unknown);
+    if (captured.statusCode >= 400) {
+      const data = (payload as { data?: ApiErrorData } | undefined)?.data;
+      const mapped = data?.body ? data : undefined;
+      const { status, body, headers } = mapped
+        ? { status: mapped.httpStatus, body: mapped.body, headers: mapped.headers }
+        : toErrorResponse(new Error('unmapped error'));
+      for (const [name, value] of Object.entries(headers)) ctx.set(name, value);
+      ctx.status = status;
+      ctx.body = body;
+      return;
+    }
+    ctx.status = route.successStatus;
+    ctx.body = payload;
+  };
+}

@@ -1,0 +1,65 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createOrganizationWithKey, type Services } from '@crm/api';
+import type { Config } from '@crm/config';
+import { type Database, Organization, openDatabase } from '@crm/db';
+import { type AppState, buildApp } from './app.ts';
+import type { Logger } from './logger.ts';
+
+export interface RunningServer {
+  url: string;
+  server: Server;
+  db: Database;
+  /** Stops accepting, lets in-flight requests finish (up to the shutdown timeout), closes the database. */
+  stop(): Promise<void>;
+}
+
+/** On an empty database, creates an organization and shows its key once, so `npm start` is usable at once. */
+async function bootstrapOrganization(db: Database, logger: Logger): Promise<void> {
+  const em = db.orm.em.fork();
+  if ((await em.count(Organization, {})) > 0) return;
+  const created = await createOrganizationWithKey(em, 'Default organization');
+  logger.info({ org_id: created.org_id, key_id: created.key_id }, 'created the default organization');
+  // The key goes to the terminal once, never into the log stream.
+  process.stderr.write(
+    `\nFirst start: created organization ${created.org_id}.\nIts API key (shown once, stored only as a hash):\n\n  ${created.api_key}\n\n`,
+  );
+}
+
+export async function startServer(config: Config, logger: Logger): Promise<RunningServer> {
+  const db = await openDatabase(config.database, 'server');
+  try {
+    if (config.bootstrapOrg) await bootstrapOrganization(db, logger);
+  } catch (err) {
+    await db.close();
+    throw err;
+  }
+  const services: Services = { orm: db.orm, config };
+  const state: AppState = { draining: false };
+  const app = buildApp(services, logger, state);
+  const server = app.listen({ port: config.port, host: config.host });
+  await new Promise<void>((resolve, reject) => {
+    server.once('listening', resolve);
+    server.once('error', reject);
+  });
+  // Keep-alive sockets from a load balancer must outlive its own idle timeout.
+  server.keepAliveTimeout = 65_000;
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${address.port}`;
+
+  let stopping: Promise<void> | undefined;
+  const stop = () => {
+    stopping ??= (async () => {
+      state.draining = true;
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const timer = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
+      await closed;
+      clearTimeout(timer);
+      await db.close();
+    })();
+    return stopping;
+  };
+  return { url, server, db, stop };
+}
