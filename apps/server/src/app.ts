@@ -1,8 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { createRequire } from 'node:module';
 import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import path from 'node:path';
-import { ApiError, appRouter, buildOpenApiDocument, createRequestContext, type Services, toErrorResponse } from '@crm/api';
+import {
+  ApiError,
+  appRouter,
+  buildOpenApiDocument,
+  createRequestContext,
+  type Services,
+  toErrorResponse,
+} from '@crm/api';
 import { bodyParser } from '@koa/bodyparser';
 import { nodeHTTPRequestHandler } from '@trpc/server/adapters/node-http';
 import Koa from 'koa';
@@ -17,7 +24,11 @@ const REQUEST_ID = /^[\w.-]{1,128}$/;
 
 const require = createRequire(import.meta.url);
 /** The API reference page's script ships in the installed package: no CDN at run time. */
-const SCALAR_BUNDLE = path.join(path.dirname(require.resolve('@scalar/api-reference')), 'browser', 'standalone.js');
+const SCALAR_BUNDLE = path.join(
+  path.dirname(require.resolve('@scalar/api-reference')),
+  'browser',
+  'standalone.js',
+);
 
 const DOCS_HTML = `<!doctype html>
 <html lang="en">
@@ -52,7 +63,8 @@ export function buildApp(services: Services, logger: Logger, state: AppState = {
     ctx.set('X-Request-Id', requestId);
     try {
       await next();
-      if (ctx.body === undefined && ctx.status === 404) throw new ApiError('not_found', `No such endpoint: ${ctx.method} ${ctx.path}`);
+      if (ctx.body === undefined && ctx.status === 404)
+        throw new ApiError('not_found', `No such endpoint: ${ctx.method} ${ctx.path}`);
     } catch (err) {
       const { status, body, headers } = toErrorResponse(err);
       if (status >= 500) logger.error({ req_id: requestId, err }, 'request failed');
@@ -108,7 +120,10 @@ export function buildApp(services: Services, logger: Logger, state: AppState = {
   // Every API request gets its context (and unit of work) before the body is read.
   app.use(async (ctx, next) => {
     if (!ctx.path.startsWith(`${API_PREFIX}/`) && !ctx.path.startsWith(`${TRPC_PREFIX}/`)) return next();
-    const context = createRequestContext(services, { requestId: ctx.state.requestId, headers: ctx.req.headers });
+    const context = createRequestContext(services, {
+      requestId: ctx.state.requestId,
+      headers: ctx.req.headers,
+    });
     ctx.state.apiContext = context;
     attachContext(ctx.req, context);
     return next();
@@ -159,7 +174,10 @@ export function buildApp(services: Services, logger: Logger, state: AppState = {
     if (!ctx.path.startsWith(`${API_PREFIX}/`)) return next();
     const req = ctx.req as typeof ctx.req & { body?: unknown };
     if (['POST', 'PATCH', 'PUT'].includes(ctx.method)) {
-      if (req.body !== undefined && (typeof req.body !== 'object' || req.body === null || Array.isArray(req.body)))
+      if (
+        req.body !== undefined &&
+        (typeof req.body !== 'object' || req.body === null || Array.isArray(req.body))
+      )
         throw new ApiError('invalid_request', 'Request body must be a JSON object');
       // A bodiless POST (analyze, predict) needs no Content-Type; trpc-to-openapi insists on one.
       if (!ctx.get('content-type')) req.headers['content-type'] = 'application/json';
@@ -167,8 +185,6 @@ export function buildApp(services: Services, logger: Logger, state: AppState = {
     }
     return next();
   });
-  app.use(
-    restAdapter(API_PREFIX, (err) => logger.error({ err }, 'request failed')),
-  );
+  app.use(restAdapter(API_PREFIX, (err) => logger.error({ err }, 'request failed')));
   return app;
 }

@@ -10,6 +10,9 @@ export function createLogger(config: Pick<Config, 'logLevel'>): Logger {
     base: undefined,
     timestamp: pino.stdTimeFunctions.isoTime,
     // Belt and braces: should anything ever log a request or a key, it is blanked.
-    redact: { paths: ['req.headers.authorization', 'authorization', 'api_key', 'secret', '*.api_key', '*.secret'], censor: '[redacted]' },
+    redact: {
+      paths: ['req.headers.authorization', 'authorization', 'api_key', 'secret', '*.api_key', '*.secret'],
+      censor: '[redacted]',
+    },
   });
 }

@@ -14,8 +14,10 @@ interface Route {
 /** The documented routes, read from the procedures' OpenAPI meta: exact case, no trailing slash. */
 function collectRoutes(router: AppRouter): Route[] {
   const routes: Route[] = [];
-  for (const procedure of Object.values(router._def.procedures)) {
-    const meta = (procedure as { _def: { meta?: Meta } })._def.meta;
+  // tRPC keeps a flat record of every procedure, nested routers included.
+  const procedures = router._def.procedures as unknown as Record<string, { _def: { meta?: Meta } }>;
+  for (const procedure of Object.values(procedures)) {
+    const meta = procedure._def.meta;
     if (!meta?.openapi) continue;
     const { method, path } = meta.openapi;
     const pattern = new RegExp(`^${path.replace(/\{[^}]+\}/g, '[^/]+')}$`);
@@ -76,14 +78,18 @@ class CapturedResponse {
 export const MAX_BODY_BYTES = 1024 * 1024;
 
 /** Serves the router's procedures at their documented REST paths under `prefix`. */
-export function restAdapter(prefix: string, onInternalError: (err: unknown, req: IncomingMessage) => void): Middleware {
+export function restAdapter(
+  prefix: string,
+  onInternalError: (err: unknown, req: IncomingMessage) => void,
+): Middleware {
   const routes = collectRoutes(appRouter);
   const handler = createOpenApiNodeHttpHandler({
     router: appRouter,
     createContext: ({ req }: { req: IncomingMessage }) => contextOf(req),
     maxBodySize: MAX_BODY_BYTES,
     onError: ({ error, req }) => {
-      if (error.code === 'INTERNAL_SERVER_ERROR' && !(error.cause instanceof ApiError)) onInternalError(error, req);
+      if (error.code === 'INTERNAL_SERVER_ERROR' && !(error.cause instanceof ApiError))
+        onInternalError(error, req);
     },
   });
 
@@ -95,9 +101,13 @@ export function restAdapter(prefix: string, onInternalError: (err: unknown, req:
     const route = matching.find((r) => r.method === ctx.method);
     if (!route) {
       const allow = [...new Set(matching.map((r) => r.method))].join(', ');
-      throw new ApiError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; allowed: ${allow}`, {
-        headers: { Allow: allow },
-      });
+      throw new ApiError(
+        'method_not_allowed',
+        `${ctx.method} is not allowed on ${ctx.path}; allowed: ${allow}`,
+        {
+          headers: { Allow: allow },
+        },
+      );
     }
 
     // trpc-to-openapi matches the path without our prefix, and reads the body Koa already parsed.

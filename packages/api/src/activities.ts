@@ -1,6 +1,11 @@
 import { Activity, type Deal, type EntityManager, type FieldChanges } from '@crm/db';
 
-export type ActivityType = 'deal_created' | 'deal_updated' | 'stage_changed' | 'contact_added' | 'contact_updated';
+export type ActivityType =
+  | 'deal_created'
+  | 'deal_updated'
+  | 'stage_changed'
+  | 'contact_added'
+  | 'contact_updated';
 
 /**
  * Records what a mutation did, in the caller's transaction, and moves the deal's last_activity_at.

@@ -73,11 +73,18 @@ const TRPC_CODE_BY_STATUS: Record<number, TRPC_ERROR_CODE_KEY> = {
 
 /** Wraps an ApiError so tRPC carries it; `toErrorResponse` unwraps it again at the edge. */
 export function toTRPCError(err: ApiError): TRPCError {
-  return new TRPCError({ code: TRPC_CODE_BY_STATUS[err.status] ?? 'INTERNAL_SERVER_ERROR', message: err.message, cause: err });
+  return new TRPCError({
+    code: TRPC_CODE_BY_STATUS[err.status] ?? 'INTERNAL_SERVER_ERROR',
+    message: err.message,
+    cause: err,
+  });
 }
 
 function describePath(path: PropertyKey[]): string {
-  return path.map((p) => (typeof p === 'number' ? `[${p}]` : String(p))).join('.').replace(/\.\[/g, '[');
+  return path
+    .map((p) => (typeof p === 'number' ? `[${p}]` : String(p)))
+    .join('.')
+    .replace(/\.\[/g, '[');
 }
 
 /** One sentence per problem, each naming the field, e.g. `contact_email: Invalid email address`. */
@@ -96,7 +103,13 @@ export function describeZodIssues(issues: readonly z.core.$ZodIssue[]): string {
 }
 
 /** Errors raised by Koa's body parser (http-errors), recognized by their shape. */
-type HttpLikeError = { status?: number; statusCode?: number; type?: string; expose?: boolean; message: string };
+type HttpLikeError = {
+  status?: number;
+  statusCode?: number;
+  type?: string;
+  expose?: boolean;
+  message: string;
+};
 
 function fromHttpLikeError(err: HttpLikeError): ApiError | undefined {
   const status = err.status ?? err.statusCode;
@@ -114,7 +127,8 @@ export function toApiError(err: unknown): ApiError {
   if (err instanceof ZodError) return new ApiError('invalid_request', describeZodIssues(err.issues));
   if (err instanceof TRPCError) {
     if (err.cause instanceof ApiError) return err.cause;
-    if (err.cause instanceof ZodError) return new ApiError('invalid_request', describeZodIssues(err.cause.issues));
+    if (err.cause instanceof ZodError)
+      return new ApiError('invalid_request', describeZodIssues(err.cause.issues));
     // Zod v4 errors cross realms (tRPC wraps them), so recognise them by name too.
     if (err.cause && (err.cause as Error).name === 'ZodError' && 'issues' in err.cause)
       return new ApiError('invalid_request', describeZodIssues((err.cause as ZodError).issues));
@@ -142,7 +156,11 @@ export function toApiError(err: unknown): ApiError {
   return new ApiError('internal_error', 'Internal server error');
 }
 
-export function toErrorResponse(err: unknown): { status: number; body: ErrorBody; headers: Record<string, string> } {
+export function toErrorResponse(err: unknown): {
+  status: number;
+  body: ErrorBody;
+  headers: Record<string, string>;
+} {
   const apiError = toApiError(err);
   return {
     status: apiError.status,

@@ -54,19 +54,23 @@ export async function withIdempotency<T>(
     }
     const [stored] = await em.execute<
       { operation: string; request_hash: string; response_status: number | null; response_body: unknown }[]
-    >('select operation, request_hash, response_status, response_body from idempotency_keys where api_key_id = ? and key = ?', [
-      apiKeyId,
-      key,
-    ]);
+    >(
+      'select operation, request_hash, response_status, response_body from idempotency_keys where api_key_id = ? and key = ?',
+      [apiKeyId, key],
+    );
     if (!stored || stored.response_body == null)
-      throw new ApiError('idempotency_key_in_use', 'Idempotency-Key: a request with this key is still in progress');
+      throw new ApiError(
+        'idempotency_key_in_use',
+        'Idempotency-Key: a request with this key is still in progress',
+      );
     if (stored.operation !== operation || stored.request_hash !== hash)
       throw new ApiError(
         'idempotency_key_reused',
         'Idempotency-Key: this key was already used with a different request body',
       );
     ctx.response.headers['idempotent-replayed'] = 'true';
-    const body = typeof stored.response_body === 'string' ? JSON.parse(stored.response_body) : stored.response_body;
+    const body =
+      typeof stored.response_body === 'string' ? JSON.parse(stored.response_body) : stored.response_body;
     return body as T;
   });
 }

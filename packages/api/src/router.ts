@@ -1,7 +1,13 @@
+import { contactsRouter } from './features/contacts/contacts.router.ts';
 import { dealsRouter } from './features/deals/deals.router.ts';
+import { pipelineRouter } from './features/pipeline/pipeline.router.ts';
+import { searchRouter } from './features/search/search.router.ts';
 import { router } from './trpc.ts';
 
 export const appRouter = router({
   deals: dealsRouter,
+  contacts: contactsRouter,
+  pipeline: pipelineRouter,
+  search: searchRouter,
 });
 export type AppRouter = typeof appRouter;

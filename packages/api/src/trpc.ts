@@ -5,6 +5,7 @@ import { findActiveKey } from './admin/api-keys.ts';
 import { type Context, headerValue } from './context.ts';
 
 export type { AuthedContext } from './context.ts';
+
 import { ApiError, type ErrorBody, toApiError, toTRPCError } from './errors.ts';
 
 /** Beyond trpc-to-openapi's meta: the status a successful call answers with (201 for creates). */
@@ -59,7 +60,9 @@ function bearerToken(ctx: Context): string | undefined {
 export const authedProcedure = publicProcedure.use(async ({ ctx, next }) => {
   const token = bearerToken(ctx);
   if (token === undefined)
-    throw toTRPCError(new ApiError('missing_api_key', 'Missing Authorization header: send "Authorization: Bearer <API_KEY>"'));
+    throw toTRPCError(
+      new ApiError('missing_api_key', 'Missing Authorization header: send "Authorization: Bearer <API_KEY>"'),
+    );
   const key = token ? await findActiveKey(ctx.em, token) : undefined;
   if (!key) throw toTRPCError(new ApiError('invalid_api_key', 'Invalid or revoked API key'));
   ctx.em.setFilterParams(ORG_FILTER, { orgId: key.orgId });
@@ -67,4 +70,3 @@ export const authedProcedure = publicProcedure.use(async ({ ctx, next }) => {
   ctx.principal = principal;
   return next({ ctx: { ...ctx, principal } });
 });
-

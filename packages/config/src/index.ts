@@ -4,9 +4,7 @@ import { z } from 'zod';
 /** The checkout's own `data/` folder: the embedded database lives here unless CRM_DATA_DIR says otherwise. */
 const DEFAULT_DATA_DIR = fileURLToPath(new URL('../../../data', import.meta.url));
 
-const booleanFlag = z
-  .enum(['true', 'false', '1', '0'])
-  .transform((v) => v === 'true' || v === '1');
+const booleanFlag = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 
 const EnvSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
@@ -55,8 +53,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     port: e.PORT,
     logLevel: e.LOG_LEVEL,
     database: e.DATABASE_URL
-      ? { kind: 'postgresql', url: e.DATABASE_URL, poolMax: e.DATABASE_POOL_MAX }
-      : { kind: 'pglite', dataDir: e.CRM_DATA_DIR },
+      ? { kind: 'postgresql' as const, url: e.DATABASE_URL, poolMax: e.DATABASE_POOL_MAX }
+      : { kind: 'pglite' as const, dataDir: e.CRM_DATA_DIR },
     staleThresholdDays: e.CRM_STALE_THRESHOLD_DAYS,
     bootstrapOrg: e.CRM_BOOTSTRAP_ORG,
     shutdownTimeoutMs: e.CRM_SHUTDOWN_TIMEOUT_MS,

@@ -8,10 +8,18 @@ import { v7 as uuidv7 } from 'uuid';
  */
 export const ORG_FILTER = 'org';
 const orgFilter = {
-  [ORG_FILTER]: { name: ORG_FILTER, cond: (args: { orgId: string }) => ({ orgId: args.orgId }), default: true },
+  [ORG_FILTER]: {
+    name: ORG_FILTER,
+    cond: (args: { orgId: string }) => ({ orgId: args.orgId }),
+    default: true,
+  },
 };
 
-const id = () => p.uuid().primary().onCreate(() => uuidv7());
+const id = () =>
+  p
+    .uuid()
+    .primary()
+    .onCreate(() => uuidv7());
 const createdAt = () => p.datetime().onCreate(() => new Date());
 const updatedAt = () =>
   p

@@ -3,10 +3,11 @@ import path from 'node:path';
 import type { Config } from '@crm/config';
 import { btree_gin } from '@electric-sql/pglite/contrib/btree_gin';
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
+import type { Options } from '@mikro-orm/core';
 import { Migrator } from '@mikro-orm/migrations';
-import { PgliteDriver } from '@mikro-orm/pglite';
-import { PostgreSqlDriver } from '@mikro-orm/postgresql';
-import { type AbstractSqlDriver, MikroORM, type Options, type SqlEntityManager } from '@mikro-orm/sql';
+import { MikroORM as PgliteMikroORM } from '@mikro-orm/pglite';
+import { MikroORM as PostgreSqlMikroORM } from '@mikro-orm/postgresql';
+import type { AbstractSqlDriver, MikroORM, SqlEntityManager } from '@mikro-orm/sql';
 import lockfile from 'proper-lockfile';
 import { entities } from './entities.ts';
 import { migrationsList } from './migrations/index.ts';
@@ -28,7 +29,7 @@ export interface Database {
   close(): Promise<void>;
 }
 
-function baseOptions(): Options {
+function baseOptions(): Partial<Options> {
   return {
     entities,
     extensions: [Migrator],
@@ -89,23 +90,21 @@ export async function openDatabase(database: DatabaseConfig, role: string): Prom
     const clusterDir = isMemory(database.dataDir) ? database.dataDir : path.join(database.dataDir, 'pglite');
     if (!isMemory(clusterDir)) release = await lockDataDir(clusterDir, role);
     try {
-      orm = (await MikroORM.init({
+      orm = (await PgliteMikroORM.init({
         ...baseOptions(),
-        driver: PgliteDriver,
         dbName: clusterDir,
         driverOptions: { extensions: { pg_trgm, btree_gin } },
-      })) as Orm;
+      })) as unknown as Orm;
     } catch (err) {
       await release?.();
       throw err;
     }
   } else {
-    orm = (await MikroORM.init({
+    orm = (await PostgreSqlMikroORM.init({
       ...baseOptions(),
-      driver: PostgreSqlDriver,
       clientUrl: database.url,
       pool: { min: 0, max: database.poolMax },
-    })) as Orm;
+    })) as unknown as Orm;
   }
   try {
     await orm.migrator.up();

@@ -39,7 +39,9 @@ export async function createOrganizationWithKey(
   return { org_id: org.id, ...key };
 }
 
-export async function listOrganizations(em: EntityManager): Promise<Array<{ org_id: string; name: string; created_at: string }>> {
+export async function listOrganizations(
+  em: EntityManager,
+): Promise<Array<{ org_id: string; name: string; created_at: string }>> {
   const orgs = await em.find(Organization, {}, { orderBy: { createdAt: 'asc' } });
   return orgs.map((o) => ({ org_id: o.id, name: o.name, created_at: o.createdAt.toISOString() }));
 }

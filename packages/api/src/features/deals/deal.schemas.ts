@@ -1,5 +1,13 @@
 import { z } from 'zod';
-import { DateTime, DateTimeOut, LongText, Pagination, PaginationMeta, ShortText, Uuid } from '../../schemas.ts';
+import {
+  DateTime,
+  DateTimeOut,
+  LongText,
+  Pagination,
+  PaginationMeta,
+  ShortText,
+  Uuid,
+} from '../../schemas.ts';
 
 /** lifecycle_stage values; each pipeline stage implies one unless a client set it (README, "Lifecycle"). */
 export const LIFECYCLE_STAGES = ['lead', 'opportunity', 'customer', 'lost'] as const;

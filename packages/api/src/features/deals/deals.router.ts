@@ -1,7 +1,14 @@
 import { withIdempotency } from '../../idempotency.ts';
 import { dataOf, IdParam, SuccessResponse } from '../../schemas.ts';
 import { authedProcedure, router } from '../../trpc.ts';
-import { Deal, DealCreateInput, DealDetail, DealList, DealListQuery, DealUpdateInput } from './deal.schemas.ts';
+import {
+  Deal,
+  DealCreateInput,
+  DealDetail,
+  DealList,
+  DealListQuery,
+  DealUpdateInput,
+} from './deal.schemas.ts';
 import { createDeal, deleteDeal, getDealDetail, listDeals, toDealDto, updateDeal } from './deals.service.ts';
 
 const tags = ['Deals'];
@@ -15,23 +22,40 @@ export const dealsRouter = router({
 
   create: authedProcedure
     .meta({
-      openapi: { method: 'POST', path: '/deals', tags, summary: 'Create a deal', successDescription: 'Created' },
+      openapi: {
+        method: 'POST',
+        path: '/deals',
+        tags,
+        summary: 'Create a deal',
+        successDescription: 'Created',
+      },
       successStatus: 201,
     })
     .input(DealCreateInput)
     .output(dataOf(Deal))
     .mutation(({ ctx, input }) =>
-      withIdempotency(ctx, 'deals.create', input, async (em) => ({ data: toDealDto(await createDeal(ctx, em, input)) })),
+      withIdempotency(ctx, 'deals.create', input, async (em) => ({
+        data: toDealDto(await createDeal(ctx, em, input)),
+      })),
     ),
 
   get: authedProcedure
-    .meta({ openapi: { method: 'GET', path: '/deals/{id}', tags, summary: 'A deal with its stakeholders and recent activities' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/deals/{id}',
+        tags,
+        summary: 'A deal with its stakeholders and recent activities',
+      },
+    })
     .input(IdParam)
     .output(DealDetail)
     .query(async ({ ctx, input }) => ({ data: await getDealDetail(ctx.em, input.id) })),
 
   update: authedProcedure
-    .meta({ openapi: { method: 'PATCH', path: '/deals/{id}', tags, summary: 'Change some fields of a deal' } })
+    .meta({
+      openapi: { method: 'PATCH', path: '/deals/{id}', tags, summary: 'Change some fields of a deal' },
+    })
     .input(DealUpdateInput.extend(IdParam.shape))
     .output(dataOf(Deal))
     .mutation(({ ctx, input: { id, ...fields } }) =>
@@ -39,7 +63,14 @@ export const dealsRouter = router({
     ),
 
   delete: authedProcedure
-    .meta({ openapi: { method: 'DELETE', path: '/deals/{id}', tags, summary: 'Delete a deal, its contacts and activities' } })
+    .meta({
+      openapi: {
+        method: 'DELETE',
+        path: '/deals/{id}',
+        tags,
+        summary: 'Delete a deal, its contacts and activities',
+      },
+    })
     .input(IdParam)
     .output(SuccessResponse)
     .mutation(async ({ ctx, input }) => {

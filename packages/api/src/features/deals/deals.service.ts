@@ -1,4 +1,12 @@
-import { Activity, Contact, Deal, type EntityManager, type FieldChanges, type PipelineStage, ref } from '@crm/db';
+import {
+  Activity,
+  Contact,
+  Deal,
+  type EntityManager,
+  type FieldChanges,
+  type PipelineStage,
+  ref,
+} from '@crm/db';
 import { changeValue, recordActivity, sameValue } from '../../activities.ts';
 import type { AuthedContext } from '../../context.ts';
 import { notFound } from '../../errors.ts';
@@ -65,7 +73,11 @@ export async function getDealDetail(em: EntityManager, id: string) {
   const deal = await findDeal(em, id);
   const [contacts, activities] = await Promise.all([
     em.find(Contact, { deal: id }, { orderBy: { createdAt: 'asc', id: 'asc' } }),
-    em.find(Activity, { deal: id }, { orderBy: { createdAt: 'desc', id: 'desc' }, limit: RECENT_ACTIVITY_LIMIT }),
+    em.find(
+      Activity,
+      { deal: id },
+      { orderBy: { createdAt: 'desc', id: 'desc' }, limit: RECENT_ACTIVITY_LIMIT },
+    ),
   ]);
   return {
     deal: toDealDto(deal),
@@ -88,7 +100,11 @@ export async function getDealDetail(em: EntityManager, id: string) {
   };
 }
 
-export async function createDeal(ctx: AuthedContext, em: EntityManager, input: DealCreateInput): Promise<Deal> {
+export async function createDeal(
+  ctx: AuthedContext,
+  em: EntityManager,
+  input: DealCreateInput,
+): Promise<Deal> {
   const stage = await resolveStage(em, { pipelineId: input.pipeline_id, stageId: input.stage_id });
   const deal = em.create(Deal, {
     orgId: ctx.principal.orgId,
@@ -106,7 +122,10 @@ export async function createDeal(ctx: AuthedContext, em: EntityManager, input: D
     lifecycleStage: await lifecycleForStage(em, stage),
     createdAt: new Date(),
   });
-  recordActivity(em, deal, { type: 'deal_created', description: `Deal "${deal.title}" created in stage ${stage.name}` });
+  recordActivity(em, deal, {
+    type: 'deal_created',
+    description: `Deal "${deal.title}" created in stage ${stage.name}`,
+  });
   await em.flush();
   return deal;
 }
@@ -157,11 +176,16 @@ export async function updateDeal(
     const to =
       input.stage_id === undefined && !pipelineChanges
         ? from
-        : await resolveStage(em, { pipelineId: input.pipeline_id, stageId: input.stage_id }, deal.pipeline.id);
+        : await resolveStage(
+            em,
+            { pipelineId: input.pipeline_id, stageId: input.stage_id },
+            deal.pipeline.id,
+          );
     if (to.id !== from.id) {
       stageChange = { from, to };
       changes.stage_id = { from: from.id, to: to.id };
-      if (to.pipeline.id !== deal.pipeline.id) changes.pipeline_id = { from: deal.pipeline.id, to: to.pipeline.id };
+      if (to.pipeline.id !== deal.pipeline.id)
+        changes.pipeline_id = { from: deal.pipeline.id, to: to.pipeline.id };
       deal.stage = ref(to);
       deal.pipeline = to.pipeline;
     }

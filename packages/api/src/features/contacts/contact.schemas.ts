@@ -1,0 +1,86 @@
+import { ENGAGEMENT_LEVELS, INFLUENCE_LEVELS, ROLE_TYPES, SENTIMENTS } from '@crm/db';
+import { z } from 'zod';
+import { DateTimeOut, LongText, Pagination, PaginationMeta, ShortText, Uuid } from '../../schemas.ts';
+
+export const RoleType = z.enum(ROLE_TYPES);
+export const InfluenceLevel = z.enum(INFLUENCE_LEVELS);
+export const EngagementLevel = z.enum(ENGAGEMENT_LEVELS);
+export const Sentiment = z.enum(SENTIMENTS);
+
+const Name = z.string().trim().min(1).max(500);
+
+export const Contact = z
+  .object({
+    id: Uuid,
+    name: z.string(),
+    email: z.string().nullable(),
+    title: z.string().nullable(),
+    phone: z.string().nullable(),
+    deal_id: Uuid,
+    role_type: RoleType,
+    department: z.string().nullable(),
+    influence_level: InfluenceLevel.nullable(),
+    engagement_level: EngagementLevel.nullable(),
+    sentiment: Sentiment.nullable(),
+    linkedin_url: z.string().nullable(),
+    notes: z.string().nullable(),
+    created_at: DateTimeOut,
+    updated_at: DateTimeOut.nullable(),
+  })
+  .meta({ id: 'Contact' });
+export type ContactDto = z.infer<typeof Contact>;
+
+export const ContactDetail = z
+  .object({
+    data: Contact.extend({
+      deal: z.object({ title: z.string().nullable(), company: z.string().nullable() }),
+    }),
+  })
+  .meta({ id: 'ContactDetailResponse' });
+
+export const ContactCreateInput = z
+  .strictObject({
+    name: Name,
+    deal_id: Uuid,
+    email: z.email().optional(),
+    title: ShortText.optional(),
+    phone: ShortText.optional(),
+    role_type: RoleType.default('unknown'),
+  })
+  .meta({ id: 'ContactCreateRequest' });
+export type ContactCreateInput = z.infer<typeof ContactCreateInput>;
+
+export const ContactUpdateInput = z
+  .strictObject({
+    name: Name.optional(),
+    email: z.email().nullable().optional(),
+    title: ShortText.nullable().optional(),
+    phone: ShortText.nullable().optional(),
+    department: ShortText.nullable().optional(),
+    notes: LongText.nullable().optional(),
+    role_type: RoleType.nullable().optional().describe('null resets it to unknown'),
+    influence_level: InfluenceLevel.nullable().optional(),
+    engagement_level: EngagementLevel.nullable().optional(),
+    sentiment: Sentiment.nullable().optional(),
+    linkedin_url: z
+      .url({ protocol: /^https?$/ })
+      .max(2_000)
+      .nullable()
+      .optional(),
+  })
+  .meta({ id: 'ContactUpdateRequest' });
+export type ContactUpdateInput = z.infer<typeof ContactUpdateInput>;
+
+export const ContactListQuery = z.object({
+  ...Pagination,
+  q: z
+    .string()
+    .trim()
+    .min(1)
+    .max(200)
+    .optional()
+    .describe('Case-insensitive substring of name, email or title'),
+});
+export type ContactListQuery = z.infer<typeof ContactListQuery>;
+
+export const ContactList = z.object({ data: z.array(Contact), meta: PaginationMeta });

@@ -1,0 +1,19 @@
+import { dataOf } from '../../schemas.ts';
+import { authedProcedure, router } from '../../trpc.ts';
+import { SearchQuery, SearchResponse } from './search.schemas.ts';
+import { search } from './search.service.ts';
+
+export const searchRouter = router({
+  query: authedProcedure
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/search',
+        tags: ['Search'],
+        summary: 'Search deals and contacts by text',
+      },
+    })
+    .input(SearchQuery)
+    .output(dataOf(SearchResponse))
+    .query(async ({ ctx, input }) => ({ data: await search(ctx.em, ctx.principal.orgId, input.q) })),
+});

@@ -1,0 +1,35 @@
+import { z } from 'zod';
+import { Uuid } from '../../schemas.ts';
+
+export const SearchQuery = z.object({
+  q: z.string().trim().min(2).max(200).describe('At least 2 characters; case-insensitive substring'),
+});
+
+export const SearchDeal = z
+  .object({
+    id: Uuid,
+    title: z.string(),
+    company_name: z.string().nullable(),
+    stage: z.string().nullable(),
+    value: z.number().nullable(),
+    health: z.string().nullable(),
+    win_probability: z.number().int().min(0).max(100).nullable(),
+  })
+  .meta({ id: 'SearchDeal' });
+
+export const SearchContact = z
+  .object({
+    id: Uuid,
+    name: z.string(),
+    email: z.string().nullable(),
+    title: z.string().nullable(),
+    role_type: z.string().nullable(),
+    deal_id: Uuid.nullable(),
+    deal_title: z.string().nullable(),
+    company: z.string().nullable(),
+  })
+  .meta({ id: 'SearchContact' });
+
+export const SearchResponse = z
+  .object({ deals: z.array(SearchDeal).optional(), contacts: z.array(SearchContact).optional() })
+  .meta({ id: 'SearchResponse' });

@@ -1,0 +1,57 @@
+import type { EntityManager } from '@crm/db';
+
+/** How many deals and how many contacts one search returns at most. */
+export const SEARCH_LIMIT = 20;
+
+/** `%q%` with LIKE's own wildcards escaped, so "50%" finds "50%" and not everything. */
+export function likePattern(q: string): string {
+  return `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+/**
+ * Substring search served by the trigram GIN indexes on (org_id, column); prefix matches rank first,
+ * then the most recent. Raw SQL, so the organization is bound explicitly here.
+ */
+export async function search(em: EntityManager, orgId: string, q: string) {
+  const pattern = likePattern(q);
+  const prefix = `${pattern.slice(1)}`;
+  const [deals, contacts] = await Promise.all([
+    em.execute<Record<string, unknown>[]>(
+      `select d.id, d.title, d.company_name, s.name as stage, d.value, d.deal_health, d.win_probability
+         from deals d join pipeline_stages s on s.id = d.stage_id
+        where d.org_id = ? and (d.title ilike ? or d.company_name ilike ?)
+        order by (d.title ilike ?) desc, d.created_at desc
+        limit ${SEARCH_LIMIT}`,
+      [orgId, pattern, pattern, prefix],
+    ),
+    em.execute<Record<string, unknown>[]>(
+      `select c.id, c.name, c.email, c.title, c.role_type, c.deal_id, d.title as deal_title, d.company_name as company
+         from contacts c join deals d on d.id = c.deal_id
+        where c.org_id = ? and (c.name ilike ? or c.email ilike ? or c.title ilike ?)
+        order by (c.name ilike ?) desc, c.created_at desc
+        limit ${SEARCH_LIMIT}`,
+      [orgId, pattern, pattern, pattern, prefix],
+    ),
+  ]);
+  return {
+    deals: deals.map((d) => ({
+      id: d.id as string,
+      title: d.title as string,
+      company_name: (d.company_name as string | null) ?? null,
+      stage: (d.stage as string | null) ?? null,
+      value: d.value == null ? null : Number(d.value),
+      health: (d.deal_health as string | null) ?? null,
+      win_probability: (d.win_probability as number | null) ?? null,
+    })),
+    contacts: contacts.map((c) => ({
+      id: c.id as string,
+      name: c.name as string,
+      email: (c.email as string | null) ?? null,
+      title: (c.title as string | null) ?? null,
+      role_type: (c.role_type as string | null) ?? null,
+      deal_id: (c.deal_id as string | null) ?? null,
+      deal_title: (c.deal_title as string | null) ?? null,
+      company: (c.company as string | null) ?? null,
+    })),
+  };
+}
