@@ -1,12 +1,100 @@
-import { generateOpenApiDocument } from 'trpc-to-openapi';
+import { generateOpenApiDocument, type OpenAPIObject } from 'trpc-to-openapi';
+import { z } from 'zod';
+import { ERROR_CODES } from './errors.ts';
 import { appRouter } from './router.ts';
+import type { Meta } from './trpc.ts';
 
 export const API_BASE_PATH = '/api/v1/crm';
 
-export function buildOpenApiDocument(baseUrl = API_BASE_PATH) {
-  return generateOpenApiDocument(appRouter, {
+/** The contract's error body (section 7), as the document shows it. */
+export const ErrorBodySchema = z
+  .object({
+    error: z.string().describe('What went wrong, naming the field for invalid input'),
+    code: z.enum(Object.keys(ERROR_CODES) as [keyof typeof ERROR_CODES]).optional(),
+    retry_after_seconds: z.number().int().min(0).optional(),
+    limit: z.number().int().min(1).optional(),
+    used: z.number().int().min(0).optional(),
+    remaining: z.number().int().min(0).optional(),
+    reset_at: z.iso.datetime().optional(),
+  });
+
+const ERROR_DESCRIPTIONS: Record<number, string> = {
+  400: 'Invalid request: the message names the field',
+  401: 'Missing, invalid or revoked API key',
+  404: 'Not found (also for another organization’s ids)',
+  413: 'Request body over 1 MB',
+  415: 'Content-Type is not application/json',
+  422: 'Idempotency-Key reused with a different body',
+  429: 'Rate limit or monthly quota exceeded',
+  500: 'Internal server error',
+};
+
+type Operation = { responses: Record<string, unknown>; parameters?: unknown[]; requestBody?: unknown };
+
+/** Which error statuses an operation can answer, from what it takes. */
+function errorStatuses(method: string, path: string, op: Operation): number[] {
+  const statuses = [401, 429, 500];
+  const hasInput = Boolean(op.requestBody) || (op.parameters?.length ?? 0) > 0;
+  if (hasInput) statuses.push(400);
+  if (path.includes('{id}') || (method === 'post' && path === '/contacts')) statuses.push(404);
+  if (op.requestBody) statuses.push(413, 415);
+  if (method === 'post' && (path === '/deals' || path === '/contacts')) statuses.push(422);
+  return statuses.sort();
+}
+
+/**
+ * The OpenAPI 3.1 document generated from the routers, with what trpc-to-openapi cannot express
+ * fixed up: 201 on creates, the contract's error bodies instead of tRPC's, the Idempotency-Key header.
+ */
+export function buildOpenApiDocument(baseUrl = API_BASE_PATH): OpenAPIObject {
+  const doc = generateOpenApiDocument(appRouter, {
     title: 'Headless CRM API',
+    description:
+      'Deals, contacts, pipeline and search for a sales team’s own apps. Every call needs `Authorization: Bearer <API_KEY>`.',
     version: '1.0.0',
     baseUrl,
+    securitySchemes: { Authorization: { type: 'http', scheme: 'bearer', description: 'API key, e.g. ck_…' } },
   });
+
+  const procedures = appRouter._def.procedures as unknown as Record<string, { _def: { meta?: Meta } }>;
+  const successStatus = new Map<string, number>();
+  for (const p of Object.values(procedures)) {
+    const o = p._def.meta?.openapi;
+    if (o) successStatus.set(`${o.method.toLowerCase()} ${o.path}`, p._def.meta?.successStatus ?? 200);
+  }
+
+  const schemas = (doc.components?.schemas ?? {}) as Record<string, unknown>;
+  for (const name of Object.keys(schemas)) if (name.startsWith('error.')) delete schemas[name];
+  const { $schema: _dialect, ...errorSchema } = z.toJSONSchema(ErrorBodySchema, { io: 'output' });
+  schemas.Error = errorSchema;
+  const errorRef = { $ref: '#/components/schemas/Error' };
+
+  for (const [path, item] of Object.entries(doc.paths ?? {})) {
+    for (const [method, value] of Object.entries(item as Record<string, Operation>)) {
+      const op = value;
+      const success = op.responses['200'];
+      const status = successStatus.get(`${method} ${path}`) ?? 200;
+      const responses: Record<string, unknown> = { [status]: success };
+      for (const code of errorStatuses(method, path, op))
+        responses[code] = {
+          description: ERROR_DESCRIPTIONS[code],
+          content: { 'application/json': { schema: errorRef } },
+        };
+      op.responses = responses;
+      if (status === 201) {
+        op.parameters = [
+          ...(op.parameters ?? []),
+          {
+            in: 'header',
+            name: 'Idempotency-Key',
+            required: false,
+            description:
+              'Retry safely: the same key with the same body within 24 hours returns the first response; with another body, 422.',
+            schema: { type: 'string', minLength: 1, maxLength: 255 },
+          },
+        ];
+      }
+    }
+  }
+  return doc;
 }
