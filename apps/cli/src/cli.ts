@@ -48,7 +48,10 @@ function parseCommand(command: CommandSpec, args: string[]): Action | 'help' {
   try {
     parsed = parseArgs({ args, options, allowPositionals: true, strict: true });
   } catch (err) {
-    throw new UsageError((err as Error).message, synopsis(command));
+    // Node's own wording for an unknown option is long-winded; the rest of its messages read fine.
+    const unknown = /^Unknown option '([^']+)'/.exec((err as Error).message);
+    const message = unknown ? `unknown option ${unknown[1]}` : (err as Error).message;
+    throw new UsageError(message, synopsis(command));
   }
   const values = parsed.values;
   if (values.help === true) return 'help';

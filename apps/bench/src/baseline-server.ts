@@ -1,0 +1,354 @@
+/**
+ * The baseline: a bare node:http server doing the same SQL work as the service for the benchmarked
+ * routes, with no framework, ORM or validation library. Run as its own process:
+ *
+ *   BASELINE_DATABASE_URL=postgres://... | BASELINE_DATA_DIR=<CRM_DATA_DIR>  PORT=... node baseline-server.ts
+ *
+ * With a data dir it opens the embedded cluster (<dir>/pglite) with PGlite directly; the caller makes
+ * sure nothing else has it open.
+ */
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import path from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { btree_gin } from '@electric-sql/pglite/contrib/btree_gin';
+import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
+import pg from 'pg';
+
+type Row = Record<string, unknown>;
+interface Queryable {
+  query(sql: string, params?: unknown[]): Promise<Row[]>;
+}
+interface Db extends Queryable {
+  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+async function openPostgres(url: string): Promise<Db> {
+  const pool = new pg.Pool({ connectionString: url, max: 10 });
+  return {
+    query: async (sql, params) => (await pool.query(sql, params)).rows,
+    async transaction(fn) {
+      const client = await pool.connect();
+      try {
+        await client.query('begin');
+        const result = await fn({ query: async (sql, params) => (await client.query(sql, params)).rows });
+        await client.query('commit');
+        return result;
+      } catch (err) {
+        await client.query('rollback').catch(() => undefined);
+        throw err;
+      } finally {
+        client.release();
+      }
+    },
+    close: () => pool.end(),
+  };
+}
+
+async function openPglite(dataDir: string): Promise<Db> {
+  const db = await PGlite.create({
+    dataDir: path.join(dataDir, 'pglite'),
+    extensions: { pg_trgm, btree_gin },
+  });
+  return {
+    query: async (sql, params) => (await db.query<Row>(sql, params)).rows,
+    transaction: (fn) =>
+      db.transaction((tx) => fn({ query: async (sql, params) => (await tx.query<Row>(sql, params)).rows })),
+    close: () => db.close(),
+  };
+}
+
+/** UUIDv7 as the service's entities generate them: 48-bit ms timestamp, version and variant bits, random rest. */
+function uuidv7(): string {
+  const b = randomBytes(16);
+  const ms = Date.now();
+  b.writeUIntBE(ms, 0, 6);
+  b[6] = ((b[6] ?? 0) & 0x0f) | 0x70;
+  b[8] = ((b[8] ?? 0) & 0x3f) | 0x80;
+  const h = b.toString('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const iso = (v: unknown) =>
+  v == null ? null : v instanceof Date ? v.toISOString() : new Date(String(v)).toISOString();
+const num = (v: unknown) => (v == null ? null : Number(v));
+const str = (v: unknown) => (v == null ? null : String(v));
+
+const DEAL_COLUMNS = `d.id, d.title, d.company_name, d.value, d.currency, d.win_probability, d.deal_health,
+  d.lifecycle_stage, d.stage_id, s.name as stage_name, s.stage_type, d.pipeline_id, p.name as pipeline_name,
+  d.owner_name, d.contact_name, d.contact_email, d.contact_phone, d.notes, d.lead_source, d.expected_close_date,
+  d.last_activity_at, d.created_at, d.updated_at`;
+const DEAL_FROM =
+  'deals d join pipeline_stages s on s.id = d.stage_id join pipelines p on p.id = d.pipeline_id';
+
+function dealDto(r: Row) {
+  return {
+    id: r.id,
+    title: r.title,
+    company_name: str(r.company_name),
+    value: num(r.value),
+    currency: str(r.currency),
+    win_probability: num(r.win_probability),
+    deal_health: str(r.deal_health),
+    lifecycle_stage: str(r.lifecycle_stage),
+    stage_id: r.stage_id,
+    stage_name: r.stage_name,
+    stage_type: r.stage_type,
+    pipeline_id: r.pipeline_id,
+    pipeline_name: r.pipeline_name,
+    owner_name: str(r.owner_name),
+    contact_name: str(r.contact_name),
+    contact_email: str(r.contact_email),
+    contact_phone: str(r.contact_phone),
+    notes: str(r.notes),
+    lead_source: str(r.lead_source),
+    expected_close_date: iso(r.expected_close_date),
+    last_activity_at: iso(r.last_activity_at),
+    created_at: iso(r.created_at),
+    updated_at: iso(r.updated_at),
+  };
+}
+
+class HttpError extends Error {
+  readonly status: number;
+  constructor(status: number, message: string) {
+    super(message);
+    this.status = status;
+  }
+}
+
+async function authenticate(db: Db, req: IncomingMessage): Promise<string> {
+  const header = req.headers.authorization ?? '';
+  const token = header.startsWith('Bearer ') ? header.slice(7).trim() : '';
+  if (!token) throw new HttpError(401, 'Missing Authorization header');
+  const hash = createHash('sha256').update(token).digest('hex');
+  const [row] = await db.query(
+    'select id, org_id, key_hash from api_keys where key_hash = $1 and revoked_at is null',
+    [hash],
+  );
+  if (!row || !timingSafeEqual(Buffer.from(String(row.key_hash)), Buffer.from(hash)))
+    throw new HttpError(401, 'Invalid or revoked API key');
+  return String(row.org_id);
+}
+
+async function readJson(req: IncomingMessage): Promise<Row> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  try {
+    const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
+    if (body && typeof body === 'object' && !Array.isArray(body)) return body as Row;
+  } catch {
+    // falls through to the 400
+  }
+  throw new HttpError(400, 'body must be a JSON object');
+}
+
+async function listDeals(db: Db, orgId: string, url: URL) {
+  const limit = Math.min(Math.max(Number(url.searchParams.get('limit') ?? 50) || 50, 1), 100);
+  const offset = Math.max(Number(url.searchParams.get('offset') ?? 0) || 0, 0);
+  const [rows, count] = await Promise.all([
+    db.query(
+      `select ${DEAL_COLUMNS} from ${DEAL_FROM} where d.org_id = $1 order by d.created_at desc, d.id desc limit $2 offset $3`,
+      [orgId, limit, offset],
+    ),
+    db.query('select count(*) as total from deals where org_id = $1', [orgId]),
+  ]);
+  return { data: rows.map(dealDto), meta: { total: Number(count[0]?.total ?? 0), limit, offset } };
+}
+
+async function createDeal(db: Db, orgId: string, body: Row) {
+  const title = typeof body.title === 'string' ? body.title.trim() : '';
+  if (!title || title.length > 500) throw new HttpError(400, 'title: required, 1 to 500 characters');
+  const company = typeof body.company_name === 'string' ? body.company_name : null;
+  const value = typeof body.value === 'number' && body.value >= 0 ? body.value : null;
+  return db.transaction(async (tx) => {
+    const [stage] = await tx.query(
+      `select s.id, s.name, s.stage_type, s.pipeline_id, p.name as pipeline_name
+         from pipeline_stages s join pipelines p on p.id = s.pipeline_id
+        where p.org_id = $1 and p.is_default order by s.position limit 1`,
+      [orgId],
+    );
+    if (!stage) throw new Error('organization has no default pipeline');
+    const now = new Date();
+    const [deal] = await tx.query(
+      `insert into deals (id, org_id, title, company_name, value, currency, lifecycle_stage, pipeline_id, stage_id,
+                          last_activity_at, created_at)
+       values ($1, $2, $3, $4, $5, 'USD', 'lead', $6, $7, $8, $8) returning *`,
+      [uuidv7(), orgId, title, company, value, stage.pipeline_id, stage.id, now],
+    );
+    if (!deal) throw new Error('insert returned nothing');
+    await tx.query(
+      `insert into activities (id, org_id, deal_id, type, description, created_at)
+       values ($1, $2, $3, 'deal_created', $4, $5)`,
+      [uuidv7(), orgId, deal.id, `Deal "${title}" created in stage ${stage.name}`, now],
+    );
+    return {
+      data: dealDto({
+        ...deal,
+        stage_name: stage.name,
+        stage_type: stage.stage_type,
+        pipeline_name: stage.pipeline_name,
+      }),
+    };
+  });
+}
+
+async function dealDetail(db: Db, orgId: string, id: string) {
+  if (!UUID.test(id)) throw new HttpError(400, 'id: must be a UUID');
+  const [deal] = await db.query(
+    `select ${DEAL_COLUMNS} from ${DEAL_FROM} where d.id = $1 and d.org_id = $2`,
+    [id, orgId],
+  );
+  if (!deal) throw new HttpError(404, 'Deal not found');
+  const [contacts, activities] = await Promise.all([
+    db.query(
+      `select id, name, email, title, role_type, influence_level, engagement_level, sentiment
+         from contacts where deal_id = $1 and org_id = $2 order by created_at, id`,
+      [id, orgId],
+    ),
+    db.query(
+      `select id, type, description, created_at from activities
+        where deal_id = $1 and org_id = $2 order by created_at desc, id desc limit 20`,
+      [id, orgId],
+    ),
+  ]);
+  return {
+    data: {
+      deal: dealDto(deal),
+      stakeholders: contacts.map((c) => ({
+        id: c.id,
+        name: c.name,
+        email: str(c.email),
+        title: str(c.title),
+        role_type: str(c.role_type),
+        influence_level: str(c.influence_level),
+        engagement_level: str(c.engagement_level),
+        sentiment: str(c.sentiment),
+      })),
+      recent_activities: activities.map((a) => ({
+        id: a.id,
+        type: a.type,
+        description: str(a.description),
+        created_at: iso(a.created_at),
+      })),
+    },
+  };
+}
+
+/** The same two ILIKE queries as the service's search: deals by title/company, contacts by name/email/title. */
+async function search(db: Db, orgId: string, url: URL) {
+  const q = (url.searchParams.get('q') ?? '').trim();
+  if (q.length < 2 || q.length > 200) throw new HttpError(400, 'q: 2 to 200 characters');
+  const pattern = `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+  const prefix = pattern.slice(1);
+  const [deals, contacts] = await Promise.all([
+    db.query(
+      `select d.id, d.title, d.company_name, s.name as stage, d.value, d.deal_health, d.win_probability
+         from deals d join pipeline_stages s on s.id = d.stage_id
+        where d.org_id = $1 and (d.title ilike $2 or d.company_name ilike $2)
+        order by (d.title ilike $3) desc, d.created_at desc limit 20`,
+      [orgId, pattern, prefix],
+    ),
+    db.query(
+      `select c.id, c.name, c.email, c.title, c.role_type, c.deal_id, d.title as deal_title, d.company_name as company
+         from contacts c join deals d on d.id = c.deal_id
+        where c.org_id = $1 and (c.name ilike $2 or c.email ilike $2 or c.title ilike $2)
+        order by (c.name ilike $3) desc, c.created_at desc limit 20`,
+      [orgId, pattern, prefix],
+    ),
+  ]);
+  return {
+    data: {
+      deals: deals.map((d) => ({
+        id: d.id,
+        title: d.title,
+        company_name: str(d.company_name),
+        stage: str(d.stage),
+        value: num(d.value),
+        health: str(d.deal_health),
+        win_probability: num(d.win_probability),
+      })),
+      contacts: contacts.map((c) => ({
+        id: c.id,
+        name: c.name,
+        email: str(c.email),
+        title: str(c.title),
+        role_type: str(c.role_type),
+        deal_id: str(c.deal_id),
+        deal_title: str(c.deal_title),
+        company: str(c.company),
+      })),
+    },
+  };
+}
+
+const PREFIX = '/api/v1/crm';
+
+async function route(db: Db, req: IncomingMessage): Promise<{ status: number; body: unknown }> {
+  const url = new URL(req.url ?? '/', 'http://localhost');
+  const p = url.pathname;
+  if (p === '/readyz' || p === '/healthz') return { status: 200, body: { status: 'ok' } };
+  if (!p.startsWith(`${PREFIX}/`)) throw new HttpError(404, 'Not found');
+  const rest = p.slice(PREFIX.length);
+  if (rest === '/deals' && req.method === 'GET')
+    return { status: 200, body: await listDeals(db, await authenticate(db, req), url) };
+  if (rest === '/deals' && req.method === 'POST') {
+    const orgId = await authenticate(db, req);
+    return { status: 201, body: await createDeal(db, orgId, await readJson(req)) };
+  }
+  if (rest.startsWith('/deals/') && req.method === 'GET')
+    return {
+      status: 200,
+      body: await dealDetail(db, await authenticate(db, req), decodeURIComponent(rest.slice(7))),
+    };
+  if (rest === '/search' && req.method === 'GET')
+    return { status: 200, body: await search(db, await authenticate(db, req), url) };
+  throw new HttpError(404, 'Not found');
+}
+
+function send(res: ServerResponse, status: number, body: unknown) {
+  const json = JSON.stringify(body);
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(json),
+  });
+  res.end(json);
+}
+
+const url = process.env.BASELINE_DATABASE_URL;
+const dataDir = process.env.BASELINE_DATA_DIR;
+if (!url && !dataDir) {
+  process.stderr.write('baseline: set BASELINE_DATABASE_URL or BASELINE_DATA_DIR\n');
+  process.exit(1);
+}
+const db = url ? await openPostgres(url) : await openPglite(dataDir as string);
+const server = createServer((req, res) => {
+  route(db, req).then(
+    ({ status, body }) => send(res, status, body),
+    (err: unknown) => {
+      if (err instanceof HttpError) send(res, err.status, { error: { message: err.message } });
+      else {
+        process.stderr.write(`baseline: ${(err as Error).stack ?? String(err)}\n`);
+        send(res, 500, { error: { message: 'internal error' } });
+      }
+    },
+  );
+});
+server.keepAliveTimeout = 65_000;
+server.listen(Number(process.env.PORT ?? 0), process.env.HOST ?? '127.0.0.1');
+
+let stopping = false;
+const stop = () => {
+  if (stopping) return;
+  stopping = true;
+  server.close();
+  server.closeAllConnections();
+  db.close().then(
+    () => process.exit(0),
+    () => process.exit(1),
+  );
+};
+process.once('SIGTERM', stop);
+process.once('SIGINT', stop);

@@ -1,0 +1,127 @@
+import autocannon from 'autocannon';
+
+export const API = '/api/v1/crm';
+
+export interface LoadStats {
+  /** Mean of the per-second request counts. */
+  reqPerSec: number;
+  p50: number;
+  p99: number;
+  total: number;
+  non2xx: number;
+  /** Connection errors and timeouts. */
+  errors: number;
+  /** Status code -> count, for the non-2xx ones. */
+  statuses: Record<string, number>;
+}
+
+export interface Fixtures {
+  /** Key of the organization the read scenarios query. */
+  readKey: string;
+  /** Key of the organization POST /deals writes into, so writes never change what the reads see. */
+  writeKey: string;
+  dealIds: string[];
+  searchTerms: string[];
+}
+
+export interface Scenario {
+  name: string;
+  key(f: Fixtures): string;
+  requests(f: Fixtures): autocannon.Request[];
+}
+
+const COMPANIES = ['Acme', 'Globex', 'Initech', 'Hooli', 'Vandelay', 'Contoso', 'Northwind', 'Zenith'];
+
+/** A request whose setupRequest rewrites it each time from a counter shared by all connections. */
+function rotating(make: (n: number) => Partial<autocannon.Request>): autocannon.Request[] {
+  let n = 0;
+  return [{ setupRequest: (req) => Object.assign(req, make(n++)) }];
+}
+
+export const SCENARIOS: Scenario[] = [
+  {
+    name: 'GET /deals',
+    key: (f) => f.readKey,
+    requests: () => [{ method: 'GET', path: `${API}/deals?limit=50` }],
+  },
+  {
+    name: 'GET /deals/{id}',
+    key: (f) => f.readKey,
+    requests: (f) =>
+      rotating((n) => ({ method: 'GET', path: `${API}/deals/${f.dealIds[n % f.dealIds.length]}` })),
+  },
+  {
+    name: 'GET /search',
+    key: (f) => f.readKey,
+    requests: (f) =>
+      rotating((n) => ({
+        method: 'GET',
+        path: `${API}/search?q=${encodeURIComponent(f.searchTerms[n % f.searchTerms.length] ?? 'ac')}`,
+      })),
+  },
+  {
+    name: 'POST /deals',
+    key: (f) => f.writeKey,
+    requests: () =>
+      rotating((n) => ({
+        method: 'POST',
+        path: `${API}/deals`,
+        body: JSON.stringify({
+          title: `Bench deal ${n}`,
+          company_name: `${COMPANIES[n % COMPANIES.length]} ${n % 97}`,
+          value: 1000 + ((n * 7919) % 90000),
+        }),
+      })),
+  },
+];
+
+let current: autocannon.Instance | undefined;
+
+/** Stops the run in progress (Ctrl+C); its promise then resolves with what it measured so far. */
+export function stopCurrentLoad(): void {
+  current?.stop();
+}
+
+function runOnce(url: string, scenario: Scenario, f: Fixtures, seconds: number, connections: number) {
+  return new Promise<autocannon.Result>((resolve, reject) => {
+    current = autocannon(
+      {
+        url,
+        connections,
+        duration: seconds,
+        timeout: 10,
+        headers: { authorization: `Bearer ${scenario.key(f)}`, 'content-type': 'application/json' },
+        requests: scenario.requests(f),
+      },
+      (err: unknown, result: autocannon.Result) => {
+        current = undefined;
+        if (err) reject(err);
+        else resolve(result);
+      },
+    );
+  });
+}
+
+/** A warm-up run that is thrown away, then the measured run. */
+export async function measure(
+  url: string,
+  scenario: Scenario,
+  f: Fixtures,
+  opts: { seconds: number; warmupSeconds: number; connections: number },
+): Promise<LoadStats> {
+  if (opts.warmupSeconds > 0) await runOnce(url, scenario, f, opts.warmupSeconds, opts.connections);
+  const r = await runOnce(url, scenario, f, opts.seconds, opts.connections);
+  const statuses: Record<string, number> = {};
+  for (const [code, stat] of Object.entries(r.statusCodeStats ?? {})) {
+    if (!code.startsWith('2') && stat.count) statuses[code] = stat.count;
+  }
+  return {
+    reqPerSec: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    total: r.requests.total,
+    non2xx: r.non2xx,
+    errors: r.errors,
+    statuses,
+  };
+}

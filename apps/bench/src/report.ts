@@ -1,0 +1,156 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { LoadStats } from './load.ts';
+import type { Memory } from './processes.ts';
+
+export interface ScenarioResult {
+  scenario: string;
+  service: LoadStats;
+  baseline: LoadStats;
+  /** service req/s ÷ baseline req/s. */
+  ratio: number;
+  /** service p99 ÷ baseline p99. */
+  p99Ratio: number;
+}
+
+export interface DatabaseReport {
+  database: string;
+  /** Set when this half did not run, with the reason. */
+  skipped?: string;
+  seed?: { organizations: number; dealsPerOrg: number; seconds: number };
+  scenarios: ScenarioResult[];
+  memory: { service?: Memory; baseline?: Memory };
+}
+
+export interface BenchReport {
+  date: string;
+  command: string;
+  node: string;
+  cpus: string;
+  durationSeconds: number;
+  warmupSeconds: number;
+  connections: number;
+  databases: DatabaseReport[];
+}
+
+export function scenarioResult(scenario: string, service: LoadStats, baseline: LoadStats): ScenarioResult {
+  return {
+    scenario,
+    service,
+    baseline,
+    ratio: baseline.reqPerSec > 0 ? service.reqPerSec / baseline.reqPerSec : Number.NaN,
+    p99Ratio: baseline.p99 > 0 ? service.p99 / baseline.p99 : Number.NaN,
+  };
+}
+
+const HEAD = [
+  'scenario',
+  'svc req/s',
+  'svc p50',
+  'svc p99',
+  'svc non-2xx',
+  'base req/s',
+  'base p50',
+  'base p99',
+  'base non-2xx',
+  'req/s ratio',
+  'p99 ratio',
+];
+
+const fixed = (n: number, digits: number) => (Number.isFinite(n) ? n.toFixed(digits) : '–');
+const ms = (n: number) => `${fixed(n, n >= 100 ? 0 : 1)} ms`;
+const failures = (s: LoadStats) => {
+  const codes = Object.entries(s.statuses).map(([code, count]) => `${code}×${count}`);
+  const errors = s.errors > 0 ? [`conn err ${s.errors}`] : [];
+  const detail = [...codes, ...errors].join(', ');
+  return detail && s.non2xx + s.errors > 0 ? `${s.non2xx} (${detail})` : String(s.non2xx);
+};
+
+function rows(db: DatabaseReport): string[][] {
+  return db.scenarios.map((r) => [
+    r.scenario,
+    fixed(r.service.reqPerSec, 0),
+    ms(r.service.p50),
+    ms(r.service.p99),
+    failures(r.service),
+    fixed(r.baseline.reqPerSec, 0),
+    ms(r.baseline.p50),
+    ms(r.baseline.p99),
+    failures(r.baseline),
+    `${fixed(r.ratio, 2)}×`,
+    `${fixed(r.p99Ratio, 2)}×`,
+  ]);
+}
+
+const mem = (m: Memory | undefined) =>
+  m ? `${m.rssMb.toFixed(0)} MiB (peak ${m.peakMb.toFixed(0)} MiB)` : 'n/a';
+const memoryLine = (db: DatabaseReport) =>
+  `Server RSS after the run: service ${mem(db.memory.service)}, baseline ${mem(db.memory.baseline)}`;
+const seedLine = (db: DatabaseReport) =>
+  db.seed
+    ? `Seeded ${db.seed.organizations} organizations × ${db.seed.dealsPerOrg} deals (2 contacts and 1 activity each) in ${db.seed.seconds.toFixed(1)} s`
+    : '';
+
+function textTable(head: string[], body: string[][]): string {
+  const widths = head.map((h, i) => Math.max(h.length, ...body.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join('  ');
+  return [line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n');
+}
+
+function markdownTable(head: string[], body: string[][]): string {
+  const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
+  return [
+    line(head),
+    `|${head.map((_, i) => (i === 0 ? ' --- ' : ' ---: ')).join('|')}|`,
+    ...body.map(line),
+  ].join('\n');
+}
+
+const preamble = (r: BenchReport) => [
+  `Date: ${r.date}`,
+  `Command: ${r.command}`,
+  `Node ${r.node} on ${r.cpus}; ${r.connections} connections, ${r.durationSeconds} s per scenario after a ${r.warmupSeconds} s warm-up`,
+];
+
+export function formatText(r: BenchReport): string {
+  const out = [...preamble(r), ''];
+  for (const db of r.databases) {
+    out.push(`== ${db.database} ==`);
+    if (db.skipped) {
+      out.push(`skipped: ${db.skipped}`, '');
+      continue;
+    }
+    out.push(seedLine(db), textTable(HEAD, rows(db)), memoryLine(db), '');
+  }
+  return out.join('\n');
+}
+
+export function formatMarkdown(r: BenchReport): string {
+  const out = [
+    '# Benchmark: service vs. plain node:http + SQL baseline',
+    '',
+    ...preamble(r).map((l) => `${l}  `),
+    '',
+    'Latencies are p50/p99 in ms; ratios are service ÷ baseline (req/s: higher is better for the service; p99: lower is).',
+    '',
+  ];
+  for (const db of r.databases) {
+    out.push(`## ${db.database}`, '');
+    if (db.skipped) {
+      out.push(`Skipped: ${db.skipped}`, '');
+      continue;
+    }
+    out.push(seedLine(db), '', markdownTable(HEAD, rows(db)), '', memoryLine(db), '');
+  }
+  return out.join('\n');
+}
+
+export function writeResults(dir: string, r: BenchReport): { json: string; md: string } {
+  mkdirSync(dir, { recursive: true });
+  const json = path.join(dir, 'latest.json');
+  const md = path.join(dir, 'latest.md');
+  writeFileSync(json, `${JSON.stringify(r, null, 2)}\n`);
+  writeFileSync(md, formatMarkdown(r));
+  return { json, md };
+}

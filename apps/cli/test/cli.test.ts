@@ -1,0 +1,208 @@
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { openDatabase } from '@crm/db';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const NODE = path.join(ROOT, 'node_modules/.bin/node');
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+/** Each CLI run opens the database (PGlite takes seconds), so tests get plenty of time. */
+const SLOW = { timeout: 60_000 };
+
+type Result = { code: number | null; stdout: string; stderr: string; lines: Array<Record<string, unknown>> };
+type Database = { CRM_DATA_DIR: string } | { DATABASE_URL: string };
+
+/** Runs the real CLI the way `npm run --silent crm -- ...` does, against the given database only. */
+function crm(database: Database, ...args: string[]): Promise<Result> {
+  const env: NodeJS.ProcessEnv = { ...process.env, ...database };
+  if (!('DATABASE_URL' in database)) delete env.DATABASE_URL;
+  return new Promise((resolve, reject) => {
+    const child = spawn(NODE, ['apps/cli/src/main.ts', ...args], { cwd: ROOT, env });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk) => {
+      stdout += chunk;
+    });
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk;
+    });
+    child.on('error', reject);
+    child.on('close', (code) => {
+      resolve({
+        code,
+        stdout,
+        stderr,
+        // Parsed on use, so that a test about usage text can read stdout that is not JSON.
+        get lines() {
+          return stdout
+            .split('\n')
+            .filter(Boolean)
+            .map((line) => JSON.parse(line) as Record<string, unknown>);
+        },
+      });
+    });
+  });
+}
+
+function freshDataDir(): string {
+  return mkdtempSync(path.join(tmpdir(), 'crm-cli-test-'));
+}
+
+/** org create, key create, revoke, list: what an admin does by hand, checked as they would see it. */
+async function roundTrip(db: Database): Promise<void> {
+  const created = await crm(db, 'org', 'create', 'Acme Inc');
+  expect(created.stderr).toBe('');
+  expect(created.code).toBe(0);
+  expect(created.stdout.trim().split('\n')).toHaveLength(1);
+  const org = created.lines[0] as { org_id: string; key_id: string; api_key: string };
+  expect(org.org_id).toMatch(UUID);
+  expect(org.key_id).toMatch(UUID);
+  expect(org.api_key).toMatch(/^[a-z]{2}_/);
+
+  const issued = await crm(db, 'key', 'create', '--org', org.org_id, '--name', 'ci');
+  expect(issued.code).toBe(0);
+  expect(issued.lines).toHaveLength(1);
+  const key = issued.lines[0] as { key_id: string; api_key: string };
+  expect(key.key_id).toMatch(UUID);
+  expect(key.api_key).toMatch(/^[a-z]{2}_/);
+  expect(key.api_key).not.toBe(org.api_key);
+
+  const revoked = await crm(db, 'key', 'revoke', key.key_id);
+  expect(revoked.code).toBe(0);
+  expect(revoked.lines).toEqual([{ key_id: key.key_id, revoked: true }]);
+
+  const listed = await crm(db, 'key', 'list', '--org', org.org_id);
+  expect(listed.code).toBe(0);
+  expect(listed.lines).toHaveLength(2);
+  const byId = new Map(listed.lines.map((k) => [k.key_id, k]));
+  expect(byId.get(org.key_id)).toMatchObject({ org_id: org.org_id, name: 'default', revoked_at: null });
+  expect(byId.get(key.key_id)).toMatchObject({ org_id: org.org_id, name: 'ci' });
+  expect(Date.parse(String(byId.get(key.key_id)?.revoked_at))).not.toBeNaN();
+  // Keys are shown once: neither the key nor its hash ever comes back.
+  expect(listed.stdout).not.toContain(org.api_key);
+  expect(listed.stdout).not.toContain(key.api_key);
+  expect(listed.stdout).not.toMatch(/api_key|key_hash/);
+
+  const orgs = await crm(db, 'org', 'list');
+  expect(orgs.code).toBe(0);
+  expect(orgs.lines).toContainEqual(expect.objectContaining({ org_id: org.org_id, name: 'Acme Inc' }));
+}
+
+describe('command line', () => {
+  it('prints usage on stdout and exits 0 for help or no arguments', async () => {
+    const db = { CRM_DATA_DIR: path.join(tmpdir(), 'crm-cli-never-opened') };
+    for (const args of [[], ['help'], ['--help']]) {
+      const result = await crm(db, ...args);
+      expect(result.code).toBe(0);
+      expect(result.stdout).toMatch(/^Usage: /);
+      expect(result.stdout).toContain('key revoke <key_id>');
+      expect(result.stderr).toBe('');
+    }
+  });
+
+  it('answers an unknown command or a missing argument with a usage hint on stderr and exit 2', async () => {
+    const db = { CRM_DATA_DIR: path.join(tmpdir(), 'crm-cli-never-opened') };
+    const unknown = await crm(db, 'frobnicate');
+    expect(unknown.code).toBe(2);
+    expect(unknown.stdout).toBe('');
+    expect(unknown.stderr).toMatch(/^error: unknown command "frobnicate"\n/);
+    expect(unknown.stderr).toContain('help');
+
+    const missing = await crm(db, 'key', 'revoke');
+    expect(missing.code).toBe(2);
+    expect(missing.stdout).toBe('');
+    expect(missing.stderr).toContain('error: missing argument <key_id>');
+    expect(missing.stderr).toContain('usage: npm run --silent crm -- key revoke <key_id>');
+
+    const noOrg = await crm(db, 'key', 'create');
+    expect(noOrg.code).toBe(2);
+    expect(noOrg.stderr).toContain('missing option --org');
+  });
+});
+
+describe('embedded database (PGlite)', () => {
+  let dataDir: string;
+  let db: Database;
+
+  beforeAll(() => {
+    dataDir = freshDataDir();
+    db = { CRM_DATA_DIR: dataDir };
+  });
+  afterAll(() => {
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('creates an organization and issues, lists and revokes keys', SLOW, () => roundTrip(db));
+
+  it('rejects an unknown organization or key with one error line and exit 1', SLOW, async () => {
+    const missingOrg = '0190a0a0-0000-7000-8000-000000000000';
+    const unknownOrg = await crm(db, 'key', 'create', '--org', missingOrg);
+    expect(unknownOrg.code).toBe(1);
+    expect(unknownOrg.stdout).toBe('');
+    expect(unknownOrg.stderr).toBe(`error: organization ${missingOrg} does not exist\n`);
+
+    const unknownKey = await crm(db, 'key', 'revoke', missingOrg);
+    expect(unknownKey.code).toBe(1);
+    expect(unknownKey.stderr).toBe(`error: API key ${missingOrg} does not exist\n`);
+
+    const notUuid = await crm(db, 'key', 'list', '--org', 'acme');
+    expect(notUuid.code).toBe(1);
+    expect(notUuid.stderr).toBe('error: --org must be a UUID, got "acme"\n');
+  });
+
+  it('refuses, with one clear line, a data directory the server holds', SLOW, async () => {
+    const lockedDir = freshDataDir();
+    const server = await openDatabase({ kind: 'pglite', dataDir: lockedDir }, 'server');
+    try {
+      const result = await crm({ CRM_DATA_DIR: lockedDir }, 'org', 'list');
+      expect(result.code).toBe(1);
+      expect(result.stdout).toBe('');
+      expect(result.stderr).toMatch(/^error: The embedded database at .* is in use by the server \(pid \d+/);
+      expect(result.stderr).toContain(`pid ${process.pid}`);
+      expect(result.stderr.trim().split('\n')).toHaveLength(1);
+    } finally {
+      await server.close();
+      rmSync(lockedDir, { recursive: true, force: true });
+    }
+  });
+});
+
+const url = process.env.TEST_DATABASE_URL;
+
+describe('PostgreSQL', () => {
+  let admin: pg.Client | undefined;
+  let dbName: string;
+  let databaseUrl: string;
+
+  beforeAll(async () => {
+    if (!url) return;
+    dbName = `crm_cli_test_${randomBytes(6).toString('hex')}`;
+    admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    await admin.query(`create database ${dbName}`);
+    const target = new URL(url);
+    target.pathname = `/${dbName}`;
+    databaseUrl = target.toString();
+  }, 30_000);
+  afterAll(async () => {
+    if (!admin) return;
+    try {
+      await admin.query(`drop database if exists ${dbName} with (force)`);
+    } finally {
+      await admin.end();
+    }
+  }, 30_000);
+
+  it.skipIf(!url)('runs migrate and the key round trip (needs TEST_DATABASE_URL)', SLOW, async () => {
+    const db = { DATABASE_URL: databaseUrl };
+    const migrated = await crm(db, 'migrate');
+    expect(migrated.stderr).toBe('');
+    expect(migrated.lines).toEqual([{ migrated: true }]);
+    await roundTrip(db);
+  });
+});

@@ -1,0 +1,138 @@
+import { randomBytes } from 'node:crypto';
+import { createOrganizationWithKey } from '@crm/api';
+import { createCrmRestClient, createCrmTrpcClient } from '@crm/client';
+import { loadConfig } from '@crm/config';
+import pg from 'pg';
+import { createLogger } from '../src/logger.ts';
+import { type RunningServer, startServer } from '../src/server.ts';
+
+/** PostgreSQL runs when TEST_DATABASE_URL points at a server where we may create databases. */
+const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL;
+
+export type DriverName = 'pglite' | 'postgresql';
+export const DRIVERS: Array<{ driver: DriverName; label: string; skip: boolean }> = [
+  { driver: 'pglite', label: 'embedded PGlite', skip: false },
+  {
+    driver: 'postgresql',
+    label: TEST_DATABASE_URL ? 'PostgreSQL' : 'PostgreSQL (skipped: TEST_DATABASE_URL is not set)',
+    skip: !TEST_DATABASE_URL,
+  },
+];
+
+export interface TestOrg {
+  orgId: string;
+  keyId: string;
+  apiKey: string;
+}
+
+export interface TestServer {
+  url: string;
+  base: string;
+  running: RunningServer;
+  orgA: TestOrg;
+  orgB: TestOrg;
+  /** fetch against the API base with org A's key unless `key` says otherwise (`null`: no header). */
+  api(path: string, init?: RequestInit & { key?: string | null; json?: unknown }): Promise<ApiResponse>;
+  rest(org: TestOrg): ReturnType<typeof createCrmRestClient>;
+  trpc(org: TestOrg): ReturnType<typeof createCrmTrpcClient>;
+  /** Runs SQL on the server's database (to check what was, or was not, stored). */
+  sql<T = Record<string, unknown>>(query: string, params?: unknown[]): Promise<T[]>;
+  stop(): Promise<void>;
+}
+
+export interface ApiResponse {
+  status: number;
+  headers: Headers;
+  // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary JSON bodies
+  body: any;
+  text: string;
+}
+
+async function createDatabase(adminUrl: string): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `crm_test_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`create database ${name}`);
+  await admin.end();
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      const c = new pg.Client({ connectionString: adminUrl });
+      await c.connect();
+      await c.query(`drop database if exists ${name} with (force)`);
+      await c.end();
+    },
+  };
+}
+
+export async function startTestServer(
+  driver: DriverName,
+  env: Record<string, string> = {},
+): Promise<TestServer> {
+  let dropDatabase: (() => Promise<void>) | undefined;
+  const dbEnv: Record<string, string> = {};
+  if (driver === 'postgresql') {
+    if (!TEST_DATABASE_URL) throw new Error('TEST_DATABASE_URL is not set');
+    const created = await createDatabase(TEST_DATABASE_URL);
+    dbEnv.DATABASE_URL = created.url;
+    dropDatabase = created.drop;
+  } else {
+    dbEnv.CRM_DATA_DIR = 'memory://';
+  }
+  const config = loadConfig({
+    NODE_ENV: 'test',
+    HOST: '127.0.0.1',
+    PORT: '0',
+    LOG_LEVEL: 'silent',
+    CRM_BOOTSTRAP_ORG: 'false',
+    ...dbEnv,
+    ...env,
+  });
+  const running = await startServer(config, createLogger(config));
+  const em = running.db.orm.em.fork();
+  const a = await createOrganizationWithKey(em, 'Org A');
+  const b = await createOrganizationWithKey(em, 'Org B');
+  const orgA = { orgId: a.org_id, keyId: a.key_id, apiKey: a.api_key };
+  const orgB = { orgId: b.org_id, keyId: b.key_id, apiKey: b.api_key };
+  const base = `${running.url}/api/v1/crm`;
+
+  return {
+    url: running.url,
+    base,
+    running,
+    orgA,
+    orgB,
+    async api(path, init = {}) {
+      const { key = orgA.apiKey, json, ...rest } = init;
+      const headers = new Headers(rest.headers);
+      if (key !== null) headers.set('authorization', `Bearer ${key}`);
+      let body = rest.body;
+      if (json !== undefined) {
+        body = JSON.stringify(json);
+        if (!headers.has('content-type')) headers.set('content-type', 'application/json');
+      }
+      const res = await fetch(path.startsWith('http') ? path : `${base}${path}`, { ...rest, headers, body });
+      const text = await res.text();
+      let parsed: unknown;
+      try {
+        parsed = text ? JSON.parse(text) : undefined;
+      } catch {
+        parsed = undefined;
+      }
+      return { status: res.status, headers: res.headers, body: parsed, text };
+    },
+    rest: (org) => createCrmRestClient({ baseUrl: running.url, apiKey: org.apiKey }),
+    trpc: (org) => createCrmTrpcClient({ baseUrl: running.url, apiKey: org.apiKey }),
+    sql: (query, params = []) => running.db.orm.em.fork().execute(query, params as never[]),
+    async stop() {
+      await running.stop();
+      await dropDatabase?.();
+    },
+  };
+}
+
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+export const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
+export const MISSING_ID = '01890a5d-ac96-774b-bcce-b302099a8057';
