@@ -39,7 +39,7 @@ export async function pipelineHealth(
         where d.org_id = ? and s.stage_type = 'open'
      ), flagged as (
        select active_at < now() - make_interval(days => ?) as stale,
-              (close_at < now() or active_at < now() - make_interval(days => ?)) as critical,
+              (coalesce(close_at < now(), false) or active_at < now() - make_interval(days => ?)) as critical,
               (close_at is null or close_at < now() + make_interval(days => ?)) as closing
          from open_deals
      )

@@ -1,0 +1,147 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DRIVERS, startTestServer, type TestServer } from './harness.ts';
+
+const DAY = 86_400_000;
+
+for (const { driver, label, skip } of DRIVERS) {
+  describe.skipIf(skip)(`pipeline and search on ${label}`, () => {
+    let s: TestServer;
+    beforeAll(async () => {
+      s = await startTestServer(driver);
+    });
+    afterAll(async () => {
+      await s?.stop();
+    });
+
+    it('lists the default pipeline’s stages in order, open ones first, then won and lost', async () => {
+      const res = await s.api('/pipeline/stages');
+      expect(res.status).toBe(200);
+      const stages = res.body.data;
+      expect(stages.map((x: { name: string }) => x.name)).toEqual([
+        'Lead',
+        'Qualified',
+        'Proposal',
+        'Negotiation',
+        'Closed Won',
+        'Closed Lost',
+      ]);
+      expect(stages.map((x: { position: number }) => x.position)).toEqual([1, 2, 3, 4, 5, 6]);
+      expect(stages[0]).toEqual({
+        id: expect.any(String),
+        name: 'Lead',
+        stage_type: 'open',
+        position: 1,
+        color: '#94a3b8',
+        is_closed: false,
+        probability: 10,
+      });
+      expect(stages[4]).toMatchObject({ stage_type: 'won', is_closed: true, probability: 100 });
+      expect(stages[5]).toMatchObject({ stage_type: 'lost', is_closed: true, probability: 0 });
+    });
+
+    it('reports pipeline health over open deals: healthy, stale, pending and critical', async () => {
+      const empty = await s.api('/pipeline/health');
+      expect(empty.body.data).toEqual({
+        total_deals: 0,
+        healthy_deals: 0,
+        healthy_percentage: 0,
+        stale_deals: 0,
+        pending_actions: 0,
+        critical_actions: 0,
+        stale_threshold_days: 14,
+      });
+      const now = Date.now();
+      const iso = (t: number) => new Date(t).toISOString();
+      const make = async (title: string, closeIn?: number) =>
+        (
+          await s.api('/deals', {
+            method: 'POST',
+            json: { title, ...(closeIn === undefined ? {} : { expected_close_date: iso(now + closeIn) }) },
+          })
+        ).body.data.id as string;
+      await make('healthy far close', 30 * DAY); // healthy, not pending
+      await make('healthy closing soon', 3 * DAY); // healthy, pending (closing within 7 days)
+      await make('healthy no date'); // healthy, pending (no close date)
+      const stale = await make('stale', 30 * DAY);
+      const idle = await make('very idle', 30 * DAY);
+      await make('overdue', -2 * DAY); // critical
+      const won = await make('won', 30 * DAY);
+      // Age two deals' activity clocks directly: nothing in the API moves time backwards.
+      await s.sql('update deals set last_activity_at = ?, created_at = ? where id = ?', [
+        iso(now - 20 * DAY),
+        iso(now - 20 * DAY),
+        stale,
+      ]);
+      await s.sql('update deals set last_activity_at = ?, created_at = ? where id = ?', [
+        iso(now - 40 * DAY),
+        iso(now - 40 * DAY),
+        idle,
+      ]);
+      const wonStage = (await s.api('/pipeline/stages')).body.data[4].id;
+      await s.api(`/deals/${won}`, { method: 'PATCH', json: { stage_id: wonStage } });
+
+      const res = await s.api('/pipeline/health');
+      expect(res.status).toBe(200);
+      expect(res.body.data).toEqual({
+        total_deals: 6,
+        healthy_deals: 3,
+        healthy_percentage: 50,
+        stale_deals: 2, // stale + very idle
+        pending_actions: 3, // closing soon, no date, stale
+        critical_actions: 2, // very idle (over 2x threshold), overdue
+        stale_threshold_days: 14,
+      });
+    });
+
+    it('finds deals by title or company and contacts by name, email or title, within the organization', async () => {
+      const deal = (
+        await s.api('/deals', { method: 'POST', json: { title: 'Quantum upgrade', company_name: 'Vandelay Industries' } })
+      ).body.data;
+      await s.api('/contacts', {
+        method: 'POST',
+        json: { name: 'Art Vandelay', deal_id: deal.id, email: 'art@vandelay.com', title: 'Importer', role_type: 'champion' },
+      });
+      await s.api('/deals', { method: 'POST', json: { title: 'Vandelay lookalike' }, key: s.orgB.apiKey });
+
+      const res = await s.api('/search?q=VANDEL');
+      expect(res.status).toBe(200);
+      expect(res.body.data.deals).toEqual([
+        {
+          id: deal.id,
+          title: 'Quantum upgrade',
+          company_name: 'Vandelay Industries',
+          stage: 'Lead',
+          value: null,
+          health: null,
+          win_probability: null,
+        },
+      ]);
+      expect(res.body.data.contacts).toEqual([
+        {
+          id: expect.any(String),
+          name: 'Art Vandelay',
+          email: 'art@vandelay.com',
+          title: 'Importer',
+          role_type: 'champion',
+          deal_id: deal.id,
+          deal_title: 'Quantum upgrade',
+          company: 'Vandelay Industries',
+        },
+      ]);
+      const byTitle = await s.api('/search?q=import');
+      expect(byTitle.body.data.contacts).toHaveLength(1);
+      const byEmail = await s.api('/search?q=art@vand');
+      expect(byEmail.body.data.contacts).toHaveLength(1);
+      const none = await s.api('/search?q=zzzz');
+      expect(none.body.data).toEqual({ deals: [], contacts: [] });
+    });
+
+    it('treats % and _ in the query as plain characters', async () => {
+      await s.api('/deals', { method: 'POST', json: { title: '100% uptime deal' } });
+      const res = await s.api(`/search?q=${encodeURIComponent('0%')}`);
+      expect(res.body.data.deals.map((d: { title: string }) => d.title)).toEqual(['100% uptime deal']);
+      const underscore = await s.api('/search?q=__');
+      expect(underscore.body.data.deals).toEqual([]);
+    });
+  });
+}
