@@ -1,0 +1,484 @@
+import { issueApiKey, revokeApiKey } from '@crm/api';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ApiResponse, DRIVERS, MISSING_ID, startTestServer, type TestServer } from './harness.ts';
+
+type Json = Record<string, unknown>;
+
+/** The contract's error body: exactly `{ error, code }`, JSON, with the given status and code. */
+function expectError(res: ApiResponse, status: number, code: string, field?: string) {
+  expect(res.status, res.text).toBe(status);
+  expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+  expect(Object.keys(res.body ?? {}).sort(), res.text).toEqual(['code', 'error']);
+  expect(typeof res.body.error).toBe('string');
+  expect(res.body.code).toBe(code);
+  if (field) expect(res.body.error).toMatch(new RegExp(`(^|[^\\w])${field}([^\\w]|$)`));
+}
+
+for (const { driver, label, skip } of DRIVERS) {
+  describe.skipIf(skip)(`errors on ${label}`, () => {
+    let s: TestServer;
+    const statuses: Array<{ request: string; status: number }> = [];
+
+    beforeAll(async () => {
+      s = await startTestServer(driver);
+    });
+    afterAll(async () => {
+      await s?.stop();
+    });
+
+    /** Like `s.api`, and remembers every status so the last test can check that none was a 500. */
+    async function api(path: string, init: Parameters<TestServer['api']>[1] = {}): Promise<ApiResponse> {
+      const res = await s.api(path, init);
+      statuses.push({ request: `${init.method ?? 'GET'} ${path}`, status: res.status });
+      return res;
+    }
+
+    /** Sends `body` as it is, with the given Content-Type (JSON by default). */
+    function raw(path: string, method: string, body: string, contentType = 'application/json') {
+      return api(path, { method, body, headers: { 'content-type': contentType } });
+    }
+
+    async function count(query: string, params: unknown[] = []): Promise<number> {
+      const [row] = await s.sql<{ n: unknown }>(`select count(*) as n from ${query}`, params);
+      return Number(row?.n);
+    }
+
+    const totals = async () => ({
+      deals: await count('deals'),
+      contacts: await count('contacts'),
+      activities: await count('activities'),
+    });
+
+    async function createDeal(json: Json): Promise<Json & { id: string }> {
+      const res = await api('/deals', { method: 'POST', json });
+      expect(res.status).toBe(201);
+      return res.body.data;
+    }
+
+    async function createContact(json: Json): Promise<Json & { id: string }> {
+      const res = await api('/contacts', { method: 'POST', json });
+      expect(res.status).toBe(201);
+      return res.body.data;
+    }
+
+    /** The deal's stored row and its number of activities: what a failed PATCH must leave alone. */
+    async function dealState(id: string) {
+      const [row] = await s.sql('select * from deals where id = ?', [id]);
+      return { row, activities: await count('activities where deal_id = ?', [id]) };
+    }
+
+    async function contactState(id: string) {
+      const [row] = await s.sql<{ deal_id: string }>('select * from contacts where id = ?', [id]);
+      return { row, activities: await count('activities where deal_id = ?', [row?.deal_id]) };
+    }
+
+    describe('POST /deals with an invalid body answers 400 naming the field and stores nothing', () => {
+      const cases: Array<[string, unknown, string]> = [
+        ['an unknown property', { title: 'Bad unknown', colour: 'red' }, 'colour'],
+        ['no title', { company_name: 'Bad missing title' }, 'title'],
+        ['an empty title', { title: '' }, 'title'],
+        ['a whitespace-only title', { title: '   ' }, 'title'],
+        ['a title that is a number', { title: 5 }, 'title'],
+        ['a value that is a string', { title: 'Bad value', value: 'abc' }, 'value'],
+        ['a bad contact_email', { title: 'Bad email', contact_email: 'not-an-email' }, 'contact_email'],
+        ['a stage_id that is not a uuid', { title: 'Bad stage', stage_id: '123' }, 'stage_id'],
+        ['a pipeline_id that is not a uuid', { title: 'Bad pipeline', pipeline_id: '123' }, 'pipeline_id'],
+        [
+          'an expected_close_date of "tomorrow"',
+          { title: 'Bad date 1', expected_close_date: 'tomorrow' },
+          'expected_close_date',
+        ],
+        [
+          'an expected_close_date in month 13',
+          { title: 'Bad date 2', expected_close_date: '2026-13-01T00:00:00Z' },
+          'expected_close_date',
+        ],
+      ];
+      for (const [what, json, field] of cases) {
+        it(`${what} answers 400 naming ${field}`, async () => {
+          const before = await totals();
+          const res = await api('/deals', { method: 'POST', json });
+          expectError(res, 400, 'invalid_request', field);
+          expect(await totals()).toEqual(before);
+          const title = (json as Json).title;
+          if (typeof title === 'string')
+            expect(await count('deals where title = ?', [title])).toBe(0);
+        });
+      }
+
+      it('an empty body with Content-Type application/json answers 400 naming title', async () => {
+        const before = await totals();
+        const res = await raw('/deals', 'POST', '');
+        expectError(res, 400, 'invalid_request', 'title');
+        expect(await totals()).toEqual(before);
+      });
+    });
+
+    describe('PATCH /deals/{id} with an invalid body answers 400 naming the field and changes nothing', () => {
+      const cases: Array<[string, unknown, string]> = [
+        ['an unknown property', { colour: 'red' }, 'colour'],
+        ['an id in the body', { id: MISSING_ID, title: 'Moved' }, 'id'],
+        ['an empty title', { title: '' }, 'title'],
+        ['a whitespace-only title', { title: '  \t ' }, 'title'],
+        ['a null title', { title: null }, 'title'],
+        ['a title that is a number', { title: 5 }, 'title'],
+        ['a value that is a string', { value: 'abc' }, 'value'],
+        ['a bad contact_email', { contact_email: 'nope@' }, 'contact_email'],
+        ['a stage_id that is not a uuid', { stage_id: '123' }, 'stage_id'],
+        ['an expected_close_date of "tomorrow"', { expected_close_date: 'tomorrow' }, 'expected_close_date'],
+        [
+          'an expected_close_date in month 13',
+          { expected_close_date: '2026-13-01T00:00:00Z' },
+          'expected_close_date',
+        ],
+        ['an unknown lifecycle_stage', { lifecycle_stage: 'x' }, 'lifecycle_stage'],
+      ];
+      for (const [what, json, field] of cases) {
+        it(`${what} answers 400 naming ${field}`, async () => {
+          const deal = await createDeal({ title: `Patch target ${what}`, value: 100 });
+          const before = await dealState(deal.id);
+          const res = await api(`/deals/${deal.id}`, { method: 'PATCH', json });
+          expectError(res, 400, 'invalid_request', field);
+          expect(await dealState(deal.id)).toEqual(before);
+        });
+      }
+
+      it('one invalid field among valid ones changes nothing and records no activity', async () => {
+        const deal = await createDeal({ title: 'Half valid', value: 100, notes: 'before' });
+        const before = await dealState(deal.id);
+        const res = await api(`/deals/${deal.id}`, {
+          method: 'PATCH',
+          json: { title: 'Renamed', value: 999, notes: 'after', contact_email: 'not-an-email' },
+        });
+        expectError(res, 400, 'invalid_request', 'contact_email');
+        expect(res.body.error).not.toMatch(/\b(title|value|notes)\b/);
+        expect(await dealState(deal.id)).toEqual(before);
+        const shown = await api(`/deals/${deal.id}`);
+        expect(shown.body.data.deal).toMatchObject({
+          title: 'Half valid',
+          value: 100,
+          notes: 'before',
+          updated_at: null,
+        });
+        expect(shown.body.data.recent_activities.map((a: { type: string }) => a.type)).toEqual([
+          'deal_created',
+        ]);
+      });
+
+      it('a valid stage_id that does not exist answers 400 naming stage_id and changes nothing', async () => {
+        const deal = await createDeal({ title: 'Stage guard', value: 1 });
+        const before = await dealState(deal.id);
+        const res = await api(`/deals/${deal.id}`, {
+          method: 'PATCH',
+          json: { value: 2, stage_id: MISSING_ID },
+        });
+        expectError(res, 400, 'invalid_request', 'stage_id');
+        expect(await dealState(deal.id)).toEqual(before);
+      });
+    });
+
+    describe('POST /contacts with an invalid body answers 400 naming the field and stores nothing', () => {
+      let dealId: string;
+      beforeAll(async () => {
+        dealId = (await createDeal({ title: 'Contacts home' })).id;
+      });
+
+      const cases: Array<[string, (dealId: string) => unknown, string]> = [
+        ['an unknown property', (d) => ({ name: 'Bad', deal_id: d, age: 3 }), 'age'],
+        ['no name', (d) => ({ deal_id: d }), 'name'],
+        ['an empty name', (d) => ({ name: '', deal_id: d }), 'name'],
+        ['a whitespace-only name', (d) => ({ name: '   ', deal_id: d }), 'name'],
+        ['no deal_id', () => ({ name: 'Orphan' }), 'deal_id'],
+        ['a deal_id that is not a uuid', () => ({ name: 'Orphan', deal_id: '123' }), 'deal_id'],
+        ['a bad email', (d) => ({ name: 'Bad', deal_id: d, email: 'at-nowhere' }), 'email'],
+        ['an unknown role_type', (d) => ({ name: 'Bad', deal_id: d, role_type: 'boss' }), 'role_type'],
+      ];
+      for (const [what, json, field] of cases) {
+        it(`${what} answers 400 naming ${field}`, async () => {
+          const before = await totals();
+          const res = await api('/contacts', { method: 'POST', json: json(dealId) });
+          expectError(res, 400, 'invalid_request', field);
+          expect(await totals()).toEqual(before);
+          expect(await count('contacts where deal_id = ?', [dealId])).toBe(0);
+        });
+      }
+
+      it('a deal_id of a missing deal answers 404 and stores nothing', async () => {
+        const before = await totals();
+        const res = await api('/contacts', { method: 'POST', json: { name: 'Lost', deal_id: MISSING_ID } });
+        expectError(res, 404, 'not_found');
+        expect(await totals()).toEqual(before);
+      });
+    });
+
+    describe('PATCH /contacts/{id} with an invalid body answers 400 naming the field and changes nothing', () => {
+      let contactId: string;
+      beforeAll(async () => {
+        const deal = await createDeal({ title: 'Contact patch home' });
+        contactId = (await createContact({ name: 'Pat', deal_id: deal.id, email: 'pat@example.com' })).id;
+      });
+
+      const cases: Array<[string, unknown, string]> = [
+        ['an unknown property', { colour: 'red' }, 'colour'],
+        ['a deal_id (not updatable)', { deal_id: MISSING_ID }, 'deal_id'],
+        ['an empty name', { name: '' }, 'name'],
+        ['a bad email', { email: 'pat@' }, 'email'],
+        ['a linkedin_url that is not a url', { linkedin_url: 'not a url' }, 'linkedin_url'],
+        ['an unknown role_type', { role_type: 'boss' }, 'role_type'],
+        ['an unknown sentiment', { sentiment: 'meh' }, 'sentiment'],
+        ['an unknown influence_level', { influence_level: 'huge' }, 'influence_level'],
+        ['an unknown engagement_level', { engagement_level: 'x' }, 'engagement_level'],
+        ['valid fields next to a bad sentiment', { name: 'Renamed', notes: 'hi', sentiment: 'meh' }, 'sentiment'],
+      ];
+      for (const [what, json, field] of cases) {
+        it(`${what} answers 400 naming ${field}`, async () => {
+          const before = await contactState(contactId);
+          const res = await api(`/contacts/${contactId}`, { method: 'PATCH', json });
+          expectError(res, 400, 'invalid_request', field);
+          expect(await contactState(contactId)).toEqual(before);
+        });
+      }
+    });
+
+    describe('bad query parameters answer 400 naming the parameter', () => {
+      const cases: Array<[string, string]> = [
+        ['/deals?limit=0', 'limit'],
+        ['/deals?limit=101', 'limit'],
+        ['/deals?limit=abc', 'limit'],
+        ['/deals?limit=1.5', 'limit'],
+        ['/deals?offset=-1', 'offset'],
+        ['/deals?offset=abc', 'offset'],
+        ['/deals?lifecycle_stage=x', 'lifecycle_stage'],
+        ['/deals?pipeline_id=123', 'pipeline_id'],
+        ['/contacts?limit=0', 'limit'],
+        ['/contacts?limit=101', 'limit'],
+        ['/contacts?limit=abc', 'limit'],
+        ['/contacts?offset=-1', 'offset'],
+        ['/search', 'q'],
+        ['/search?q=', 'q'],
+        ['/search?q=a', 'q'],
+        ['/search?q=%20%20a%20%20', 'q'],
+      ];
+      for (const [path, field] of cases) {
+        it(`GET ${path} answers 400 naming ${field}`, async () => {
+          expectError(await api(path), 400, 'invalid_request', field);
+        });
+      }
+
+      it('the limits themselves (1 and 100) and offset 0 are accepted', async () => {
+        for (const path of ['/deals?limit=1', '/deals?limit=100&offset=0', '/contacts?limit=100']) {
+          expect((await api(path)).status).toBe(200);
+        }
+      });
+    });
+
+    describe('bodies that are not a JSON object', () => {
+      it('malformed JSON answers 400 invalid_json and stores nothing', async () => {
+        const before = await totals();
+        expectError(await raw('/deals', 'POST', '{"title":'), 400, 'invalid_json');
+        expect(await totals()).toEqual(before);
+      });
+
+      it('malformed JSON on PATCH answers 400 invalid_json and changes nothing', async () => {
+        const deal = await createDeal({ title: 'Malformed patch' });
+        const before = await dealState(deal.id);
+        expectError(await raw(`/deals/${deal.id}`, 'PATCH', '{"title": "x",}'), 400, 'invalid_json');
+        expect(await dealState(deal.id)).toEqual(before);
+      });
+
+      for (const body of ['[1,2]', '[]', '"str"', '42', 'null', 'true']) {
+        it(`the JSON value ${body} as a body answers 400 and stores nothing`, async () => {
+          const before = await totals();
+          const res = await raw('/deals', 'POST', body);
+          expect(res.status, res.text).toBe(400);
+          expect(Object.keys(res.body ?? {}).sort()).toEqual(['code', 'error']);
+          expect(['invalid_json', 'invalid_request']).toContain(res.body.code);
+          expect(await totals()).toEqual(before);
+        });
+      }
+
+      it('Content-Type text/plain with a body answers 415 and stores nothing', async () => {
+        const before = await totals();
+        const res = await raw('/deals', 'POST', JSON.stringify({ title: 'Plain text' }), 'text/plain');
+        expectError(res, 415, 'unsupported_media_type');
+        expect(await totals()).toEqual(before);
+      });
+
+      it('Content-Type text/plain on PATCH answers 415 and changes nothing', async () => {
+        const deal = await createDeal({ title: 'Plain patch' });
+        const before = await dealState(deal.id);
+        const res = await raw(`/deals/${deal.id}`, 'PATCH', '{"title":"Changed"}', 'text/plain');
+        expectError(res, 415, 'unsupported_media_type');
+        expect(await dealState(deal.id)).toEqual(before);
+      });
+
+      it('Content-Type application/json; charset=utf-8 is accepted (201)', async () => {
+        const res = await raw(
+          '/deals',
+          'POST',
+          JSON.stringify({ title: 'Charset ok · ünïcode' }),
+          'application/json; charset=utf-8',
+        );
+        expect(res.status, res.text).toBe(201);
+        expect(res.body.data.title).toBe('Charset ok · ünïcode');
+      });
+
+      it('a body over 1 MB answers 413 and stores nothing', async () => {
+        const before = await totals();
+        const notes = 'x'.repeat(1_200_000);
+        const res = await api('/deals', { method: 'POST', json: { title: 'Too big', notes } });
+        expectError(res, 413, 'payload_too_large');
+        expect(await totals()).toEqual(before);
+        expect(await count('deals where title = ?', ['Too big'])).toBe(0);
+      });
+
+      it('a body over 1 MB on PATCH answers 413 and changes nothing', async () => {
+        const deal = await createDeal({ title: 'Big patch' });
+        const before = await dealState(deal.id);
+        const res = await api(`/deals/${deal.id}`, {
+          method: 'PATCH',
+          json: { notes: 'y'.repeat(1_200_000) },
+        });
+        expectError(res, 413, 'payload_too_large');
+        expect(await dealState(deal.id)).toEqual(before);
+      });
+    });
+
+    describe('ids in the path', () => {
+      const malformed: Array<[string, string, Json?]> = [
+        ['GET', '/deals/123'],
+        ['PATCH', '/deals/123', { title: 'x' }],
+        ['DELETE', '/deals/123'],
+        ['GET', '/contacts/not-a-uuid'],
+        ['PATCH', '/contacts/not-a-uuid', { name: 'x' }],
+      ];
+      for (const [method, path, json] of malformed) {
+        it(`${method} ${path} answers 400 naming id`, async () => {
+          expectError(await api(path, { method, json }), 400, 'invalid_request', 'id');
+        });
+      }
+
+      it('a valid but missing deal id answers 404 not_found on GET, PATCH and DELETE', async () => {
+        for (const [method, json] of [
+          ['GET', undefined],
+          ['PATCH', { title: 'x' }],
+          ['DELETE', undefined],
+        ] as const) {
+          const res = await api(`/deals/${MISSING_ID}`, { method, json });
+          expectError(res, 404, 'not_found');
+          expect(res.body).toEqual({ error: 'Deal not found', code: 'not_found' });
+        }
+      });
+
+      it('a valid but missing contact id answers 404 not_found on GET and PATCH', async () => {
+        for (const [method, json] of [
+          ['GET', undefined],
+          ['PATCH', { name: 'x' }],
+        ] as const) {
+          const res = await api(`/contacts/${MISSING_ID}`, { method, json });
+          expectError(res, 404, 'not_found');
+          expect(res.body).toEqual({ error: 'Contact not found', code: 'not_found' });
+        }
+      });
+    });
+
+    describe('routing', () => {
+      it('an unknown path under /api/v1/crm answers a JSON 404', async () => {
+        for (const path of ['/nope', '/deals/x/y/z', '/pipeline', '/deals/']) {
+          expectError(await api(path), 404, 'not_found');
+        }
+      });
+
+      it('a path in the wrong case (/DEALS) answers 404', async () => {
+        expectError(await api('/DEALS'), 404, 'not_found');
+        expectError(await api(`/Deals/${MISSING_ID}`), 404, 'not_found');
+      });
+
+      it('PUT /deals answers a JSON 405 with Allow: GET, POST', async () => {
+        const res = await api('/deals', { method: 'PUT', json: { title: 'Put' } });
+        expectError(res, 405, 'method_not_allowed');
+        expect(
+          res.headers
+            .get('allow')
+            ?.split(',')
+            .map((m) => m.trim())
+            .sort(),
+        ).toEqual(['GET', 'POST']);
+        expect(await count('deals where title = ?', ['Put'])).toBe(0);
+      });
+
+      it('DELETE /contacts/{id} answers a JSON 405 with Allow: GET, PATCH and deletes nothing', async () => {
+        const deal = await createDeal({ title: 'Keep contact' });
+        const contact = await createContact({ name: 'Kept', deal_id: deal.id });
+        const res = await api(`/contacts/${contact.id}`, { method: 'DELETE' });
+        expectError(res, 405, 'method_not_allowed');
+        expect(
+          res.headers
+            .get('allow')
+            ?.split(',')
+            .map((m) => m.trim())
+            .sort(),
+        ).toEqual(['GET', 'PATCH']);
+        expect((await api(`/contacts/${contact.id}`)).status).toBe(200);
+      });
+    });
+
+    describe('authentication', () => {
+      it('a missing Authorization header answers 401 missing_api_key', async () => {
+        expectError(await api('/deals', { key: null }), 401, 'missing_api_key');
+      });
+
+      const badKeys: Array<[string, string]> = [
+        ['Bearer garbage', 'Bearer garbage'],
+        ['a well-formed but unknown key', `Bearer ck_${'a'.repeat(32)}`],
+        ['an empty bearer token', 'Bearer '],
+        ['a Basic credential', 'Basic dXNlcjpwYXNz'],
+      ];
+      for (const [what, header] of badKeys) {
+        it(`${what} answers 401 invalid_api_key`, async () => {
+          const res = await api('/deals', { key: null, headers: { authorization: header } });
+          expectError(res, 401, 'invalid_api_key');
+        });
+      }
+
+      it('a revoked key answers 401 invalid_api_key', async () => {
+        const issued = await issueApiKey(s.running.db.orm.em.fork(), s.orgA.orgId, 'to revoke');
+        expect((await api('/deals', { key: issued.api_key })).status).toBe(200);
+        expect(await revokeApiKey(s.running.db.orm.em.fork(), issued.key_id)).toBe(true);
+        expectError(await api('/deals', { key: issued.api_key }), 401, 'invalid_api_key');
+        const before = await totals();
+        const write = await api('/deals', { method: 'POST', key: issued.api_key, json: { title: 'Revoked' } });
+        expectError(write, 401, 'invalid_api_key');
+        expect(await totals()).toEqual(before);
+      });
+
+      it('an invalid body without a key answers 401, not 400', async () => {
+        const before = await totals();
+        expectError(await api('/deals', { method: 'POST', key: null, json: { title: '' } }), 401, 'missing_api_key');
+        expectError(
+          await api('/deals', { method: 'POST', key: null, json: { title: 'x', colour: 'red' } }),
+          401,
+          'missing_api_key',
+        );
+        expectError(
+          await api('/contacts', { method: 'POST', key: 'garbage', json: { deal_id: '123' } }),
+          401,
+          'invalid_api_key',
+        );
+        expect(await totals()).toEqual(before);
+      });
+
+      it('an invalid query or path id without a key answers 401, not 400', async () => {
+        expectError(await api('/deals?limit=0', { key: null }), 401, 'missing_api_key');
+        expectError(await api('/search?q=a', { key: null }), 401, 'missing_api_key');
+        expectError(await api('/deals/123', { key: null }), 401, 'missing_api_key');
+        expectError(await api(`/deals/${MISSING_ID}`, { key: null }), 401, 'missing_api_key');
+      });
+    });
+
+    it('no request in this file was answered with a 500', () => {
+      expect(statuses.length).toBeGreaterThan(50);
+      expect(statuses.filter((r) => r.status >= 500)).toEqual([]);
+    });
+  });
+}

@@ -1,0 +1,161 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
+const NODE = process.execPath;
+
+interface ServerProcess {
+  child: ChildProcess;
+  url: string;
+  stdout: string[];
+  stderr: () => string;
+  exited: Promise<number | null>;
+}
+
+/** Starts `npm start`'s entry point as a user would, on an embedded data directory. */
+async function spawnServer(dataDir: string): Promise<ServerProcess> {
+  const child = spawn(NODE, ['apps/server/src/main.ts'], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH, CRM_DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const stdout: string[] = [];
+  let stderr = '';
+  child.stderr?.on('data', (d) => {
+    stderr += String(d);
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const url = await new Promise<string>((resolve, reject) => {
+    let buffer = '';
+    child.stdout?.on('data', (d) => {
+      buffer += String(d);
+      const lines = buffer.split('\n');
+      buffer = lines.pop() ?? '';
+      for (const line of lines) {
+        stdout.push(line);
+        const parsed = JSON.parse(line) as { url?: string };
+        if (parsed.url) resolve(parsed.url);
+      }
+    });
+    exited.then((code) => reject(new Error(`server exited with ${code}: ${stderr}`)));
+  });
+  return { child, url, stdout, stderr: () => stderr, exited };
+}
+
+describe('the server process', () => {
+  let dataDir: string;
+  let server: ServerProcess;
+  let apiKey: string;
+
+  beforeAll(async () => {
+    dataDir = mkdtempSync(path.join(tmpdir(), 'crm-process-'));
+    server = await spawnServer(dataDir);
+    apiKey = /ck_[A-Za-z0-9_-]{32}/.exec(server.stderr())?.[0] ?? '';
+  });
+  afterAll(async () => {
+    if (server.child.exitCode === null) {
+      server.child.kill('SIGTERM');
+      await server.exited;
+    }
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('creates a default organization on first start and shows its key once, outside the log', () => {
+    expect(apiKey).toMatch(/^ck_/);
+    expect(server.stdout.join('\n')).not.toContain(apiKey);
+  });
+
+  it('answers /healthz and /readyz outside the versioned path', async () => {
+    expect(await (await fetch(`${server.url}/healthz`)).json()).toEqual({ status: 'ok' });
+    const ready = await fetch(`${server.url}/readyz`);
+    expect(ready.status).toBe(200);
+  });
+
+  it('serves the OpenAPI 3 document with every documented operation', async () => {
+    const res = await fetch(`${server.url}/api/v1/crm/openapi.json`);
+    expect(res.status).toBe(200);
+    const doc = (await res.json()) as { openapi: string; paths: Record<string, Record<string, unknown>> };
+    expect(doc.openapi).toMatch(/^3\./);
+    const operations = Object.entries(doc.paths).flatMap(([p, item]) =>
+      Object.keys(item).map((m) => `${m.toUpperCase()} ${p}`),
+    );
+    expect(operations.sort()).toEqual(
+      [
+        'GET /deals',
+        'POST /deals',
+        'GET /deals/{id}',
+        'PATCH /deals/{id}',
+        'DELETE /deals/{id}',
+        'GET /contacts',
+        'POST /contacts',
+        'GET /contacts/{id}',
+        'PATCH /contacts/{id}',
+        'GET /pipeline/stages',
+        'GET /pipeline/health',
+        'GET /search',
+      ].sort(),
+    );
+  });
+
+  it('serves the API reference page and its script from the installed package', async () => {
+    const page = await fetch(`${server.url}/docs`);
+    expect(page.headers.get('content-type')).toMatch(/text\/html/);
+    const html = await page.text();
+    expect(html).toContain('/api/v1/crm/openapi.json');
+    expect(html).not.toMatch(/https?:\/\/(?!127\.0\.0\.1)/);
+    const script = await fetch(`${server.url}/docs/standalone.js`);
+    expect(script.status).toBe(200);
+    expect(script.headers.get('content-type')).toMatch(/javascript/);
+    expect((await script.arrayBuffer()).byteLength).toBeGreaterThan(100_000);
+  });
+
+  it('logs one JSON line per request with method, path, status, duration, request id and organization', async () => {
+    const res = await fetch(`${server.url}/api/v1/crm/deals?limit=1`, {
+      headers: { authorization: `Bearer ${apiKey}`, 'x-request-id': 'trace-me-123' },
+    });
+    expect(res.headers.get('x-request-id')).toBe('trace-me-123');
+    await new Promise((r) => setTimeout(r, 200));
+    const line = server.stdout.map((l) => JSON.parse(l)).find((l) => l.req_id === 'trace-me-123');
+    expect(line).toMatchObject({
+      method: 'GET',
+      path: '/api/v1/crm/deals',
+      status: 200,
+      duration_ms: expect.any(Number),
+      org_id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+    });
+    expect(server.stdout.join('\n')).not.toContain(apiKey);
+  });
+
+  it('on SIGTERM finishes in-flight requests, closes the database, and keeps every acknowledged write', async () => {
+    const post = (i: number) =>
+      fetch(`${server.url}/api/v1/crm/deals`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ title: `shutdown-${i}` }),
+      }).then(
+        (r) => r.status,
+        () => 0,
+      );
+    const inFlight = Array.from({ length: 40 }, (_, i) => post(i));
+    await new Promise((r) => setTimeout(r, 30));
+    server.child.kill('SIGTERM');
+    const statuses = await Promise.all(inFlight);
+    expect(await server.exited).toBe(0);
+    expect(server.stdout.some((l) => l.includes('stopped cleanly'))).toBe(true);
+    const acknowledged = statuses.filter((s) => s === 201).length;
+    expect(acknowledged).toBeGreaterThan(0);
+    expect(statuses.every((s) => s === 201 || s === 0)).toBe(true);
+
+    server = await spawnServer(dataDir);
+    const list = await fetch(`${server.url}/api/v1/crm/deals?limit=100`, {
+      headers: { authorization: `Bearer ${apiKey}` },
+    });
+    const body = (await list.json()) as { data: Array<{ title: string }> };
+    const kept = body.data.filter((d) => d.title.startsWith('shutdown-')).length;
+    expect(kept).toBe(acknowledged);
+  });
+});
