@@ -1,3 +1,4 @@
+import type { AppRouter } from '@crm/api';
 import { TRPCClientError } from '@trpc/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DRIVERS, startTestServer, type TestServer } from './harness.ts';
@@ -36,15 +37,15 @@ for (const { driver, label, skip } of DRIVERS) {
       const client = s.trpc(s.orgA);
       const err = await client.deals.create.mutate({ title: '' }).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(TRPCClientError);
-      const data = (err as TRPCClientError<never>).data as { httpStatus: number; body: { error: string; code: string } };
-      expect(data.httpStatus).toBe(400);
-      expect(data.body).toEqual({ error: expect.stringContaining('title'), code: 'invalid_request' });
+      const data = (err as TRPCClientError<AppRouter>).data;
+      expect(data?.httpStatus).toBe(400);
+      expect(data?.body).toEqual({ error: expect.stringContaining('title'), code: 'invalid_request' });
       expect(JSON.stringify(data)).not.toMatch(/stack|at .*\.ts/);
       const unauth = await s
         .trpc({ ...s.orgA, apiKey: 'ck_wrongwrongwrongwrongwrongwrongwr' })
         .deals.list.query({})
-        .catch((e: unknown) => e as TRPCClientError<never>);
-      expect((unauth as TRPCClientError<never>).data).toMatchObject({ httpStatus: 401 });
+        .catch((e: unknown) => e as TRPCClientError<AppRouter>);
+      expect((unauth as TRPCClientError<AppRouter>).data).toMatchObject({ httpStatus: 401 });
     });
 
     it('the REST SDK is typed from the OpenAPI document and talks to the documented paths', async () => {
