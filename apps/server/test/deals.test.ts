@@ -180,6 +180,15 @@ for (const { driver, label, skip } of DRIVERS) {
       }
     });
 
+    it('records when an API key was last used', async () => {
+      await s.api('/deals?limit=1');
+      await new Promise((r) => setTimeout(r, 100));
+      const [row] = await s.sql<{ last_used_at: unknown }>('select last_used_at from api_keys where id = ?', [
+        s.orgA.keyId,
+      ]);
+      expect(row?.last_used_at).not.toBeNull();
+    });
+
     describe('Idempotency-Key', () => {
       it('returns the first response for a retry with the same key and body, without creating again', async () => {
         const headers = { 'idempotency-key': `retry-${driver}-1` };
