@@ -5,6 +5,7 @@ import path from 'node:path';
 import {
   ApiError,
   appRouter,
+  authenticate,
   buildOpenApiDocument,
   createRequestContext,
   type Services,
@@ -15,7 +16,7 @@ import { nodeHTTPRequestHandler } from '@trpc/server/adapters/node-http';
 import Koa from 'koa';
 import type { Logger } from './logger.ts';
 import { attachContext, contextOf } from './request-context.ts';
-import { MAX_BODY_BYTES, restAdapter } from './rest-adapter.ts';
+import { MAX_BODY_BYTES, matchRoute, restHandler } from './rest-adapter.ts';
 
 export const API_PREFIX = '/api/v1/crm';
 export const TRPC_PREFIX = '/trpc';
@@ -117,21 +118,27 @@ export function buildApp(services: Services, logger: Logger, state: AppState = {
     }
   });
 
-  // Every API request gets its context (and unit of work) before the body is read.
+  // Every API request gets its context (one unit of work) and is authenticated before its body is read,
+  // so the order of answers is: 404/405 for the route, 401, then 413/415/400 for the body.
+  app.use(matchRoute(API_PREFIX));
   app.use(async (ctx, next) => {
-    if (!ctx.path.startsWith(`${API_PREFIX}/`) && !ctx.path.startsWith(`${TRPC_PREFIX}/`)) return next();
+    const isRest = ctx.path.startsWith(`${API_PREFIX}/`);
+    if (!isRest && !ctx.path.startsWith(`${TRPC_PREFIX}/`)) return next();
     const context = createRequestContext(services, {
       requestId: ctx.state.requestId,
       headers: ctx.req.headers,
     });
     ctx.state.apiContext = context;
     attachContext(ctx.req, context);
+    if (isRest) await authenticate(context);
     return next();
   });
 
   app.use(async (ctx, next) => {
     if (!ctx.path.startsWith(`${TRPC_PREFIX}/`)) return next();
     ctx.respond = false;
+    // Koa starts every response as 404; tRPC only sets its own status over a 200.
+    ctx.res.statusCode = 200;
     await nodeHTTPRequestHandler({
       router: appRouter,
       req: ctx.req,
@@ -144,20 +151,16 @@ export function buildApp(services: Services, logger: Logger, state: AppState = {
           logger.error({ req_id: ctx.state.requestId, err: error.cause ?? error }, 'request failed');
       },
       // The status comes from our error table, as on REST.
-      responseMeta: ({ errors }) => {
-        const status = errors[0] ? toErrorResponse(errors[0]).status : 200;
-        return { status };
-      },
+      responseMeta: ({ errors }) => (errors[0] ? { status: toErrorResponse(errors[0]).status } : {}),
     });
     ctx.status = ctx.res.statusCode;
   });
 
+  const hasBody = (method: string) => method === 'POST' || method === 'PATCH' || method === 'PUT';
   app.use(async (ctx, next) => {
     if (!ctx.path.startsWith(`${API_PREFIX}/`)) return next();
-    if (['POST', 'PATCH', 'PUT'].includes(ctx.method) && ctx.request.length) {
-      if (!ctx.is('application/json'))
-        throw new ApiError('unsupported_media_type', 'Content-Type must be application/json');
-    }
+    if (hasBody(ctx.method) && ctx.request.length && !ctx.is('application/json'))
+      throw new ApiError('unsupported_media_type', 'Content-Type must be application/json');
     return next();
   });
   app.use(
@@ -173,7 +176,7 @@ export function buildApp(services: Services, logger: Logger, state: AppState = {
   app.use(async (ctx, next) => {
     if (!ctx.path.startsWith(`${API_PREFIX}/`)) return next();
     const req = ctx.req as typeof ctx.req & { body?: unknown };
-    if (['POST', 'PATCH', 'PUT'].includes(ctx.method)) {
+    if (hasBody(ctx.method)) {
       if (
         req.body !== undefined &&
         (typeof req.body !== 'object' || req.body === null || Array.isArray(req.body))
@@ -185,6 +188,6 @@ export function buildApp(services: Services, logger: Logger, state: AppState = {
     }
     return next();
   });
-  app.use(restAdapter(API_PREFIX, (err) => logger.error({ err }, 'request failed')));
+  app.use(restHandler(API_PREFIX, (err) => logger.error({ err }, 'request failed')));
   return app;
 }

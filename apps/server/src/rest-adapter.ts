@@ -4,10 +4,11 @@ import type { Middleware } from 'koa';
 import { createOpenApiNodeHttpHandler } from 'trpc-to-openapi';
 import { contextOf } from './request-context.ts';
 
-interface Route {
+export interface Route {
   method: string;
   template: string;
   pattern: RegExp;
+  pathParams: string[];
   successStatus: number;
 }
 
@@ -21,9 +22,37 @@ function collectRoutes(router: AppRouter): Route[] {
     if (!meta?.openapi) continue;
     const { method, path } = meta.openapi;
     const pattern = new RegExp(`^${path.replace(/\{[^}]+\}/g, '[^/]+')}$`);
-    routes.push({ method, template: path, pattern, successStatus: meta.successStatus ?? 200 });
+    const pathParams = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1] as string);
+    routes.push({ method, template: path, pattern, pathParams, successStatus: meta.successStatus ?? 200 });
   }
   return routes;
+}
+
+/**
+ * Finds the documented route for the request, or answers JSON 404/405 (with `Allow`) itself.
+ * The route lands in `ctx.state.route` for the middleware after it.
+ */
+export function matchRoute(prefix: string): Middleware {
+  const routes = collectRoutes(appRouter);
+  return async (ctx, next) => {
+    if (!ctx.path.startsWith(`${prefix}/`)) return next();
+    const path = ctx.path.slice(prefix.length);
+    const matching = routes.filter((r) => r.pattern.test(path));
+    if (matching.length === 0) throw new ApiError('not_found', `No such endpoint: ${ctx.method} ${ctx.path}`);
+    const route = matching.find((r) => r.method === ctx.method);
+    if (!route) {
+      const allow = [...new Set(matching.map((r) => r.method))].join(', ');
+      throw new ApiError(
+        'method_not_allowed',
+        `${ctx.method} is not allowed on ${ctx.path}; allowed: ${allow}`,
+        {
+          headers: { Allow: allow },
+        },
+      );
+    }
+    ctx.state.route = route;
+    return next();
+  };
 }
 
 /**
@@ -36,10 +65,9 @@ class CapturedResponse {
   readonly headers: Record<string, string> = {};
   body: string | undefined;
   writableEnded = false;
+  private readonly real: ServerResponse;
   private readonly done: Promise<void>;
   private finish!: () => void;
-
-  private readonly real: ServerResponse;
 
   constructor(real: ServerResponse) {
     this.real = real;
@@ -77,42 +105,29 @@ class CapturedResponse {
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
-/** Serves the router's procedures at their documented REST paths under `prefix`. */
-export function restAdapter(
-  prefix: string,
-  onInternalError: (err: unknown, req: IncomingMessage) => void,
-): Middleware {
-  const routes = collectRoutes(appRouter);
+/** Runs the matched route's procedure through trpc-to-openapi, on the body Koa already parsed. */
+export function restHandler(prefix: string, onInternalError: (err: unknown) => void): Middleware {
   const handler = createOpenApiNodeHttpHandler({
     router: appRouter,
     createContext: ({ req }: { req: IncomingMessage }) => contextOf(req),
     maxBodySize: MAX_BODY_BYTES,
-    onError: ({ error, req }) => {
+    onError: ({ error }) => {
       if (error.code === 'INTERNAL_SERVER_ERROR' && !(error.cause instanceof ApiError))
-        onInternalError(error, req);
+        onInternalError(error);
     },
   });
 
-  return async (ctx, next) => {
-    if (!ctx.path.startsWith(`${prefix}/`)) return next();
-    const path = ctx.path.slice(prefix.length);
-    const matching = routes.filter((r) => r.pattern.test(path));
-    if (matching.length === 0) throw new ApiError('not_found', `No such endpoint: ${ctx.method} ${ctx.path}`);
-    const route = matching.find((r) => r.method === ctx.method);
-    if (!route) {
-      const allow = [...new Set(matching.map((r) => r.method))].join(', ');
-      throw new ApiError(
-        'method_not_allowed',
-        `${ctx.method} is not allowed on ${ctx.path}; allowed: ${allow}`,
-        {
-          headers: { Allow: allow },
-        },
-      );
-    }
-
-    // trpc-to-openapi matches the path without our prefix, and reads the body Koa already parsed.
+  return async (ctx) => {
+    const route = ctx.state.route as Route;
     const req = ctx.req as IncomingMessage & { body?: unknown };
-    req.url = path + (ctx.querystring ? `?${ctx.querystring}` : '');
+    // Path parameters come from the path only: the same name in the body would be silently overridden.
+    const body = req.body as Record<string, unknown> | undefined;
+    const shadowed = route.pathParams.filter((p) => body && Object.hasOwn(body, p));
+    if (shadowed.length > 0)
+      throw new ApiError('invalid_request', `Unknown property: ${shadowed.join(', ')}`);
+
+    // trpc-to-openapi matches the path without our prefix.
+    req.url = ctx.path.slice(prefix.length) + (ctx.querystring ? `?${ctx.querystring}` : '');
     const captured = new CapturedResponse(ctx.res);
     await handler(req, captured as unknown as ServerResponse);
     await captured.finished();
@@ -122,11 +137,10 @@ export function restAdapter(
     const payload = captured.body === undefined ? undefined : (JSON.parse(captured.body) as unknown);
     if (captured.statusCode >= 400) {
       const data = (payload as { data?: ApiErrorData } | undefined)?.data;
-      const mapped = data?.body ? data : undefined;
-      const { status, body, headers } = mapped
-        ? { status: mapped.httpStatus, body: mapped.body, headers: mapped.headers }
+      const { status, body, headers } = data?.body
+        ? { status: data.httpStatus, body: data.body, headers: data.headers }
         : toErrorResponse(new Error('unmapped error'));
-      for (const [name, value] of Object.entries(headers)) ctx.set(name, value);
+      ctx.set(headers);
       ctx.status = status;
       ctx.body = body;
       return;

@@ -50,7 +50,9 @@ for (const { driver, label, skip } of DRIVERS) {
 
     it('the REST SDK is typed from the OpenAPI document and talks to the documented paths', async () => {
       const client = s.rest(s.orgA);
-      const created = await client.POST('/deals', { body: { title: 'Via REST SDK', company_name: 'Typed Inc' } });
+      const created = await client.POST('/deals', {
+        body: { title: 'Via REST SDK', company_name: 'Typed Inc' },
+      });
       expect(created.response.status).toBe(201);
       const id = created.data?.data.id as string;
       const got = await client.GET('/deals/{id}', { params: { path: { id } } });

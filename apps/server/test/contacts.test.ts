@@ -7,8 +7,9 @@ for (const { driver, label, skip } of DRIVERS) {
     let dealId: string;
     beforeAll(async () => {
       s = await startTestServer(driver);
-      dealId = (await s.api('/deals', { method: 'POST', json: { title: 'Globex renewal', company_name: 'Globex' } }))
-        .body.data.id;
+      dealId = (
+        await s.api('/deals', { method: 'POST', json: { title: 'Globex renewal', company_name: 'Globex' } })
+      ).body.data.id;
     });
     afterAll(async () => {
       await s?.stop();
@@ -17,7 +18,13 @@ for (const { driver, label, skip } of DRIVERS) {
     it('adds a stakeholder to a deal: 201 with the Contact, role_type defaulting to unknown', async () => {
       const res = await s.api('/contacts', {
         method: 'POST',
-        json: { name: 'Hank Scorpio', deal_id: dealId, email: 'hank@globex.com', title: 'CEO', phone: '+1 555 0100' },
+        json: {
+          name: 'Hank Scorpio',
+          deal_id: dealId,
+          email: 'hank@globex.com',
+          title: 'CEO',
+          phone: '+1 555 0100',
+        },
       });
       expect(res.status).toBe(201);
       expect(res.body.data).toEqual({
@@ -42,10 +49,18 @@ for (const { driver, label, skip } of DRIVERS) {
     it('moves the deal’s last_activity_at and records a contact_added activity', async () => {
       const before = (await s.api(`/deals/${dealId}`)).body.data;
       await new Promise((r) => setTimeout(r, 5));
-      await s.api('/contacts', { method: 'POST', json: { name: 'Frank', deal_id: dealId, role_type: 'blocker' } });
+      await s.api('/contacts', {
+        method: 'POST',
+        json: { name: 'Frank', deal_id: dealId, role_type: 'blocker' },
+      });
       const after = (await s.api(`/deals/${dealId}`)).body.data;
-      expect(Date.parse(after.deal.last_activity_at)).toBeGreaterThan(Date.parse(before.deal.last_activity_at));
-      expect(after.recent_activities[0]).toMatchObject({ type: 'contact_added', description: expect.stringContaining('Frank') });
+      expect(Date.parse(after.deal.last_activity_at)).toBeGreaterThan(
+        Date.parse(before.deal.last_activity_at),
+      );
+      expect(after.recent_activities[0]).toMatchObject({
+        type: 'contact_added',
+        description: expect.stringContaining('Frank'),
+      });
     });
 
     it('answers 404 when the deal does not exist, and stores nothing', async () => {
@@ -56,7 +71,9 @@ for (const { driver, label, skip } of DRIVERS) {
     });
 
     it('shows a contact with its deal’s title and company', async () => {
-      const created = (await s.api('/contacts', { method: 'POST', json: { name: 'Detail Dan', deal_id: dealId } })).body.data;
+      const created = (
+        await s.api('/contacts', { method: 'POST', json: { name: 'Detail Dan', deal_id: dealId } })
+      ).body.data;
       const res = await s.api(`/contacts/${created.id}`);
       expect(res.status).toBe(200);
       expect(res.body.data).toEqual({ ...created, deal: { title: 'Globex renewal', company: 'Globex' } });
@@ -65,7 +82,10 @@ for (const { driver, label, skip } of DRIVERS) {
 
     it('updates the given fields, resets role_type with null, and records the change', async () => {
       const created = (
-        await s.api('/contacts', { method: 'POST', json: { name: 'Patchy', deal_id: dealId, role_type: 'champion' } })
+        await s.api('/contacts', {
+          method: 'POST',
+          json: { name: 'Patchy', deal_id: dealId, role_type: 'champion' },
+        })
       ).body.data;
       const res = await s.api(`/contacts/${created.id}`, {
         method: 'PATCH',
@@ -90,7 +110,10 @@ for (const { driver, label, skip } of DRIVERS) {
         notes: 'likes us',
       });
       expect(res.body.data.updated_at).toMatch(ISO);
-      const reset = await s.api(`/contacts/${created.id}`, { method: 'PATCH', json: { role_type: null, email: null } });
+      const reset = await s.api(`/contacts/${created.id}`, {
+        method: 'PATCH',
+        json: { role_type: null, email: null },
+      });
       expect(reset.body.data).toMatchObject({ role_type: 'unknown', email: null });
       const activities = await s.sql<{ type: string }>(
         "select type from activities where contact_id = ? and type = 'contact_updated'",
@@ -100,7 +123,8 @@ for (const { driver, label, skip } of DRIVERS) {
     });
 
     it('does not let deal_id be changed', async () => {
-      const created = (await s.api('/contacts', { method: 'POST', json: { name: 'Stuck', deal_id: dealId } })).body.data;
+      const created = (await s.api('/contacts', { method: 'POST', json: { name: 'Stuck', deal_id: dealId } }))
+        .body.data;
       const res = await s.api(`/contacts/${created.id}`, { method: 'PATCH', json: { deal_id: MISSING_ID } });
       expect(res.status).toBe(400);
       expect(res.body.error).toMatch(/deal_id/);
@@ -108,8 +132,14 @@ for (const { driver, label, skip } of DRIVERS) {
 
     it('lists contacts newest first with meta, and searches name, email and title case-insensitively', async () => {
       const other = (await s.api('/deals', { method: 'POST', json: { title: 'Other' } })).body.data.id;
-      await s.api('/contacts', { method: 'POST', json: { name: 'Zed Zebra', deal_id: other, email: 'zz@zoo.org' } });
-      await s.api('/contacts', { method: 'POST', json: { name: 'Yak', deal_id: other, title: 'Head of ZOOlogy' } });
+      await s.api('/contacts', {
+        method: 'POST',
+        json: { name: 'Zed Zebra', deal_id: other, email: 'zz@zoo.org' },
+      });
+      await s.api('/contacts', {
+        method: 'POST',
+        json: { name: 'Yak', deal_id: other, title: 'Head of ZOOlogy' },
+      });
       const all = await s.api('/contacts?limit=2');
       expect(all.status).toBe(200);
       expect(all.body.data.map((c: { name: string }) => c.name)).toEqual(['Yak', 'Zed Zebra']);

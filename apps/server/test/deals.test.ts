@@ -72,7 +72,9 @@ for (const { driver, label, skip } of DRIVERS) {
     });
 
     it('shows the deal with its stakeholders and recent activities', async () => {
-      const deal = (await s.api('/deals', { method: 'POST', json: { title: 'Detail', company_name: 'Initech' } })).body.data;
+      const deal = (
+        await s.api('/deals', { method: 'POST', json: { title: 'Detail', company_name: 'Initech' } })
+      ).body.data;
       const contact = await s.api('/contacts', {
         method: 'POST',
         json: { name: 'Peter', deal_id: deal.id, role_type: 'champion', email: 'peter@initech.com' },
@@ -99,7 +101,8 @@ for (const { driver, label, skip } of DRIVERS) {
     });
 
     it('updates only the given fields, records each change, and follows the stage with lifecycle', async () => {
-      const deal = (await s.api('/deals', { method: 'POST', json: { title: 'Patch me', value: 100 } })).body.data;
+      const deal = (await s.api('/deals', { method: 'POST', json: { title: 'Patch me', value: 100 } })).body
+        .data;
       const all = await stages();
       const proposal = all.find((x) => x.name === 'Proposal');
       const res = await s.api(`/deals/${deal.id}`, {
@@ -128,7 +131,10 @@ for (const { driver, label, skip } of DRIVERS) {
 
       // A client-set lifecycle stays put through stage moves; null hands it back to the stage.
       const lost = all.find((x) => x.stage_type === 'lost');
-      const pinned = await s.api(`/deals/${deal.id}`, { method: 'PATCH', json: { lifecycle_stage: 'customer' } });
+      const pinned = await s.api(`/deals/${deal.id}`, {
+        method: 'PATCH',
+        json: { lifecycle_stage: 'customer' },
+      });
       expect(pinned.body.data.lifecycle_stage).toBe('customer');
       const moved = await s.api(`/deals/${deal.id}`, { method: 'PATCH', json: { stage_id: lost?.id } });
       expect(moved.body.data).toMatchObject({ stage_type: 'lost', lifecycle_stage: 'customer' });
@@ -147,7 +153,10 @@ for (const { driver, label, skip } of DRIVERS) {
     it('rejects a stage of another pipeline or organization with 400 and leaves the deal as it was', async () => {
       const deal = (await s.api('/deals', { method: 'POST', json: { title: 'Guarded' } })).body.data;
       const otherOrgStage = (await s.api('/pipeline/stages', { key: s.orgB.apiKey })).body.data[1].id;
-      const res = await s.api(`/deals/${deal.id}`, { method: 'PATCH', json: { stage_id: otherOrgStage, value: 9 } });
+      const res = await s.api(`/deals/${deal.id}`, {
+        method: 'PATCH',
+        json: { stage_id: otherOrgStage, value: 9 },
+      });
       expect(res.status).toBe(400);
       expect(res.body.error).toMatch(/stage_id/);
       const create = await s.api('/deals', { method: 'POST', json: { title: 'x', stage_id: otherOrgStage } });
@@ -158,7 +167,8 @@ for (const { driver, label, skip } of DRIVERS) {
 
     it('deletes a deal with its contacts and activities, then answers 404', async () => {
       const deal = (await s.api('/deals', { method: 'POST', json: { title: 'Doomed' } })).body.data;
-      const contact = (await s.api('/contacts', { method: 'POST', json: { name: 'Gone', deal_id: deal.id } })).body.data;
+      const contact = (await s.api('/contacts', { method: 'POST', json: { name: 'Gone', deal_id: deal.id } }))
+        .body.data;
       const res = await s.api(`/deals/${deal.id}`, { method: 'DELETE' });
       expect(res.status).toBe(200);
       expect(res.body).toEqual({ success: true });
@@ -204,7 +214,9 @@ for (const { driver, label, skip } of DRIVERS) {
       it('creates once when two requests with the same key race', async () => {
         const headers = { 'idempotency-key': `race-${driver}` };
         const results = await Promise.all(
-          Array.from({ length: 6 }, () => s.api('/deals', { method: 'POST', headers, json: { title: 'Raced' } })),
+          Array.from({ length: 6 }, () =>
+            s.api('/deals', { method: 'POST', headers, json: { title: 'Raced' } }),
+          ),
         );
         for (const r of results) expect(r.status).toBe(201);
         expect(new Set(results.map((r) => r.body.data.id)).size).toBe(1);
@@ -224,7 +236,12 @@ for (const { driver, label, skip } of DRIVERS) {
       it('scopes keys to the API key that sent them', async () => {
         const headers = { 'idempotency-key': `shared-${driver}` };
         const a = await s.api('/deals', { method: 'POST', headers, json: { title: 'Scoped' } });
-        const b = await s.api('/deals', { method: 'POST', headers, json: { title: 'Scoped' }, key: s.orgB.apiKey });
+        const b = await s.api('/deals', {
+          method: 'POST',
+          headers,
+          json: { title: 'Scoped' },
+          key: s.orgB.apiKey,
+        });
         expect(b.status).toBe(201);
         expect(b.body.data.id).not.toBe(a.body.data.id);
       });

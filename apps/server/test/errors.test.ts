@@ -101,8 +101,7 @@ for (const { driver, label, skip } of DRIVERS) {
           expectError(res, 400, 'invalid_request', field);
           expect(await totals()).toEqual(before);
           const title = (json as Json).title;
-          if (typeof title === 'string')
-            expect(await count('deals where title = ?', [title])).toBe(0);
+          if (typeof title === 'string') expect(await count('deals where title = ?', [title])).toBe(0);
         });
       }
 
@@ -221,6 +220,7 @@ for (const { driver, label, skip } of DRIVERS) {
       const cases: Array<[string, unknown, string]> = [
         ['an unknown property', { colour: 'red' }, 'colour'],
         ['a deal_id (not updatable)', { deal_id: MISSING_ID }, 'deal_id'],
+        ['an id in the body', { id: MISSING_ID, name: 'Moved' }, 'id'],
         ['an empty name', { name: '' }, 'name'],
         ['a bad email', { email: 'pat@' }, 'email'],
         ['a linkedin_url that is not a url', { linkedin_url: 'not a url' }, 'linkedin_url'],
@@ -228,7 +228,11 @@ for (const { driver, label, skip } of DRIVERS) {
         ['an unknown sentiment', { sentiment: 'meh' }, 'sentiment'],
         ['an unknown influence_level', { influence_level: 'huge' }, 'influence_level'],
         ['an unknown engagement_level', { engagement_level: 'x' }, 'engagement_level'],
-        ['valid fields next to a bad sentiment', { name: 'Renamed', notes: 'hi', sentiment: 'meh' }, 'sentiment'],
+        [
+          'valid fields next to a bad sentiment',
+          { name: 'Renamed', notes: 'hi', sentiment: 'meh' },
+          'sentiment',
+        ],
       ];
       for (const [what, json, field] of cases) {
         it(`${what} answers 400 naming ${field}`, async () => {
@@ -238,6 +242,71 @@ for (const { driver, label, skip } of DRIVERS) {
           expect(await contactState(contactId)).toEqual(before);
         });
       }
+    });
+
+    describe('text and dates the database cannot store answer 400, not 500', () => {
+      it('a NUL character in a deal title answers 400 naming title and stores nothing', async () => {
+        const before = await totals();
+        const res = await api('/deals', { method: 'POST', json: { title: 'Nul\u0000title' } });
+        expectError(res, 400, 'invalid_request', 'title');
+        expect(await totals()).toEqual(before);
+      });
+
+      it('a NUL character in a PATCH of a deal answers 400 naming notes and changes nothing', async () => {
+        const deal = await createDeal({ title: 'Nul patch' });
+        const before = await dealState(deal.id);
+        const res = await api(`/deals/${deal.id}`, {
+          method: 'PATCH',
+          json: { title: 'Fine', notes: 'bad\u0000notes' },
+        });
+        expectError(res, 400, 'invalid_request', 'notes');
+        expect(await dealState(deal.id)).toEqual(before);
+      });
+
+      it('a NUL character in a contact name answers 400 naming name and stores nothing', async () => {
+        const deal = await createDeal({ title: 'Nul contact home' });
+        const before = await totals();
+        const res = await api('/contacts', { method: 'POST', json: { name: 'Nul\u0000', deal_id: deal.id } });
+        expectError(res, 400, 'invalid_request', 'name');
+        expect(await totals()).toEqual(before);
+      });
+
+      for (const path of ['/search?q=ab%00', '/contacts?q=ab%00']) {
+        it(`GET ${path} (a NUL character in q) is answered without a 500`, async () => {
+          const res = await api(path);
+          expect([200, 400], res.text).toContain(res.status);
+          if (res.status === 400) expectError(res, 400, 'invalid_request', 'q');
+        });
+      }
+
+      for (const date of ['0000-01-01T00:00:00Z', '9999-12-31T23:59:59-14:00']) {
+        it(`an expected_close_date of ${date} answers 400 naming it on POST and PATCH`, async () => {
+          const before = await totals();
+          const created = await api('/deals', {
+            method: 'POST',
+            json: { title: `Date ${date}`, expected_close_date: date },
+          });
+          expectError(created, 400, 'invalid_request', 'expected_close_date');
+          expect(await totals()).toEqual(before);
+
+          const deal = await createDeal({ title: `Date patch ${date}`, value: 1 });
+          const state = await dealState(deal.id);
+          const patched = await api(`/deals/${deal.id}`, {
+            method: 'PATCH',
+            json: { value: 2, expected_close_date: date },
+          });
+          expectError(patched, 400, 'invalid_request', 'expected_close_date');
+          expect(await dealState(deal.id)).toEqual(state);
+        });
+      }
+
+      it('a value with sub-cent digits is answered as it is stored', async () => {
+        const res = await api('/deals', { method: 'POST', json: { title: 'Sub-cent', value: 0.005 } });
+        if (res.status === 400) return expectError(res, 400, 'invalid_request', 'value');
+        expect(res.status).toBe(201);
+        const shown = await api(`/deals/${res.body.data.id}`);
+        expect(shown.body.data.deal.value).toBe(res.body.data.value);
+      });
     });
 
     describe('bad query parameters answer 400 naming the parameter', () => {
@@ -447,14 +516,22 @@ for (const { driver, label, skip } of DRIVERS) {
         expect(await revokeApiKey(s.running.db.orm.em.fork(), issued.key_id)).toBe(true);
         expectError(await api('/deals', { key: issued.api_key }), 401, 'invalid_api_key');
         const before = await totals();
-        const write = await api('/deals', { method: 'POST', key: issued.api_key, json: { title: 'Revoked' } });
+        const write = await api('/deals', {
+          method: 'POST',
+          key: issued.api_key,
+          json: { title: 'Revoked' },
+        });
         expectError(write, 401, 'invalid_api_key');
         expect(await totals()).toEqual(before);
       });
 
       it('an invalid body without a key answers 401, not 400', async () => {
         const before = await totals();
-        expectError(await api('/deals', { method: 'POST', key: null, json: { title: '' } }), 401, 'missing_api_key');
+        expectError(
+          await api('/deals', { method: 'POST', key: null, json: { title: '' } }),
+          401,
+          'missing_api_key',
+        );
         expectError(
           await api('/deals', { method: 'POST', key: null, json: { title: 'x', colour: 'red' } }),
           401,
@@ -468,6 +545,16 @@ for (const { driver, label, skip } of DRIVERS) {
         expect(await totals()).toEqual(before);
       });
 
+      it('a malformed JSON body without a key answers 401, not 400', async () => {
+        const res = await api('/deals', {
+          method: 'POST',
+          key: null,
+          body: '{"title":',
+          headers: { 'content-type': 'application/json' },
+        });
+        expectError(res, 401, 'missing_api_key');
+      });
+
       it('an invalid query or path id without a key answers 401, not 400', async () => {
         expectError(await api('/deals?limit=0', { key: null }), 401, 'missing_api_key');
         expectError(await api('/search?q=a', { key: null }), 401, 'missing_api_key');
@@ -476,8 +563,29 @@ for (const { driver, label, skip } of DRIVERS) {
       });
     });
 
+    describe('over tRPC (/trpc)', () => {
+      const trpcUrl = (procedure: string, input?: unknown) =>
+        `${s.url}/trpc/${procedure}${input === undefined ? '' : `?input=${encodeURIComponent(JSON.stringify(input))}`}`;
+
+      it('the HTTP status is the one in the error data: 200, 400, 401, 404', async () => {
+        const ok = await api(trpcUrl('deals.list', {}));
+        expect(ok.status, 'a successful query').toBe(200);
+        const cases: Array<[string, Parameters<TestServer['api']>[1], number, string]> = [
+          [trpcUrl('deals.get', { id: '123' }), {}, 400, 'invalid_request'],
+          [trpcUrl('deals.list', {}), { key: null }, 401, 'missing_api_key'],
+          [trpcUrl('deals.get', { id: MISSING_ID }), {}, 404, 'not_found'],
+          [trpcUrl('deals.create'), { method: 'POST', json: { title: '' } }, 400, 'invalid_request'],
+        ];
+        for (const [url, init, status, code] of cases) {
+          const res = await api(url, init);
+          expect(res.body.error.data.httpStatus).toBe(status);
+          expect(res.body.error.data.body.code).toBe(code);
+          expect(res.status, `${init?.method ?? 'GET'} ${url}`).toBe(status);
+        }
+      });
+    });
+
     it('no request in this file was answered with a 500', () => {
-      expect(statuses.length).toBeGreaterThan(50);
       expect(statuses.filter((r) => r.status >= 500)).toEqual([]);
     });
   });

@@ -95,11 +95,20 @@ for (const { driver, label, skip } of DRIVERS) {
 
     it('finds deals by title or company and contacts by name, email or title, within the organization', async () => {
       const deal = (
-        await s.api('/deals', { method: 'POST', json: { title: 'Quantum upgrade', company_name: 'Vandelay Industries' } })
+        await s.api('/deals', {
+          method: 'POST',
+          json: { title: 'Quantum upgrade', company_name: 'Vandelay Industries' },
+        })
       ).body.data;
       await s.api('/contacts', {
         method: 'POST',
-        json: { name: 'Art Vandelay', deal_id: deal.id, email: 'art@vandelay.com', title: 'Importer', role_type: 'champion' },
+        json: {
+          name: 'Art Vandelay',
+          deal_id: deal.id,
+          email: 'art@vandelay.com',
+          title: 'Importer',
+          role_type: 'champion',
+        },
       });
       await s.api('/deals', { method: 'POST', json: { title: 'Vandelay lookalike' }, key: s.orgB.apiKey });
 

@@ -1,5 +1,6 @@
 export * from './admin/api-keys.ts';
 export * from './admin/organizations.ts';
+export { authenticate } from './auth.ts';
 export * from './context.ts';
 export * from './errors.ts';
 export { buildOpenApiDocument } from './openapi.ts';

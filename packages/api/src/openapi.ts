@@ -7,16 +7,15 @@ import type { Meta } from './trpc.ts';
 export const API_BASE_PATH = '/api/v1/crm';
 
 /** The contract's error body (section 7), as the document shows it. */
-export const ErrorBodySchema = z
-  .object({
-    error: z.string().describe('What went wrong, naming the field for invalid input'),
-    code: z.enum(Object.keys(ERROR_CODES) as [keyof typeof ERROR_CODES]).optional(),
-    retry_after_seconds: z.number().int().min(0).optional(),
-    limit: z.number().int().min(1).optional(),
-    used: z.number().int().min(0).optional(),
-    remaining: z.number().int().min(0).optional(),
-    reset_at: z.iso.datetime().optional(),
-  });
+export const ErrorBodySchema = z.object({
+  error: z.string().describe('What went wrong, naming the field for invalid input'),
+  code: z.enum(Object.keys(ERROR_CODES) as [keyof typeof ERROR_CODES]).optional(),
+  retry_after_seconds: z.number().int().min(0).optional(),
+  limit: z.number().int().min(1).optional(),
+  used: z.number().int().min(0).optional(),
+  remaining: z.number().int().min(0).optional(),
+  reset_at: z.iso.datetime().optional(),
+});
 
 const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: 'Invalid request: the message names the field',

@@ -3,7 +3,14 @@ import { z } from 'zod';
 /** Building blocks shared by every feature's schemas. */
 
 export const Uuid = z.uuid();
-export const DateTime = z.iso.datetime({ offset: true });
+
+/** PostgreSQL's timestamptz cannot take year 0 or five-digit years; keep dates where both sides agree. */
+const EARLIEST = Date.UTC(1000, 0, 1);
+const LATEST = Date.UTC(10000, 0, 1);
+export const DateTime = z.iso.datetime({ offset: true }).refine((v) => {
+  const t = Date.parse(v);
+  return t >= EARLIEST && t < LATEST;
+}, 'must be between the years 1000 and 9999');
 export const DateTimeOut = z.iso.datetime();
 
 export const IdParam = z.object({ id: Uuid.describe('Resource id (uuid)') });
@@ -21,9 +28,12 @@ export const PaginationMeta = z.object({
 
 export const SuccessResponse = z.object({ success: z.literal(true) });
 
+/** Any text input: PostgreSQL text cannot hold NUL, so it is refused up front with the field's name. */
+export const Text = () => z.string().refine((v) => !v.includes('\u0000'), 'must not contain NUL characters');
+
 /** Optional free text in inputs: bounded so one field cannot fill the 1 MB body on its own. */
-export const ShortText = z.string().max(1_000);
-export const LongText = z.string().max(100_000);
+export const ShortText = Text().max(1_000);
+export const LongText = Text().max(100_000);
 
 export const dataOf = <T extends z.ZodType>(schema: T) => z.object({ data: schema });
 

@@ -1,8 +1,7 @@
-import { ORG_FILTER } from '@crm/db';
 import { initTRPC } from '@trpc/server';
 import type { OpenApiMeta } from 'trpc-to-openapi';
-import { findActiveKey } from './admin/api-keys.ts';
-import { type Context, headerValue } from './context.ts';
+import { authenticate } from './auth.ts';
+import type { Context } from './context.ts';
 
 export type { AuthedContext } from './context.ts';
 
@@ -49,40 +48,8 @@ const errorBoundary = t.middleware(async ({ next }) => {
 
 export const publicProcedure = t.procedure.use(errorBoundary);
 
-/** last_used_at is written at most once a minute per key and process: a hot row otherwise. */
-const KEY_USE_RESOLUTION_MS = 60_000;
-const keyLastNoted = new Map<string, number>();
-
-function noteKeyUse(ctx: Context, keyId: string): void {
-  const now = Date.now();
-  if (now - (keyLastNoted.get(keyId) ?? 0) < KEY_USE_RESOLUTION_MS) return;
-  keyLastNoted.set(keyId, now);
-  // Outside the request's transaction and not awaited: bookkeeping must not fail or slow a call.
-  ctx.services.orm.em
-    .fork()
-    .execute('update api_keys set last_used_at = now() where id = ?', [keyId])
-    .catch(() => keyLastNoted.delete(keyId));
-}
-
-function bearerToken(ctx: Context): string | undefined {
-  const header = headerValue(ctx, 'authorization');
-  if (!header) return undefined;
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  return match?.[1] ?? '';
-}
-
-/** Resolves the API key to its organization and scopes every ORM read of this request to it. */
+/** Resolves the API key to its organization (unless the HTTP edge already did) and scopes the request to it. */
 export const authedProcedure = publicProcedure.use(async ({ ctx, next }) => {
-  const token = bearerToken(ctx);
-  if (token === undefined)
-    throw toTRPCError(
-      new ApiError('missing_api_key', 'Missing Authorization header: send "Authorization: Bearer <API_KEY>"'),
-    );
-  const key = token ? await findActiveKey(ctx.em, token) : undefined;
-  if (!key) throw toTRPCError(new ApiError('invalid_api_key', 'Invalid or revoked API key'));
-  noteKeyUse(ctx, key.id);
-  ctx.em.setFilterParams(ORG_FILTER, { orgId: key.orgId });
-  const principal = { orgId: key.orgId, apiKeyId: key.id };
-  ctx.principal = principal;
+  const principal = ctx.principal ?? (await authenticate(ctx));
   return next({ ctx: { ...ctx, principal } });
 });

@@ -1,13 +1,13 @@
 import { ENGAGEMENT_LEVELS, INFLUENCE_LEVELS, ROLE_TYPES, SENTIMENTS } from '@crm/db';
 import { z } from 'zod';
-import { DateTimeOut, LongText, Pagination, PaginationMeta, ShortText, Uuid } from '../../schemas.ts';
+import { DateTimeOut, LongText, Pagination, PaginationMeta, ShortText, Text, Uuid } from '../../schemas.ts';
 
 export const RoleType = z.enum(ROLE_TYPES);
 export const InfluenceLevel = z.enum(INFLUENCE_LEVELS);
 export const EngagementLevel = z.enum(ENGAGEMENT_LEVELS);
 export const Sentiment = z.enum(SENTIMENTS);
 
-const Name = z.string().trim().min(1).max(500);
+const Name = Text().trim().min(1).max(500);
 
 export const Contact = z
   .object({
@@ -73,13 +73,7 @@ export type ContactUpdateInput = z.infer<typeof ContactUpdateInput>;
 
 export const ContactListQuery = z.object({
   ...Pagination,
-  q: z
-    .string()
-    .trim()
-    .min(1)
-    .max(200)
-    .optional()
-    .describe('Case-insensitive substring of name, email or title'),
+  q: Text().trim().min(1).max(200).optional().describe('Case-insensitive substring of name, email or title'),
 });
 export type ContactListQuery = z.infer<typeof ContactListQuery>;
 

@@ -6,6 +6,7 @@ import {
   Pagination,
   PaginationMeta,
   ShortText,
+  Text,
   Uuid,
 } from '../../schemas.ts';
 
@@ -13,8 +14,13 @@ import {
 export const LIFECYCLE_STAGES = ['lead', 'opportunity', 'customer', 'lost'] as const;
 export const LifecycleStage = z.enum(LIFECYCLE_STAGES);
 
-const Title = z.string().trim().min(1).max(500);
-const Money = z.number().min(0).max(1e15);
+const Title = Text().trim().min(1).max(500);
+/** Stored as numeric(18,2): more decimals would come back rounded, so they are refused instead. */
+const Money = z
+  .number()
+  .min(0)
+  .max(1e15)
+  .refine((v) => Math.abs(v * 100 - Math.round(v * 100)) < 1e-6, 'at most 2 decimal places');
 const Currency = z
   .string()
   .regex(/^[A-Za-z]{3}$/, 'must be a three-letter ISO 4217 code')

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { Uuid } from '../../schemas.ts';
+import { Text, Uuid } from '../../schemas.ts';
 
 export const SearchQuery = z.object({
-  q: z.string().trim().min(2).max(200).describe('At least 2 characters; case-insensitive substring'),
+  q: Text().trim().min(2).max(200).describe('At least 2 characters; case-insensitive substring'),
 });
 
 export const SearchDeal = z

@@ -1,0 +1,46 @@
+import { ORG_FILTER } from '@crm/db';
+import { findActiveKey } from './admin/api-keys.ts';
+import { type Context, headerValue, type Principal } from './context.ts';
+import { ApiError } from './errors.ts';
+
+/** last_used_at is written at most once a minute per key and process: a hot row otherwise. */
+const KEY_USE_RESOLUTION_MS = 60_000;
+const keyLastNoted = new Map<string, number>();
+
+function noteKeyUse(ctx: Context, keyId: string): void {
+  const now = Date.now();
+  if (now - (keyLastNoted.get(keyId) ?? 0) < KEY_USE_RESOLUTION_MS) return;
+  keyLastNoted.set(keyId, now);
+  // Outside the request's transaction and not awaited: bookkeeping must not fail or slow a call.
+  ctx.services.orm.em
+    .fork()
+    .execute('update api_keys set last_used_at = now() where id = ?', [keyId])
+    .catch(() => keyLastNoted.delete(keyId));
+}
+
+function bearerToken(ctx: Context): string | undefined {
+  const header = headerValue(ctx, 'authorization');
+  if (!header) return undefined;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return match?.[1] ?? '';
+}
+
+/**
+ * Resolves the request's API key to its organization, sets `ctx.principal`, and scopes every ORM read
+ * of the request's unit of work to that organization. Throws 401 ApiErrors.
+ */
+export async function authenticate(ctx: Context): Promise<Principal> {
+  const token = bearerToken(ctx);
+  if (token === undefined)
+    throw new ApiError(
+      'missing_api_key',
+      'Missing Authorization header: send "Authorization: Bearer <API_KEY>"',
+    );
+  const key = token ? await findActiveKey(ctx.em, token) : undefined;
+  if (!key) throw new ApiError('invalid_api_key', 'Invalid or revoked API key');
+  noteKeyUse(ctx, key.id);
+  ctx.em.setFilterParams(ORG_FILTER, { orgId: key.orgId });
+  const principal = { orgId: key.orgId, apiKeyId: key.id };
+  ctx.principal = principal;
+  return principal;
+}
