@@ -289,7 +289,9 @@ const PREFIX = '/api/v1/crm';
 async function route(db: Db, req: IncomingMessage): Promise<{ status: number; body: unknown }> {
   const url = new URL(req.url ?? '/', 'http://localhost');
   const p = url.pathname;
-  if (p === '/readyz' || p === '/healthz') return { status: 200, body: { status: 'ok' } };
+  if (p === '/healthz') return { status: 200, body: { status: 'ok' } };
+  // Like the service's readiness check, a round trip to the database (which also shows its queue).
+  if (p === '/readyz') return { status: 200, body: { status: (await db.query('select 1')) && 'ready' } };
   if (!p.startsWith(`${PREFIX}/`)) throw new HttpError(404, 'Not found');
   const rest = p.slice(PREFIX.length);
   if (rest === '/deals' && req.method === 'GET')

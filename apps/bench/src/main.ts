@@ -102,7 +102,7 @@ async function runServer(name: string, script: string, env: Record<string, strin
         connections: CONNECTIONS,
       });
       log(
-        `${name} ${scenario.name}: ${s.reqPerSec.toFixed(0)} req/s, p50 ${s.p50} ms, p99 ${s.p99} ms, non-2xx ${s.non2xx}, errors ${s.errors}`,
+        `${name} ${scenario.name}: ${s.reqPerSec.toFixed(0)} req/s, p50 ${s.p50} ms, p99 ${s.p99} ms, non-2xx ${s.non2xx}${Object.keys(s.statuses).length ? ` ${JSON.stringify(s.statuses)}` : ''}, errors ${s.errors}`,
       );
       stats.push(s);
     }

@@ -58,10 +58,14 @@ const HEAD = [
 ];
 
 const fixed = (n: number, digits: number) => (Number.isFinite(n) ? n.toFixed(digits) : '–');
-const ms = (n: number) => `${fixed(n, n >= 100 ? 0 : 1)} ms`;
+const ms = (n: number) => (Number.isFinite(n) ? `${fixed(n, n >= 100 ? 0 : 1)} ms` : '–');
 const failures = (s: LoadStats) => {
   const codes = Object.entries(s.statuses).map(([code, count]) => `${code}×${count}`);
-  const errors = s.errors > 0 ? [`conn err ${s.errors}`] : [];
+  const other = s.errors - s.timeouts;
+  const errors = [
+    ...(s.timeouts > 0 ? [`${s.timeouts} timeouts`] : []),
+    ...(other > 0 ? [`${other} conn errors`] : []),
+  ];
   const detail = [...codes, ...errors].join(', ');
   return detail && s.non2xx + s.errors > 0 ? `${s.non2xx} (${detail})` : String(s.non2xx);
 };
@@ -77,8 +81,8 @@ function rows(db: DatabaseReport): string[][] {
     ms(r.baseline.p50),
     ms(r.baseline.p99),
     failures(r.baseline),
-    `${fixed(r.ratio, 2)}×`,
-    `${fixed(r.p99Ratio, 2)}×`,
+    Number.isFinite(r.ratio) ? `${fixed(r.ratio, 2)}×` : '–',
+    Number.isFinite(r.p99Ratio) ? `${fixed(r.p99Ratio, 2)}×` : '–',
   ]);
 }
 
@@ -132,7 +136,8 @@ export function formatMarkdown(r: BenchReport): string {
     '',
     ...preamble(r).map((l) => `${l}  `),
     '',
-    'Latencies are p50/p99 in ms; ratios are service ÷ baseline (req/s: higher is better for the service; p99: lower is).',
+    'Latencies are p50/p99 in ms; ratios are service ÷ baseline (req/s: higher is better for the service; p99: lower is). ' +
+      'The non-2xx columns also list requests that timed out (no answer within 10 s) or failed to connect.',
     '',
   ];
   for (const db of r.databases) {

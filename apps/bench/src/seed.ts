@@ -59,8 +59,8 @@ const SOURCES = list(`
 
 /** Candidate search terms; those that match nothing are dropped after seeding. */
 const SEARCH_CANDIDATES = list(`
-  ac, lo, an, ri, ren, acm, glo, clou, data, sec, ana, pil, hoo, mark, son, eng, vp, ops, ma, lee,
-  tana, wei, patel, labs, bank, q3, tier, upg, pla`);
+  ac, lo, an, ri, ren, acm, glo, clou, data, sec, ana, pil, hoo, mark, son, eng, vp, ma, lee,
+  tana, wei, pate, labs, bank, q3, tier, upg, pla`);
 
 /** A SQL text[] literal of constant words (none contain quotes or question marks). */
 const words = (list: readonly string[]) =>
