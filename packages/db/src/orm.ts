@@ -37,6 +37,10 @@ function baseOptions(): Partial<Options> {
     allowGlobalContext: false,
     forceUtcTimezone: true,
     ignoreUndefinedInQuery: true,
+    // A row's relations always belong to its own organization (services check that on write), so the
+    // org filter on the queried table is enough: joining every reference just to filter it again
+    // turned a 2 ms count into a three-table join.
+    autoJoinRefsForFilters: false,
     debug: false,
   };
 }

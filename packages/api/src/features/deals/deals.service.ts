@@ -11,7 +11,7 @@ import { changeValue, recordActivity, sameValue } from '../../activities.ts';
 import type { AuthedContext } from '../../context.ts';
 import { notFound } from '../../errors.ts';
 import { toIso } from '../../schemas.ts';
-import { lifecycleForStage, resolveStage } from '../pipeline/stages.service.ts';
+import { lifecycleForStage, pipelineStages, resolveStage } from '../pipeline/stages.service.ts';
 import type { DealCreateInput, DealDto, DealListQuery, DealUpdateInput } from './deal.schemas.ts';
 
 /** How many activities the deal detail shows. */
@@ -54,12 +54,16 @@ export async function listDeals(em: EntityManager, query: DealListQuery) {
   const where: Record<string, unknown> = {};
   if (query.lifecycle_stage) where.lifecycleStage = query.lifecycle_stage;
   if (query.pipeline_id) where.pipeline = query.pipeline_id;
-  const [deals, total] = await em.findAndCount(Deal, where, {
-    populate: POPULATE,
-    orderBy: { createdAt: 'desc', id: 'desc' },
-    limit: query.limit,
-    offset: query.offset,
-  });
+  // Not findAndCount: it would join the populated relations into the count as well.
+  const [deals, total] = await Promise.all([
+    em.find(Deal, where, {
+      populate: POPULATE,
+      orderBy: { createdAt: 'desc', id: 'desc' },
+      limit: query.limit,
+      offset: query.offset,
+    }),
+    em.count(Deal, where),
+  ]);
   return { data: deals.map(toDealDto), meta: { total, limit: query.limit, offset: query.offset } };
 }
 
@@ -105,7 +109,10 @@ export async function createDeal(
   em: EntityManager,
   input: DealCreateInput,
 ): Promise<Deal> {
-  const stage = await resolveStage(em, { pipelineId: input.pipeline_id, stageId: input.stage_id });
+  const { stage, stages } = await resolveStage(em, {
+    pipelineId: input.pipeline_id,
+    stageId: input.stage_id,
+  });
   const deal = em.create(Deal, {
     orgId: ctx.principal.orgId,
     title: input.title,
@@ -119,7 +126,7 @@ export async function createDeal(
     expectedCloseDate: input.expected_close_date ? new Date(input.expected_close_date) : null,
     pipeline: stage.pipeline,
     stage,
-    lifecycleStage: await lifecycleForStage(em, stage),
+    lifecycleStage: lifecycleForStage(stage, stages),
     createdAt: new Date(),
   });
   recordActivity(em, deal, {
@@ -170,17 +177,18 @@ export async function updateDeal(
   }
 
   let stageChange: DealUpdateResult['stageChange'];
+  let stagesInPlay: PipelineStage[] | undefined;
   if (input.stage_id !== undefined || input.pipeline_id !== undefined) {
     const from = deal.stage.getEntity();
-    const pipelineChanges = input.pipeline_id !== undefined && input.pipeline_id !== deal.pipeline.id;
+    const resolved = await resolveStage(
+      em,
+      { pipelineId: input.pipeline_id, stageId: input.stage_id },
+      deal.pipeline.id,
+    );
+    stagesInPlay = resolved.stages;
+    // Naming the deal's own pipeline again, without a stage, keeps the stage it is in.
     const to =
-      input.stage_id === undefined && !pipelineChanges
-        ? from
-        : await resolveStage(
-            em,
-            { pipelineId: input.pipeline_id, stageId: input.stage_id },
-            deal.pipeline.id,
-          );
+      input.stage_id === undefined && resolved.stage.pipeline.id === deal.pipeline.id ? from : resolved.stage;
     if (to.id !== from.id) {
       stageChange = { from, to };
       changes.stage_id = { from: from.id, to: to.id };
@@ -191,18 +199,16 @@ export async function updateDeal(
     }
   }
 
-  if (input.lifecycle_stage !== undefined) {
-    deal.lifecycleStageManual = input.lifecycle_stage !== null;
+  if (input.lifecycle_stage !== undefined) deal.lifecycleStageManual = input.lifecycle_stage !== null;
+  let lifecycle = deal.lifecycleStage ?? null;
+  if (input.lifecycle_stage != null) lifecycle = input.lifecycle_stage;
+  else if (!deal.lifecycleStageManual && (stageChange || input.lifecycle_stage === null)) {
+    stagesInPlay ??= await pipelineStages(em, deal.pipeline.id);
+    lifecycle = lifecycleForStage(deal.stage.getEntity(), stagesInPlay);
   }
-  const lifecycle =
-    input.lifecycle_stage != null
-      ? input.lifecycle_stage
-      : deal.lifecycleStageManual
-        ? deal.lifecycleStage
-        : await lifecycleForStage(em, deal.stage.getEntity());
   if (!sameValue(deal.lifecycleStage, lifecycle)) {
-    changes.lifecycle_stage = { from: deal.lifecycleStage ?? null, to: lifecycle ?? null };
-    deal.lifecycleStage = lifecycle ?? null;
+    changes.lifecycle_stage = { from: deal.lifecycleStage ?? null, to: lifecycle };
+    deal.lifecycleStage = lifecycle;
   }
 
   if (stageChange) {

@@ -1,13 +1,12 @@
 import type { EntityManager } from '@crm/db';
 import type { PipelineHealthDto } from './pipeline.schemas.ts';
-import { defaultPipeline, stagesOf } from './stages.service.ts';
+import { pipelineStages } from './stages.service.ts';
 
 /** Deals closing within this many days count as needing a next step. */
 export const CLOSING_SOON_DAYS = 7;
 
 export async function listDefaultStages(em: EntityManager) {
-  const pipeline = await defaultPipeline(em);
-  const stages = await stagesOf(em, pipeline.id);
+  const stages = await pipelineStages(em);
   return stages.map((s) => ({
     id: s.id,
     name: s.name,
