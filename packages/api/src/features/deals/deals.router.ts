@@ -1,6 +1,7 @@
 import { withIdempotency } from '../../idempotency.ts';
 import { dataOf, IdParam, SuccessResponse } from '../../schemas.ts';
 import { authedProcedure, router } from '../../trpc.ts';
+import { queryDeals } from './deal.queries.ts';
 import {
   Deal,
   DealCreateInput,
@@ -9,7 +10,7 @@ import {
   DealListQuery,
   DealUpdateInput,
 } from './deal.schemas.ts';
-import { createDeal, deleteDeal, getDealDetail, listDeals, toDealDto, updateDeal } from './deals.service.ts';
+import { createDeal, dealDto, deleteDeal, getDealDetail, updateDeal } from './deals.service.ts';
 
 const tags = ['Deals'];
 
@@ -18,7 +19,7 @@ export const dealsRouter = router({
     .meta({ openapi: { method: 'GET', path: '/deals', tags, summary: 'List deals, newest first' } })
     .input(DealListQuery)
     .output(DealList)
-    .query(({ ctx, input }) => listDeals(ctx.em, input)),
+    .query(({ ctx, input }) => queryDeals(ctx.em, input)),
 
   create: authedProcedure
     .meta({
@@ -35,7 +36,7 @@ export const dealsRouter = router({
     .output(dataOf(Deal))
     .mutation(({ ctx, input }) =>
       withIdempotency(ctx, 'deals.create', input, async (em) => ({
-        data: toDealDto(await createDeal(ctx, em, input)),
+        data: await dealDto(em, (await createDeal(ctx, em, input)).id),
       })),
     ),
 
@@ -59,7 +60,10 @@ export const dealsRouter = router({
     .input(DealUpdateInput.extend(IdParam.shape))
     .output(dataOf(Deal))
     .mutation(({ ctx, input: { id, ...fields } }) =>
-      ctx.em.transactional(async (em) => ({ data: toDealDto((await updateDeal(em, id, fields)).deal) })),
+      ctx.em.transactional(async (em) => {
+        await updateDeal(em, id, fields);
+        return { data: await dealDto(em, id) };
+      }),
     ),
 
   delete: authedProcedure

@@ -1,107 +1,31 @@
-import {
-  Activity,
-  Contact,
-  Deal,
-  type EntityManager,
-  type FieldChanges,
-  type PipelineStage,
-  ref,
-} from '@crm/db';
+import { Deal, type EntityManager, type FieldChanges, type PipelineStage, ref } from '@crm/db';
 import { changeValue, recordActivity, sameValue } from '../../activities.ts';
 import type { AuthedContext } from '../../context.ts';
 import { notFound } from '../../errors.ts';
-import { toIso } from '../../schemas.ts';
 import { lifecycleForStage, pipelineStages, resolveStage } from '../pipeline/stages.service.ts';
-import type { DealCreateInput, DealDto, DealListQuery, DealUpdateInput } from './deal.schemas.ts';
+import { queryDeal, queryDealDetail } from './deal.queries.ts';
+import type { DealCreateInput, DealDto, DealUpdateInput } from './deal.schemas.ts';
 
 /** How many activities the deal detail shows. */
 export const RECENT_ACTIVITY_LIMIT = 20;
 
-/** The deal as the API shows it; its stage and pipeline must be loaded. */
-export function toDealDto(deal: Deal): DealDto {
-  const stage = deal.stage.getEntity();
-  const pipeline = deal.pipeline.getEntity();
-  return {
-    id: deal.id,
-    title: deal.title,
-    company_name: deal.companyName ?? null,
-    value: deal.value == null ? null : Number(deal.value),
-    currency: deal.currency ?? null,
-    win_probability: deal.winProbability ?? null,
-    deal_health: deal.dealHealth ?? null,
-    lifecycle_stage: deal.lifecycleStage ?? null,
-    stage_id: stage.id,
-    stage_name: stage.name,
-    stage_type: stage.stageType,
-    pipeline_id: pipeline.id,
-    pipeline_name: pipeline.name,
-    owner_name: deal.ownerName ?? null,
-    contact_name: deal.contactName ?? null,
-    contact_email: deal.contactEmail ?? null,
-    contact_phone: deal.contactPhone ?? null,
-    notes: deal.notes ?? null,
-    lead_source: deal.leadSource ?? null,
-    expected_close_date: toIso(deal.expectedCloseDate),
-    last_activity_at: toIso(deal.lastActivityAt),
-    created_at: deal.createdAt.toISOString(),
-    updated_at: toIso(deal.updatedAt),
-  };
-}
-
-const POPULATE = ['stage', 'pipeline'] as const;
-
-export async function listDeals(em: EntityManager, query: DealListQuery) {
-  const where: Record<string, unknown> = {};
-  if (query.lifecycle_stage) where.lifecycleStage = query.lifecycle_stage;
-  if (query.pipeline_id) where.pipeline = query.pipeline_id;
-  // Not findAndCount: it would join the populated relations into the count as well.
-  const [deals, total] = await Promise.all([
-    em.find(Deal, where, {
-      populate: POPULATE,
-      orderBy: { createdAt: 'desc', id: 'desc' },
-      limit: query.limit,
-      offset: query.offset,
-    }),
-    em.count(Deal, where),
-  ]);
-  return { data: deals.map(toDealDto), meta: { total, limit: query.limit, offset: query.offset } };
-}
-
 export async function findDeal(em: EntityManager, id: string): Promise<Deal> {
-  const deal = await em.findOne(Deal, { id }, { populate: POPULATE });
+  const deal = await em.findOne(Deal, { id }, { populate: ['stage', 'pipeline'] });
   if (!deal) throw notFound('Deal');
   return deal;
 }
 
 export async function getDealDetail(em: EntityManager, id: string) {
-  const deal = await findDeal(em, id);
-  const [contacts, activities] = await Promise.all([
-    em.find(Contact, { deal: id }, { orderBy: { createdAt: 'asc', id: 'asc' } }),
-    em.find(
-      Activity,
-      { deal: id },
-      { orderBy: { createdAt: 'desc', id: 'desc' }, limit: RECENT_ACTIVITY_LIMIT },
-    ),
-  ]);
-  return {
-    deal: toDealDto(deal),
-    stakeholders: contacts.map((c) => ({
-      id: c.id,
-      name: c.name,
-      email: c.email ?? null,
-      title: c.title ?? null,
-      role_type: c.roleType ?? null,
-      influence_level: c.influenceLevel ?? null,
-      engagement_level: c.engagementLevel ?? null,
-      sentiment: c.sentiment ?? null,
-    })),
-    recent_activities: activities.map((a) => ({
-      id: a.id,
-      type: a.type,
-      description: a.description ?? null,
-      created_at: a.createdAt.toISOString(),
-    })),
-  };
+  const detail = await queryDealDetail(em, id, RECENT_ACTIVITY_LIMIT);
+  if (!detail) throw notFound('Deal');
+  return detail;
+}
+
+/** Reads a deal back as the API shows it, in the caller's unit of work (so within its transaction). */
+export async function dealDto(em: EntityManager, id: string): Promise<DealDto> {
+  const dto = await queryDeal(em, id);
+  if (!dto) throw notFound('Deal');
+  return dto;
 }
 
 export async function createDeal(

@@ -1,0 +1,84 @@
+import type { EntityManager } from '@crm/db';
+import { isoSql, numberOrNull, orgRows } from '../../read-model.ts';
+import type { DealDto, DealListQuery } from './deal.schemas.ts';
+
+const DEAL_COLUMNS = `d.id, d.title, d.company_name, d.value, d.currency, d.win_probability, d.deal_health,
+  d.lifecycle_stage, d.stage_id, s.name as stage_name, s.stage_type, d.pipeline_id, p.name as pipeline_name,
+  d.owner_name, d.contact_name, d.contact_email, d.contact_phone, d.notes, d.lead_source,
+  ${isoSql('d.expected_close_date')} as expected_close_date, ${isoSql('d.last_activity_at')} as last_activity_at,
+  ${isoSql('d.created_at')} as created_at, ${isoSql('d.updated_at')} as updated_at`;
+const DEAL_FROM = `deals d join pipeline_stages s on s.id = d.stage_id join pipelines p on p.id = d.pipeline_id`;
+
+type DealRow = Omit<DealDto, 'value'> & { value: string | number | null };
+
+/** The one mapping from stored deal to API Deal. */
+function toDealDto(row: DealRow): DealDto {
+  return { ...row, value: numberOrNull(row.value) };
+}
+
+export async function queryDeals(em: EntityManager, query: DealListQuery) {
+  const conditions = ['d.org_id = ?'];
+  const params: unknown[] = [];
+  if (query.lifecycle_stage) {
+    conditions.push('d.lifecycle_stage = ?');
+    params.push(query.lifecycle_stage);
+  }
+  if (query.pipeline_id) {
+    conditions.push('d.pipeline_id = ?');
+    params.push(query.pipeline_id);
+  }
+  const where = conditions.join(' and ');
+  const [rows, counted] = await Promise.all([
+    orgRows<DealRow>(
+      em,
+      `select ${DEAL_COLUMNS} from ${DEAL_FROM} where ${where} order by d.created_at desc, d.id desc limit ? offset ?`,
+      [...params, query.limit, query.offset],
+    ),
+    orgRows<{ total: string | number }>(em, `select count(*) as total from deals d where ${where}`, params),
+  ]);
+  return {
+    data: rows.map(toDealDto),
+    meta: { total: Number(counted[0]?.total ?? 0), limit: query.limit, offset: query.offset },
+  };
+}
+
+export async function queryDeal(em: EntityManager, id: string): Promise<DealDto | undefined> {
+  const [row] = await orgRows<DealRow>(
+    em,
+    `select ${DEAL_COLUMNS} from ${DEAL_FROM} where d.org_id = ? and d.id = ?`,
+    [id],
+  );
+  return row ? toDealDto(row) : undefined;
+}
+
+/** The deal detail: the deal, its contacts as stakeholders (oldest first), its most recent activities. */
+export async function queryDealDetail(em: EntityManager, id: string, activityLimit: number) {
+  const [deal, stakeholders, activities] = await Promise.all([
+    queryDeal(em, id),
+    orgRows<StakeholderRow>(
+      em,
+      `select id, name, email, title, role_type, influence_level, engagement_level, sentiment
+         from contacts where org_id = ? and deal_id = ? order by created_at, id`,
+      [id],
+    ),
+    orgRows<ActivityRow>(
+      em,
+      `select id, type, description, ${isoSql('created_at')} as created_at
+         from activities where org_id = ? and deal_id = ? order by created_at desc, id desc limit ?`,
+      [id, activityLimit],
+    ),
+  ]);
+  return deal ? { deal, stakeholders, recent_activities: activities } : undefined;
+}
+
+type StakeholderRow = {
+  id: string;
+  name: string;
+  email: string | null;
+  title: string | null;
+  role_type: string | null;
+  influence_level: string | null;
+  engagement_level: string | null;
+  sentiment: string | null;
+};
+type ActivityRow = { id: string; type: string | null; description: string | null; created_at: string | null };
