@@ -1,8 +1,13 @@
-import { Deal, type EntityManager, type FieldChanges, type PipelineStage, ref } from '@crm/db';
+import { Deal, type EntityManager, type FieldChanges, Pipeline, PipelineStage } from '@crm/db';
 import { changeValue, recordActivity, sameValue } from '../../activities.ts';
 import type { AuthedContext } from '../../context.ts';
 import { notFound } from '../../errors.ts';
-import { lifecycleForStage, pipelineStages, resolveStage } from '../pipeline/stages.service.ts';
+import {
+  lifecycleForStage,
+  pipelineStages,
+  resolveStage,
+  type StageRow,
+} from '../pipeline/stages.service.ts';
 import { queryDeal, queryDealDetail } from './deal.queries.ts';
 import type { DealCreateInput, DealDto, DealUpdateInput } from './deal.schemas.ts';
 
@@ -10,7 +15,7 @@ import type { DealCreateInput, DealDto, DealUpdateInput } from './deal.schemas.t
 export const RECENT_ACTIVITY_LIMIT = 20;
 
 export async function findDeal(em: EntityManager, id: string): Promise<Deal> {
-  const deal = await em.findOne(Deal, { id }, { populate: ['stage', 'pipeline'] });
+  const deal = await em.findOne(Deal, { id });
   if (!deal) throw notFound('Deal');
   return deal;
 }
@@ -48,8 +53,8 @@ export async function createDeal(
     notes: input.notes ?? null,
     leadSource: input.lead_source ?? null,
     expectedCloseDate: input.expected_close_date ? new Date(input.expected_close_date) : null,
-    pipeline: stage.pipeline,
-    stage,
+    pipeline: stage.pipeline_id,
+    stage: stage.id,
     lifecycleStage: lifecycleForStage(stage, stages),
     createdAt: new Date(),
   });
@@ -79,7 +84,7 @@ const PLAIN_FIELDS = {
 export interface DealUpdateResult {
   deal: Deal;
   changes: FieldChanges;
-  stageChange?: { from: PipelineStage; to: PipelineStage };
+  stageChange?: { from: StageRow; to: StageRow };
 }
 
 export async function updateDeal(
@@ -101,25 +106,28 @@ export async function updateDeal(
   }
 
   let stageChange: DealUpdateResult['stageChange'];
-  let stagesInPlay: PipelineStage[] | undefined;
+  let stagesInPlay: StageRow[] | undefined;
   if (input.stage_id !== undefined || input.pipeline_id !== undefined) {
-    const from = deal.stage.getEntity();
     const resolved = await resolveStage(
       em,
       { pipelineId: input.pipeline_id, stageId: input.stage_id },
       deal.pipeline.id,
     );
     stagesInPlay = resolved.stages;
+    const to = resolved.stage;
     // Naming the deal's own pipeline again, without a stage, keeps the stage it is in.
-    const to =
-      input.stage_id === undefined && resolved.stage.pipeline.id === deal.pipeline.id ? from : resolved.stage;
-    if (to.id !== from.id) {
+    const keep = input.stage_id === undefined && to.pipeline_id === deal.pipeline.id;
+    if (!keep && to.id !== deal.stage.id) {
+      const from =
+        stagesInPlay.find((s) => s.id === deal.stage.id) ??
+        (await pipelineStages(em, deal.pipeline.id)).find((s) => s.id === deal.stage.id);
+      if (!from) throw new Error(`deal ${deal.id} sits in an unknown stage`);
       stageChange = { from, to };
       changes.stage_id = { from: from.id, to: to.id };
-      if (to.pipeline.id !== deal.pipeline.id)
-        changes.pipeline_id = { from: deal.pipeline.id, to: to.pipeline.id };
-      deal.stage = ref(to);
-      deal.pipeline = to.pipeline;
+      if (to.pipeline_id !== deal.pipeline.id)
+        changes.pipeline_id = { from: deal.pipeline.id, to: to.pipeline_id };
+      deal.stage = em.getReference(PipelineStage, to.id, { wrapped: true });
+      deal.pipeline = em.getReference(Pipeline, to.pipeline_id, { wrapped: true });
     }
   }
 
@@ -128,7 +136,9 @@ export async function updateDeal(
   if (input.lifecycle_stage != null) lifecycle = input.lifecycle_stage;
   else if (!deal.lifecycleStageManual && (stageChange || input.lifecycle_stage === null)) {
     stagesInPlay ??= await pipelineStages(em, deal.pipeline.id);
-    lifecycle = lifecycleForStage(deal.stage.getEntity(), stagesInPlay);
+    const current = stagesInPlay.find((s) => s.id === deal.stage.id);
+    if (!current) throw new Error(`deal ${deal.id} sits in a stage outside its pipeline`);
+    lifecycle = lifecycleForStage(current, stagesInPlay);
   }
   if (!sameValue(deal.lifecycleStage, lifecycle)) {
     changes.lifecycle_stage = { from: deal.lifecycleStage ?? null, to: lifecycle };

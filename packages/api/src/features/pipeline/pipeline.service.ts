@@ -10,11 +10,11 @@ export async function listDefaultStages(em: EntityManager) {
   return stages.map((s) => ({
     id: s.id,
     name: s.name,
-    stage_type: s.stageType,
+    stage_type: s.stage_type,
     position: s.position,
     color: s.color,
-    is_closed: s.stageType !== 'open',
-    probability: s.probability ?? null,
+    is_closed: s.stage_type !== 'open',
+    probability: s.probability,
   }));
 }
 

@@ -1,38 +1,54 @@
-import { type EntityManager, PipelineStage } from '@crm/db';
+import type { EntityManager } from '@crm/db';
 import { ApiError } from '../../errors.ts';
+import { orgRows } from '../../read-model.ts';
 import type { LIFECYCLE_STAGES } from '../deals/deal.schemas.ts';
 
-/** A pipeline's stages in order, each with its pipeline loaded: the default pipeline unless one is named. */
-export async function pipelineStages(em: EntityManager, pipelineId?: string): Promise<PipelineStage[]> {
-  return em.find(PipelineStage, pipelineId ? { pipeline: pipelineId } : { pipeline: { isDefault: true } }, {
-    populate: ['pipeline'],
-    orderBy: { position: 'asc' },
-  });
+/** A stage as the pipeline endpoints and deal writes need it (plain row: no entities to hydrate or track). */
+export interface StageRow {
+  id: string;
+  name: string;
+  stage_type: 'open' | 'won' | 'lost';
+  position: number;
+  color: string;
+  probability: number | null;
+  pipeline_id: string;
+  pipeline_name: string;
+}
+
+/** A pipeline's stages in order: the default pipeline unless one is named. */
+export async function pipelineStages(em: EntityManager, pipelineId?: string): Promise<StageRow[]> {
+  return orgRows<StageRow>(
+    em,
+    `select s.id, s.name, s.stage_type, s.position, s.color, s.probability, s.pipeline_id, p.name as pipeline_name
+       from pipeline_stages s join pipelines p on p.id = s.pipeline_id
+      where p.org_id = ? and ${pipelineId ? 'p.id = ?' : 'p.is_default'}
+      order by s.position`,
+    pipelineId ? [pipelineId] : [],
+  );
 }
 
 /**
  * The stage a deal should sit in: the requested one, which must belong to the pipeline in play (the
  * one asked for, else the deal's, else the default), or that pipeline's first stage. A stage of another
- * pipeline or organization (the org filter hides those, so they look missing) is a 400 that does not
- * tell the two apart. One query.
+ * pipeline or organization is a 400 that does not tell the two apart. One query.
  */
 export async function resolveStage(
   em: EntityManager,
   requested: { pipelineId?: string | undefined; stageId?: string | undefined },
   currentPipelineId?: string,
-): Promise<{ stage: PipelineStage; stages: PipelineStage[] }> {
+): Promise<{ stage: StageRow; stages: StageRow[] }> {
   const pipelineId = requested.pipelineId ?? currentPipelineId;
   const stages = await pipelineStages(em, pipelineId);
-  if (stages.length === 0) {
+  const first = stages[0];
+  if (!first) {
     if (requested.pipelineId) throw new ApiError('invalid_request', 'pipeline_id: no such pipeline');
+    // Every organization gets a default pipeline with stages at creation: a broken invariant, not bad input.
     throw new Error(`pipeline ${pipelineId ?? '(default)'} has no stages`);
   }
-  if (!requested.stageId) return { stage: stages[0] as PipelineStage, stages };
+  if (!requested.stageId) return { stage: first, stages };
   const stage = stages.find((s) => s.id === requested.stageId);
-  if (!stage) {
-    const pipeline = stages[0]?.pipeline.id;
-    throw new ApiError('invalid_request', `stage_id: no such stage in pipeline ${pipeline}`);
-  }
+  if (!stage)
+    throw new ApiError('invalid_request', `stage_id: no such stage in pipeline ${first.pipeline_id}`);
   return { stage, stages };
 }
 
@@ -41,11 +57,11 @@ export async function resolveStage(
  * other open stages opportunity, a won stage customer, a lost stage lost.
  */
 export function lifecycleForStage(
-  stage: PipelineStage,
-  stages: readonly PipelineStage[],
+  stage: Pick<StageRow, 'id' | 'stage_type'>,
+  stages: readonly StageRow[],
 ): (typeof LIFECYCLE_STAGES)[number] {
-  if (stage.stageType === 'won') return 'customer';
-  if (stage.stageType === 'lost') return 'lost';
-  const firstOpen = stages.find((s) => s.stageType === 'open');
+  if (stage.stage_type === 'won') return 'customer';
+  if (stage.stage_type === 'lost') return 'lost';
+  const firstOpen = stages.find((s) => s.stage_type === 'open');
   return firstOpen?.id === stage.id ? 'lead' : 'opportunity';
 }
