@@ -41,6 +41,8 @@ for (const { driver, label, skip } of DRIVERS) {
       expect(deal.last_activity_at).toMatch(ISO);
       const [first] = await stages();
       expect(deal.stage_id).toBe(first?.id);
+      // What a create answers is exactly what reading the deal shows.
+      expect((await s.api(`/deals/${deal.id}`)).body.data.deal).toEqual(deal);
     });
 
     it('lists deals newest first with total, limit and offset, and filters by lifecycle_stage and pipeline_id', async () => {

@@ -1,5 +1,7 @@
-import type { EntityManager } from '@crm/db';
+import type { Deal, EntityManager } from '@crm/db';
 import { isoSql, numberOrNull, orgRows } from '../../read-model.ts';
+import { toIso } from '../../schemas.ts';
+import type { StageRow } from '../pipeline/stages.service.ts';
 import type { DealDto, DealListQuery } from './deal.schemas.ts';
 
 const DEAL_COLUMNS = `d.id, d.title, d.company_name, d.value, d.currency, d.win_probability, d.deal_health,
@@ -14,6 +16,38 @@ type DealRow = Omit<DealDto, 'value'> & { value: string | number | null };
 /** The one mapping from stored deal to API Deal. */
 function toDealDto(row: DealRow): DealDto {
   return { ...row, value: numberOrNull(row.value) };
+}
+
+/**
+ * The same row, from a deal just written in this unit of work and its stage: a create answers without
+ * reading back what it wrote. Timestamps are the entity's own (millisecond) values, as stored.
+ */
+export function dealDtoOf(deal: Deal, stage: StageRow): DealDto {
+  return toDealDto({
+    id: deal.id,
+    title: deal.title,
+    company_name: deal.companyName ?? null,
+    value: deal.value ?? null,
+    currency: deal.currency ?? null,
+    win_probability: deal.winProbability ?? null,
+    deal_health: deal.dealHealth ?? null,
+    lifecycle_stage: deal.lifecycleStage ?? null,
+    stage_id: stage.id,
+    stage_name: stage.name,
+    stage_type: stage.stage_type,
+    pipeline_id: stage.pipeline_id,
+    pipeline_name: stage.pipeline_name,
+    owner_name: deal.ownerName ?? null,
+    contact_name: deal.contactName ?? null,
+    contact_email: deal.contactEmail ?? null,
+    contact_phone: deal.contactPhone ?? null,
+    notes: deal.notes ?? null,
+    lead_source: deal.leadSource ?? null,
+    expected_close_date: toIso(deal.expectedCloseDate),
+    last_activity_at: toIso(deal.lastActivityAt),
+    created_at: deal.createdAt.toISOString(),
+    updated_at: toIso(deal.updatedAt),
+  });
 }
 
 export async function queryDeals(em: EntityManager, query: DealListQuery) {

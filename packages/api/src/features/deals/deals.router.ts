@@ -36,7 +36,7 @@ export const dealsRouter = router({
     .output(dataOf(Deal))
     .mutation(({ ctx, input }) =>
       withIdempotency(ctx, 'deals.create', input, async (em) => ({
-        data: await dealDto(em, (await createDeal(ctx, em, input)).id),
+        data: await createDeal(ctx, em, input),
       })),
     ),
 

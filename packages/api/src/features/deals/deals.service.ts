@@ -8,7 +8,7 @@ import {
   resolveStage,
   type StageRow,
 } from '../pipeline/stages.service.ts';
-import { queryDeal, queryDealDetail } from './deal.queries.ts';
+import { dealDtoOf, queryDeal, queryDealDetail } from './deal.queries.ts';
 import type { DealCreateInput, DealDto, DealUpdateInput } from './deal.schemas.ts';
 
 /** How many activities the deal detail shows. */
@@ -37,7 +37,7 @@ export async function createDeal(
   ctx: AuthedContext,
   em: EntityManager,
   input: DealCreateInput,
-): Promise<Deal> {
+): Promise<DealDto> {
   const { stage, stages } = await resolveStage(em, {
     pipelineId: input.pipeline_id,
     stageId: input.stage_id,
@@ -63,7 +63,7 @@ export async function createDeal(
     description: `Deal "${deal.title}" created in stage ${stage.name}`,
   });
   await em.flush();
-  return deal;
+  return dealDtoOf(deal, stage);
 }
 
 /** Input field -> entity property, for the fields a PATCH copies as they are. */
