@@ -1,4 +1,5 @@
 import { Activity, type Deal, type EntityManager, type FieldChanges } from '@crm/db';
+import { v7 as uuidv7 } from 'uuid';
 
 export type ActivityType =
   | 'deal_created'
@@ -8,26 +9,28 @@ export type ActivityType =
   | 'contact_updated';
 
 /**
- * Records what a mutation did, in the caller's transaction, and moves the deal's last_activity_at.
+ * Records what a mutation did, in the caller's transaction, and moves the deal's last_activity_at (a
+ * managed deal is updated when the unit of work flushes; a deal being inserted carries the same time).
  * Every mutation goes through here, so the deal's history and its activity clock cannot drift apart.
+ * Activities are append-only, so they are inserted directly rather than tracked by the unit of work.
  */
-export function recordActivity(
+export async function recordActivity(
   em: EntityManager,
-  deal: Deal,
+  deal: Pick<Deal, 'id' | 'orgId'> & { lastActivityAt?: Date | null },
   entry: { type: ActivityType; description: string; changes?: FieldChanges; contactId?: string },
-): Activity {
-  const now = new Date();
-  const activity = em.create(Activity, {
-    createdAt: now,
+  at: Date = new Date(),
+): Promise<void> {
+  await em.insert(Activity, {
+    id: uuidv7(),
+    createdAt: at,
     orgId: deal.orgId,
-    deal,
+    deal: deal.id,
     contactId: entry.contactId ?? null,
     type: entry.type,
     description: entry.description,
     changes: entry.changes ?? null,
   });
-  deal.lastActivityAt = now;
-  return activity;
+  deal.lastActivityAt = at;
 }
 
 /** Compares plain values the way a client would: dates by instant, everything else by value. */

@@ -78,7 +78,7 @@ export async function createContact(
     roleType: input.role_type,
     createdAt: new Date(),
   });
-  recordActivity(em, deal, {
+  await recordActivity(em, deal, {
     type: 'contact_added',
     description: `Contact ${contact.name} added as ${contact.roleType}`,
     contactId: contact.id,
@@ -118,7 +118,7 @@ export async function updateContact(
     entity[prop] = next;
   }
   if (Object.keys(changes).length > 0) {
-    recordActivity(em, contact.deal.getEntity(), {
+    await recordActivity(em, contact.deal.getEntity(), {
       type: 'contact_updated',
       description: `Contact ${contact.name} updated: ${Object.keys(changes).join(', ')}`,
       changes,

@@ -1,8 +1,9 @@
-import type { Deal, EntityManager } from '@crm/db';
+import type { EntityManager } from '@crm/db';
 import { isoSql, numberOrNull, orgRows } from '../../read-model.ts';
 import { toIso } from '../../schemas.ts';
 import type { StageRow } from '../pipeline/stages.service.ts';
 import type { DealDto, DealListQuery } from './deal.schemas.ts';
+import type { NewDeal } from './deals.service.ts';
 
 const DEAL_COLUMNS = `d.id, d.title, d.company_name, d.value, d.currency, d.win_probability, d.deal_health,
   d.lifecycle_stage, d.stage_id, s.name as stage_name, s.stage_type, d.pipeline_id, p.name as pipeline_name,
@@ -22,7 +23,7 @@ function toDealDto(row: DealRow): DealDto {
  * The same row, from a deal just written in this unit of work and its stage: a create answers without
  * reading back what it wrote. Timestamps are the entity's own (millisecond) values, as stored.
  */
-export function dealDtoOf(deal: Deal, stage: StageRow): DealDto {
+export function dealDtoOf(deal: NewDeal, stage: StageRow): DealDto {
   return toDealDto({
     id: deal.id,
     title: deal.title,

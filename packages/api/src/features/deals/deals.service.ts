@@ -1,4 +1,5 @@
 import { Deal, type EntityManager, type FieldChanges, Pipeline, PipelineStage } from '@crm/db';
+import { v7 as uuidv7 } from 'uuid';
 import { changeValue, recordActivity, sameValue } from '../../activities.ts';
 import type { AuthedContext } from '../../context.ts';
 import { notFound } from '../../errors.ts';
@@ -33,6 +34,31 @@ export async function dealDto(em: EntityManager, id: string): Promise<DealDto> {
   return dto;
 }
 
+/** The columns of a deal as created: what the insert writes and what the create answers. */
+export type NewDeal = Pick<
+  Deal,
+  | 'id'
+  | 'orgId'
+  | 'title'
+  | 'companyName'
+  | 'value'
+  | 'currency'
+  | 'winProbability'
+  | 'dealHealth'
+  | 'lifecycleStage'
+  | 'ownerName'
+  | 'contactName'
+  | 'contactEmail'
+  | 'contactPhone'
+  | 'notes'
+  | 'leadSource'
+  | 'expectedCloseDate'
+  | 'lastActivityAt'
+  | 'createdAt'
+  | 'updatedAt'
+>;
+
+/** The hot create path is a plain insert: nothing to track, so the unit of work's bookkeeping is skipped. */
 export async function createDeal(
   ctx: AuthedContext,
   em: EntityManager,
@@ -42,27 +68,40 @@ export async function createDeal(
     pipelineId: input.pipeline_id,
     stageId: input.stage_id,
   });
-  const deal = em.create(Deal, {
+  const now = new Date();
+  const deal: NewDeal = {
+    id: uuidv7(),
     orgId: ctx.principal.orgId,
     title: input.title,
     companyName: input.company_name ?? null,
     value: input.value ?? null,
     currency: input.currency ?? 'USD',
+    winProbability: null,
+    dealHealth: null,
+    lifecycleStage: lifecycleForStage(stage, stages),
+    ownerName: null,
     contactName: input.contact_name ?? null,
     contactEmail: input.contact_email ?? null,
+    contactPhone: null,
     notes: input.notes ?? null,
     leadSource: input.lead_source ?? null,
     expectedCloseDate: input.expected_close_date ? new Date(input.expected_close_date) : null,
+    lastActivityAt: now,
+    createdAt: now,
+    updatedAt: null,
+  };
+  await em.insert(Deal, {
+    ...deal,
     pipeline: stage.pipeline_id,
     stage: stage.id,
-    lifecycleStage: lifecycleForStage(stage, stages),
-    createdAt: new Date(),
+    lifecycleStageManual: false,
   });
-  recordActivity(em, deal, {
-    type: 'deal_created',
-    description: `Deal "${deal.title}" created in stage ${stage.name}`,
-  });
-  await em.flush();
+  await recordActivity(
+    em,
+    deal,
+    { type: 'deal_created', description: `Deal "${deal.title}" created in stage ${stage.name}` },
+    now,
+  );
   return dealDtoOf(deal, stage);
 }
 
@@ -146,7 +185,7 @@ export async function updateDeal(
   }
 
   if (stageChange) {
-    recordActivity(em, deal, {
+    await recordActivity(em, deal, {
       type: 'stage_changed',
       description: `Stage changed from ${stageChange.from.name} to ${stageChange.to.name}`,
       changes: { stage: { from: stageChange.from.name, to: stageChange.to.name } },
@@ -160,7 +199,7 @@ export async function updateDeal(
       !(f === 'lifecycle_stage' && stageChange && input.lifecycle_stage === undefined),
   );
   if (fieldNames.length > 0) {
-    recordActivity(em, deal, {
+    await recordActivity(em, deal, {
       type: 'deal_updated',
       description: `Updated ${fieldNames.join(', ')}`,
       changes: Object.fromEntries(fieldNames.map((f) => [f, changes[f] as FieldChanges[string]])),
