@@ -1,4 +1,4 @@
-import { Activity, type Deal, type EntityManager, type FieldChanges } from '@crm/db';
+import { type Deal, type EntityManager, type FieldChanges, sqlOf } from '@crm/db';
 import { v7 as uuidv7 } from 'uuid';
 
 export type ActivityType =
@@ -20,16 +20,19 @@ export async function recordActivity(
   entry: { type: ActivityType; description: string; changes?: FieldChanges; contactId?: string },
   at: Date = new Date(),
 ): Promise<void> {
-  await em.insert(Activity, {
-    id: uuidv7(),
-    createdAt: at,
-    orgId: deal.orgId,
-    deal: deal.id,
-    contactId: entry.contactId ?? null,
-    type: entry.type,
-    description: entry.description,
-    changes: entry.changes ?? null,
-  });
+  await sqlOf(em)
+    .insertInto('activities')
+    .values({
+      id: uuidv7(),
+      created_at: at,
+      org_id: deal.orgId,
+      deal_id: deal.id,
+      contact_id: entry.contactId ?? null,
+      type: entry.type,
+      description: entry.description,
+      changes: entry.changes ?? null,
+    })
+    .execute();
   deal.lastActivityAt = at;
 }
 

@@ -7,7 +7,7 @@ import type { Options } from '@mikro-orm/core';
 import { Migrator } from '@mikro-orm/migrations';
 import { MikroORM as PgliteMikroORM } from '@mikro-orm/pglite';
 import { MikroORM as PostgreSqlMikroORM } from '@mikro-orm/postgresql';
-import type { AbstractSqlDriver, MikroORM, SqlEntityManager } from '@mikro-orm/sql';
+import type { AbstractSqlDriver, InferKyselyDB, Kysely, MikroORM, SqlEntityManager } from '@mikro-orm/sql';
 import lockfile from 'proper-lockfile';
 import { entities } from './entities.ts';
 import { migrationsList } from './migrations/index.ts';
@@ -124,4 +124,15 @@ export async function openDatabase(database: DatabaseConfig, role: string): Prom
       await release?.();
     },
   };
+}
+
+/** The schema as Kysely sees it, inferred from the entity definitions (table and column names). */
+export type Tables = InferKyselyDB<(typeof entities)[number]>;
+
+/**
+ * A typed SQL builder on the unit of work's connection (inside `em.transactional`, on its transaction).
+ * For hot paths where hydrating or tracking entities would cost more than the query itself.
+ */
+export function sqlOf(em: EntityManager): Kysely<Tables> {
+  return em.getKysely<Tables>();
 }

@@ -1,4 +1,4 @@
-import { Deal, type EntityManager, type FieldChanges, Pipeline, PipelineStage } from '@crm/db';
+import { Deal, type EntityManager, type FieldChanges, Pipeline, PipelineStage, sqlOf } from '@crm/db';
 import { v7 as uuidv7 } from 'uuid';
 import { changeValue, recordActivity, sameValue } from '../../activities.ts';
 import type { AuthedContext } from '../../context.ts';
