@@ -242,21 +242,20 @@ async function search(db: Db, orgId: string, url: URL) {
   const q = (url.searchParams.get('q') ?? '').trim();
   if (q.length < 2 || q.length > 200) throw new HttpError(400, 'q: 2 to 200 characters');
   const pattern = `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-  const prefix = pattern.slice(1);
   const [deals, contacts] = await Promise.all([
     db.query(
       `select d.id, d.title, d.company_name, s.name as stage, d.value, d.deal_health, d.win_probability
          from deals d join pipeline_stages s on s.id = d.stage_id
         where d.org_id = $1 and (d.title ilike $2 or d.company_name ilike $2)
-        order by (d.title ilike $3) desc, d.created_at desc limit 20`,
-      [orgId, pattern, prefix],
+        order by d.created_at desc, d.id desc limit 20`,
+      [orgId, pattern],
     ),
     db.query(
       `select c.id, c.name, c.email, c.title, c.role_type, c.deal_id, d.title as deal_title, d.company_name as company
          from contacts c join deals d on d.id = c.deal_id
         where c.org_id = $1 and (c.name ilike $2 or c.email ilike $2 or c.title ilike $2)
-        order by (c.name ilike $3) desc, c.created_at desc limit 20`,
-      [orgId, pattern, prefix],
+        order by c.created_at desc, c.id desc limit 20`,
+      [orgId, pattern],
     ),
   ]);
   return {

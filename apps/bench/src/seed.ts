@@ -51,7 +51,7 @@ const JOB_TITLES = list(`
   Product Manager, Data Engineer, Security Officer, Marketing Director, Account Manager,
   Legal Counsel, Office Manager`);
 const ROLE_TYPES = list(`
-  decision_maker, champion, influencer, end_user, blocker, unknown`);
+  economic_buyer, champion, technical_buyer, influencer, end_user, blocker, unknown`);
 const OWNERS = list(`
   Alex Morgan, Sam Rivera, Jordan Blake, Taylor Kim, Casey Nguyen, Riley Shah`);
 const SOURCES = list(`

@@ -1,8 +1,9 @@
 import type { EntityManager } from '@crm/db';
+import type { z } from 'zod';
 import { isoSql, numberOrNull, orgRows } from '../../read-model.ts';
 import { toIso } from '../../schemas.ts';
 import type { StageRow } from '../pipeline/stages.service.ts';
-import type { DealDto, DealListQuery } from './deal.schemas.ts';
+import type { Activity, DealDto, DealListQuery, Stakeholder } from './deal.schemas.ts';
 import type { NewDeal } from './deals.service.ts';
 
 const DEAL_COLUMNS = `d.id, d.title, d.company_name, d.value, d.currency, d.win_probability, d.deal_health,
@@ -106,14 +107,5 @@ export async function queryDealDetail(em: EntityManager, id: string, activityLim
   return deal ? { deal, stakeholders, recent_activities: activities } : undefined;
 }
 
-type StakeholderRow = {
-  id: string;
-  name: string;
-  email: string | null;
-  title: string | null;
-  role_type: string | null;
-  influence_level: string | null;
-  engagement_level: string | null;
-  sentiment: string | null;
-};
-type ActivityRow = { id: string; type: string | null; description: string | null; created_at: string | null };
+type StakeholderRow = z.infer<typeof Stakeholder>;
+type ActivityRow = z.infer<typeof Activity>;

@@ -90,12 +90,28 @@ export async function createDeal(
     createdAt: now,
     updatedAt: null,
   };
-  await em.insert(Deal, {
-    ...deal,
-    pipeline: stage.pipeline_id,
-    stage: stage.id,
-    lifecycleStageManual: false,
-  });
+  await sqlOf(em)
+    .insertInto('deals')
+    .values({
+      id: deal.id,
+      org_id: deal.orgId,
+      title: deal.title,
+      company_name: deal.companyName,
+      value: deal.value,
+      currency: deal.currency,
+      lifecycle_stage: deal.lifecycleStage,
+      lifecycle_stage_manual: false,
+      pipeline_id: stage.pipeline_id,
+      stage_id: stage.id,
+      contact_name: deal.contactName,
+      contact_email: deal.contactEmail,
+      notes: deal.notes,
+      lead_source: deal.leadSource,
+      expected_close_date: deal.expectedCloseDate,
+      last_activity_at: now,
+      created_at: now,
+    })
+    .execute();
   await recordActivity(
     em,
     deal,

@@ -27,6 +27,6 @@ export const pipelineRouter = router({
     .input(z.void())
     .output(dataOf(PipelineHealth))
     .query(async ({ ctx }) => ({
-      data: await pipelineHealth(ctx.em, ctx.principal.orgId, ctx.services.config.staleThresholdDays),
+      data: await pipelineHealth(ctx.em, ctx.services.config.staleThresholdDays),
     })),
 });

@@ -1,4 +1,5 @@
 import type { EntityManager } from '@crm/db';
+import { orgRows } from '../../read-model.ts';
 import type { PipelineHealthDto } from './pipeline.schemas.ts';
 import { pipelineStages } from './stages.service.ts';
 
@@ -27,10 +28,10 @@ export async function listDefaultStages(em: EntityManager) {
  */
 export async function pipelineHealth(
   em: EntityManager,
-  orgId: string,
   staleThresholdDays: number,
 ): Promise<PipelineHealthDto> {
-  const [row] = await em.execute<Record<string, string | number>[]>(
+  const [row] = await orgRows<Record<string, string | number>>(
+    em,
     `with open_deals as (
        select d.expected_close_date as close_at,
               coalesce(d.last_activity_at, d.created_at) as active_at
@@ -48,7 +49,7 @@ export async function pipelineHealth(
             count(*) filter (where critical) as critical,
             count(*) filter (where not critical and (stale or closing)) as pending
        from flagged`,
-    [orgId, staleThresholdDays, staleThresholdDays * 2, CLOSING_SOON_DAYS],
+    [staleThresholdDays, staleThresholdDays * 2, CLOSING_SOON_DAYS],
   );
   const n = (k: string) => Number(row?.[k] ?? 0);
   const total = n('total');

@@ -15,5 +15,5 @@ export const searchRouter = router({
     })
     .input(SearchQuery)
     .output(dataOf(SearchResponse))
-    .query(async ({ ctx, input }) => ({ data: await search(ctx.em, ctx.principal.orgId, input.q) })),
+    .query(async ({ ctx, input }) => ({ data: await search(ctx.em, input.q) })),
 });

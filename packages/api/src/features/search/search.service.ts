@@ -1,4 +1,5 @@
 import type { EntityManager } from '@crm/db';
+import { orgRows } from '../../read-model.ts';
 
 /** How many deals and how many contacts one search returns at most. */
 export const SEARCH_LIMIT = 20;
@@ -9,28 +10,30 @@ export function likePattern(q: string): string {
 }
 
 /**
- * Substring search served by the trigram GIN indexes on (org_id, column); prefix matches rank first,
- * then the most recent. Raw SQL, so the organization is bound explicitly here.
+ * Substring search, newest first. Rare terms are served by the trigram GIN indexes on (org_id, column);
+ * common ones by walking the (org_id, created_at) index until the page is full. No ranking expression,
+ * so the planner is free to pick either.
  */
-export async function search(em: EntityManager, orgId: string, q: string) {
+export async function search(em: EntityManager, q: string) {
   const pattern = likePattern(q);
-  const prefix = `${pattern.slice(1)}`;
   const [deals, contacts] = await Promise.all([
-    em.execute<Record<string, unknown>[]>(
+    orgRows<Record<string, unknown>>(
+      em,
       `select d.id, d.title, d.company_name, s.name as stage, d.value, d.deal_health, d.win_probability
          from deals d join pipeline_stages s on s.id = d.stage_id
         where d.org_id = ? and (d.title ilike ? or d.company_name ilike ?)
-        order by (d.title ilike ?) desc, d.created_at desc
+        order by d.created_at desc, d.id desc
         limit ${SEARCH_LIMIT}`,
-      [orgId, pattern, pattern, prefix],
+      [pattern, pattern],
     ),
-    em.execute<Record<string, unknown>[]>(
+    orgRows<Record<string, unknown>>(
+      em,
       `select c.id, c.name, c.email, c.title, c.role_type, c.deal_id, d.title as deal_title, d.company_name as company
          from contacts c join deals d on d.id = c.deal_id
         where c.org_id = ? and (c.name ilike ? or c.email ilike ? or c.title ilike ?)
-        order by (c.name ilike ?) desc, c.created_at desc
+        order by c.created_at desc, c.id desc
         limit ${SEARCH_LIMIT}`,
-      [orgId, pattern, pattern, pattern, prefix],
+      [pattern, pattern, pattern],
     ),
   ]);
   return {
