@@ -134,8 +134,8 @@ export function restHandler(prefix: string, onInternalError: (err: unknown) => v
 
     const context = contextOf(req);
     for (const [name, value] of Object.entries(context.response.headers)) ctx.set(name, value);
-    const payload = captured.body === undefined ? undefined : (JSON.parse(captured.body) as unknown);
     if (captured.statusCode >= 400) {
+      const payload = captured.body === undefined ? undefined : (JSON.parse(captured.body) as unknown);
       const data = (payload as { data?: ApiErrorData } | undefined)?.data;
       const { status, body, headers } = data?.body
         ? { status: data.httpStatus, body: data.body, headers: data.headers }
@@ -146,6 +146,8 @@ export function restHandler(prefix: string, onInternalError: (err: unknown) => v
       return;
     }
     ctx.status = route.successStatus;
-    ctx.body = payload;
+    // Already JSON: passed through as it is rather than parsed and serialized again.
+    ctx.type = 'application/json';
+    ctx.body = captured.body;
   };
 }
