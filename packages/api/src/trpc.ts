@@ -35,7 +35,6 @@ const t = initTRPC
   });
 
 export const router = t.router;
-export const createCallerFactory = t.createCallerFactory;
 
 /** Converts ApiErrors to TRPCErrors once, so procedures and services just throw ApiError. */
 const errorBoundary = t.middleware(async ({ next }) => {
