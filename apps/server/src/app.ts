@@ -39,7 +39,7 @@ const DOCS_HTML = `<!doctype html>
     <meta name="viewport" content="width=device-width, initial-scale=1" />
   </head>
   <body>
-    <script id="api-reference" data-url="${API_PREFIX}/openapi.json" data-configuration='{"withDefaultFonts":false,"hideClientButton":true}'></script>
+    <script id="api-reference" data-url="${API_PREFIX}/openapi.json" data-configuration='{"withDefaultFonts":false,"hideClientButton":true,"showDeveloperTools":"never","agent":{"disabled":true},"mcp":{"disabled":true}}'></script>
     <script src="/docs/standalone.js"></script>
   </body>
 </html>`;
