@@ -137,6 +137,8 @@ export async function seed(
     }
     await conn.execute('analyze');
 
+    // As after any bulk load: planner statistics for both servers, whichever database runs them.
+    await conn.execute('analyze');
     const first = orgs[0];
     if (!first) throw new Error('no organization seeded');
     const ids = await conn.execute<{ id: string }[]>(

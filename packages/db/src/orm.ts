@@ -117,13 +117,35 @@ export async function openDatabase(database: DatabaseConfig, role: string): Prom
     await release?.();
     throw err;
   }
+  const maintenance = database.kind === 'pglite' ? await startEmbeddedMaintenance(orm) : undefined;
   return {
     orm,
     async close() {
+      maintenance?.stop();
       await orm.close(true);
       await release?.();
     },
   };
+}
+
+/** How often the embedded database refreshes its planner statistics and reclaims dead rows. */
+export const EMBEDDED_MAINTENANCE_INTERVAL_MS = 10 * 60_000;
+
+/**
+ * PGlite has no autovacuum daemon: without this its planner never learns table sizes and picks
+ * plans that sort a whole table (a 50-deal page took 55 ms instead of 4 ms at 10,000 deals).
+ * Statistics are refreshed on open and, with dead rows reclaimed, every ten minutes after.
+ */
+async function startEmbeddedMaintenance(orm: Orm): Promise<{ stop(): void }> {
+  const connection = orm.em.getConnection();
+  await connection.execute('analyze');
+  const timer = setInterval(() => {
+    connection.execute('vacuum (analyze)').catch((err: unknown) => {
+      process.emitWarning(`embedded database maintenance failed: ${(err as Error).message}`);
+    });
+  }, EMBEDDED_MAINTENANCE_INTERVAL_MS);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
 }
 
 /** The schema as Kysely sees it, inferred from the entity definitions (table and column names). */
