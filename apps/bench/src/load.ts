@@ -125,34 +125,50 @@ async function drain(url: string): Promise<void> {
   }
 }
 
-/** A warm-up run that is thrown away, then the measured run; each followed by a drain. */
+const median = (values: number[]): number => {
+  const sorted = values.filter((v) => !Number.isNaN(v)).sort((a, b) => a - b);
+  if (sorted.length === 0) return Number.NaN;
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2
+    ? (sorted[mid] as number)
+    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+};
+
+/**
+ * A warm-up run that is thrown away, then `repeats` measured runs, each followed by a drain. The
+ * machine is shared and noisy, so req/s, p50 and p99 are the medians of the runs; counts are summed.
+ */
 export async function measure(
   url: string,
   scenario: Scenario,
   f: Fixtures,
-  opts: { seconds: number; warmupSeconds: number; connections: number },
+  opts: { seconds: number; warmupSeconds: number; connections: number; repeats: number },
 ): Promise<LoadStats> {
   if (opts.warmupSeconds > 0) {
     await runOnce(url, scenario, f, opts.warmupSeconds, opts.connections);
     await drain(url);
   }
-  const r = await runOnce(url, scenario, f, opts.seconds, opts.connections);
-  await drain(url);
-  const statuses: Record<string, number> = {};
-  for (const [code, stat] of Object.entries(r.statusCodeStats ?? {})) {
-    if (!code.startsWith('2') && stat.count) statuses[code] = stat.count;
+  const runs: autocannon.Result[] = [];
+  for (let i = 0; i < opts.repeats; i++) {
+    runs.push(await runOnce(url, scenario, f, opts.seconds, opts.connections));
+    await drain(url);
   }
-  const answered = r.requests.total > 0;
+  const statuses: Record<string, number> = {};
+  for (const r of runs)
+    for (const [code, stat] of Object.entries(r.statusCodeStats ?? {})) {
+      if (!code.startsWith('2') && stat.count) statuses[code] = (statuses[code] ?? 0) + stat.count;
+    }
+  const sum = (pick: (r: (typeof runs)[number]) => number) => runs.reduce((acc, r) => acc + pick(r), 0);
   return {
     // Completed responses over the measured time; autocannon's per-second average rounds short runs badly.
-    reqPerSec: r.duration > 0 ? r.requests.total / r.duration : 0,
-    // No response at all inside the window: there is no latency to show, not a 0 ms one.
-    p50: answered ? r.latency.p50 : Number.NaN,
-    p99: answered ? r.latency.p99 : Number.NaN,
-    total: r.requests.total,
-    non2xx: r.non2xx,
-    errors: r.errors,
-    timeouts: r.timeouts,
+    reqPerSec: median(runs.map((r) => (r.duration > 0 ? r.requests.total / r.duration : 0))),
+    // No response at all inside a window: there is no latency to show, not a 0 ms one.
+    p50: median(runs.map((r) => (r.requests.total > 0 ? r.latency.p50 : Number.NaN))),
+    p99: median(runs.map((r) => (r.requests.total > 0 ? r.latency.p99 : Number.NaN))),
+    total: sum((r) => r.requests.total),
+    non2xx: sum((r) => r.non2xx),
+    errors: sum((r) => r.errors),
+    timeouts: sum((r) => r.timeouts),
     statuses,
   };
 }

@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: seeds 2 organizations × 10,000 deals on the embedded database and on PostgreSQL, then
  * load-tests the service and a plain node:http + SQL baseline on each, and prints / writes the comparison.
- * BENCH_DURATION (seconds per scenario, default 10); BENCH_DATABASE_URL or TEST_DATABASE_URL (admin URL).
+ * BENCH_DURATION (seconds per measured run, default 6); BENCH_REPEAT (measured runs per scenario, default 3); BENCH_DATABASE_URL or TEST_DATABASE_URL (admin URL).
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -25,9 +25,14 @@ const ORGS = 2;
 const DEALS_PER_ORG = 10_000;
 const CONNECTIONS = 50;
 const WARMUP_SECONDS = 2;
-const duration = Number(process.env.BENCH_DURATION ?? 10);
+const duration = Number(process.env.BENCH_DURATION ?? 6);
 if (!Number.isFinite(duration) || duration <= 0 || duration > 120) {
   process.stderr.write('BENCH_DURATION must be a number of seconds between 0 and 120\n');
+  process.exit(1);
+}
+const repeats = Number(process.env.BENCH_REPEAT ?? 3);
+if (!Number.isInteger(repeats) || repeats < 1 || repeats > 9) {
+  process.stderr.write('BENCH_REPEAT must be a whole number from 1 to 9\n');
   process.exit(1);
 }
 
@@ -100,6 +105,7 @@ async function runServer(name: string, script: string, env: Record<string, strin
         seconds: duration,
         warmupSeconds: WARMUP_SECONDS,
         connections: CONNECTIONS,
+        repeats,
       });
       log(
         `${name} ${scenario.name}: ${s.reqPerSec.toFixed(0)} req/s, p50 ${s.p50} ms, p99 ${s.p99} ms, non-2xx ${s.non2xx}${Object.keys(s.statuses).length ? ` ${JSON.stringify(s.statuses)}` : ''}, errors ${s.errors}`,
@@ -229,7 +235,7 @@ async function postgres(): Promise<DatabaseReport> {
 // ---- main ----------------------------------------------------------------------------------------
 
 function commandLine(): string {
-  const env = ['BENCH_DURATION', 'BENCH_DATABASE_URL', 'TEST_DATABASE_URL']
+  const env = ['BENCH_DURATION', 'BENCH_REPEAT', 'BENCH_DATABASE_URL', 'TEST_DATABASE_URL']
     .filter((k) => process.env[k])
     .map((k) => {
       const v = process.env[k] ?? '';
@@ -249,6 +255,7 @@ const report: BenchReport = {
   node: process.version,
   cpus: `${os.availableParallelism()} × ${os.cpus()[0]?.model.trim() ?? 'unknown CPU'}`,
   durationSeconds: duration,
+  repeats,
   warmupSeconds: WARMUP_SECONDS,
   connections: CONNECTIONS,
   databases: [],

@@ -28,6 +28,7 @@ export interface BenchReport {
   node: string;
   cpus: string;
   durationSeconds: number;
+  repeats: number;
   warmupSeconds: number;
   connections: number;
   databases: DatabaseReport[];
@@ -114,7 +115,7 @@ function markdownTable(head: string[], body: string[][]): string {
 const preamble = (r: BenchReport) => [
   `Date: ${r.date}`,
   `Command: ${r.command}`,
-  `Node ${r.node} on ${r.cpus}; ${r.connections} connections, ${r.durationSeconds} s per scenario after a ${r.warmupSeconds} s warm-up`,
+  `Node ${r.node} on ${r.cpus}; ${r.connections} connections; per scenario a ${r.warmupSeconds} s warm-up, then ${r.repeats} runs of ${r.durationSeconds} s: figures are the medians of the runs`,
 ];
 
 export function formatText(r: BenchReport): string {
