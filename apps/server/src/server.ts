@@ -1,10 +1,12 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createOrganizationWithKey, type Services } from '@crm/api';
+import { createOrganizationWithKey, pruneIdempotencyKeys, type Services } from '@crm/api';
 import type { Config } from '@crm/config';
 import { type Database, Organization, openDatabase } from '@crm/db';
 import { type AppState, buildApp } from './app.ts';
 import type { Logger } from './logger.ts';
+
+const IDEMPOTENCY_PRUNE_INTERVAL_MS = 60 * 60_000;
 
 export interface RunningServer {
   url: string;
@@ -48,9 +50,20 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${address.port}`;
 
+  // Stored Idempotency-Key responses are kept for their 24-hour window only.
+  const prune = () =>
+    pruneIdempotencyKeys(db.orm.em.fork()).then(
+      (n) => n > 0 && logger.info({ deleted: n }, 'pruned expired idempotency keys'),
+      (err: unknown) => logger.warn({ err }, 'pruning idempotency keys failed'),
+    );
+  const pruneTimer = setInterval(prune, IDEMPOTENCY_PRUNE_INTERVAL_MS);
+  pruneTimer.unref();
+  void prune();
+
   let stopping: Promise<void> | undefined;
   const stop = () => {
     stopping ??= (async () => {
+      clearInterval(pruneTimer);
       state.draining = true;
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();

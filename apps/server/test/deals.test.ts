@@ -1,3 +1,4 @@
+import { pruneIdempotencyKeys } from '@crm/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DRIVERS, ISO, MISSING_ID, startTestServer, type TestServer, UUID } from './harness.ts';
 
@@ -246,6 +247,26 @@ for (const { driver, label, skip } of DRIVERS) {
         });
         expect(b.status).toBe(201);
         expect(b.body.data.id).not.toBe(a.body.data.id);
+      });
+
+      it('lets a key be used afresh once its 24 hours are over, and prunes expired keys', async () => {
+        const headers = { 'idempotency-key': `expired-${driver}` };
+        const first = await s.api('/deals', { method: 'POST', headers, json: { title: 'Old retry' } });
+        await s.sql(`update idempotency_keys set created_at = now() - interval '25 hours' where key = ?`, [
+          headers['idempotency-key'],
+        ]);
+        const again = await s.api('/deals', { method: 'POST', headers, json: { title: 'Old retry' } });
+        expect(again.status).toBe(201);
+        expect(again.body.data.id).not.toBe(first.body.data.id);
+        expect(again.headers.get('idempotent-replayed')).toBeNull();
+
+        await s.sql(`update idempotency_keys set created_at = now() - interval '25 hours' where key = ?`, [
+          headers['idempotency-key'],
+        ]);
+        expect(await pruneIdempotencyKeys(s.running.db.orm.em.fork())).toBeGreaterThanOrEqual(1);
+        expect(
+          await s.sql('select id from idempotency_keys where key = ?', [headers['idempotency-key']]),
+        ).toHaveLength(0);
       });
 
       it('works for POST /contacts too', async () => {

@@ -74,3 +74,11 @@ export async function withIdempotency<T>(
     return body as T;
   });
 }
+
+/** Deletes stored responses past their window (a retry after it creates afresh anyway). Returns how many. */
+export async function pruneIdempotencyKeys(em: EntityManager): Promise<number> {
+  const rows = await em.execute<{ id: string }[]>(
+    `delete from idempotency_keys where created_at < now() - interval '${IDEMPOTENCY_WINDOW_HOURS} hours' returning id`,
+  );
+  return rows.length;
+}
