@@ -158,4 +158,31 @@ describe('the server process', () => {
     const kept = body.data.filter((d) => d.title.startsWith('shutdown-')).length;
     expect(kept).toBe(acknowledged);
   });
+
+  it('after a crash (SIGKILL) restarts at once on the same directory with every acknowledged write', async () => {
+    const statuses = [];
+    for (const title of ['crash-1', 'crash-2', 'crash-3']) {
+      const res = await fetch(`${server.url}/api/v1/crm/deals`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ title }),
+      });
+      statuses.push(res.status);
+    }
+    expect(statuses).toEqual([201, 201, 201]);
+    server.child.kill('SIGKILL');
+    await server.exited;
+
+    // The dead process's lock is taken over without waiting for it to go stale.
+    server = await spawnServer(dataDir);
+    const list = await fetch(`${server.url}/api/v1/crm/deals?limit=100`, {
+      headers: { authorization: `Bearer ${apiKey}` },
+    });
+    const body = (await list.json()) as { data: Array<{ title: string }> };
+    expect(body.data.filter((d) => d.title.startsWith('crash-')).map((d) => d.title)).toEqual([
+      'crash-3',
+      'crash-2',
+      'crash-1',
+    ]);
+  });
 });

@@ -1,4 +1,5 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import path from 'node:path';
 import type { Config } from '@crm/config';
 import { btree_gin } from '@electric-sql/pglite/contrib/btree_gin';
@@ -17,7 +18,7 @@ export type EntityManager = SqlEntityManager;
 export type DatabaseConfig = Config['database'];
 
 /** Who opened an embedded data directory; written beside the lock so the next opener can say who holds it. */
-type Holder = { pid: number; role: string; since: string };
+type Holder = { pid: number; host?: string; role: string; since: string };
 
 export class DataDirLockedError extends Error {
   override name = 'DataDirLockedError';
@@ -47,38 +48,62 @@ function baseOptions(): Partial<Options> {
 
 const isMemory = (dataDir: string) => dataDir.startsWith('memory:');
 
+function readHolder(holderFile: string): Holder | undefined {
+  try {
+    return JSON.parse(readFileSync(holderFile, 'utf8')) as Holder;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether the process that wrote the holder file is gone (it crashed or was killed). */
+function holderIsGone(holder: Holder | undefined): boolean {
+  // Only a process on this machine can be checked; a lock from elsewhere is left to go stale.
+  if (!holder || (holder.host !== undefined && holder.host !== hostname())) return false;
+  try {
+    process.kill(holder.pid, 0);
+    return false;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}
+
+const LOCK_OPTIONS = {
+  stale: 30_000,
+  update: 5_000,
+  onCompromised: (err: Error) => {
+    // Another process took the directory over: writing on would corrupt it.
+    process.emitWarning(`The data directory lock was lost: ${err.message}`);
+  },
+};
+
 /**
  * PGlite is one process's database: a second process opening the same folder would corrupt it.
- * A lock beside the cluster makes the second opener fail with a message naming the holder.
+ * A lock beside the cluster makes the second opener fail with a message naming the holder. A lock
+ * left by a process that died (kill -9, power loss) is taken over at once instead of after it goes stale.
  */
 async function lockDataDir(clusterDir: string, role: string): Promise<() => Promise<void>> {
   mkdirSync(clusterDir, { recursive: true });
   const holderFile = `${clusterDir}.holder.json`;
   let release: () => Promise<void>;
   try {
-    release = await lockfile.lock(clusterDir, {
-      stale: 30_000,
-      update: 5_000,
-      onCompromised: (err) => {
-        // Another process took the directory over: writing on would corrupt it.
-        process.emitWarning(`The data directory lock was lost: ${err.message}`);
-      },
-    });
+    release = await lockfile.lock(clusterDir, LOCK_OPTIONS);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ELOCKED') throw err;
-    let holder: Holder | undefined;
-    try {
-      holder = JSON.parse(readFileSync(holderFile, 'utf8')) as Holder;
-    } catch {
-      holder = undefined;
+    const holder = readHolder(holderFile);
+    if (!holderIsGone(holder)) {
+      const who = holder
+        ? `the ${holder.role} (pid ${holder.pid}, since ${holder.since})`
+        : 'another process';
+      throw new DataDirLockedError(
+        `The embedded database at ${path.dirname(clusterDir)} is in use by ${who}. ` +
+          'Stop it first, or point both at PostgreSQL with DATABASE_URL.',
+      );
     }
-    const who = holder ? `the ${holder.role} (pid ${holder.pid}, since ${holder.since})` : 'another process';
-    throw new DataDirLockedError(
-      `The embedded database at ${path.dirname(clusterDir)} is in use by ${who}. ` +
-        'Stop it first, or point both at PostgreSQL with DATABASE_URL.',
-    );
+    rmSync(`${clusterDir}.lock`, { recursive: true, force: true });
+    release = await lockfile.lock(clusterDir, LOCK_OPTIONS);
   }
-  const holder: Holder = { pid: process.pid, role, since: new Date().toISOString() };
+  const holder: Holder = { pid: process.pid, host: hostname(), role, since: new Date().toISOString() };
   writeFileSync(holderFile, JSON.stringify(holder));
   return release;
 }
