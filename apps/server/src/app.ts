@@ -73,6 +73,8 @@ export function buildApp(services: Services, logger: Logger, state: AppState = {
       ctx.status = status;
       ctx.body = body;
     } finally {
+      // While draining, each answer closes its connection, so shutdown need not wait for keep-alive to lapse.
+      if (state.draining && !ctx.headerSent) ctx.set('Connection', 'close');
       const context = ctx.state.apiContext as ReturnType<typeof createRequestContext> | undefined;
       logger.info(
         {

@@ -13,7 +13,7 @@ interface ServerProcess {
   url: string;
   stdout: string[];
   stderr: () => string;
-  exited: Promise<number | null>;
+  exited: Promise<number | string | null>;
 }
 
 /** Starts `npm start`'s entry point as a user would, on an embedded data directory. */
@@ -28,7 +28,10 @@ async function spawnServer(dataDir: string): Promise<ServerProcess> {
   child.stderr?.on('data', (d) => {
     stderr += String(d);
   });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  // The exit code, or the name of the signal that ended the process.
+  const exited = new Promise<number | string | null>((resolve) =>
+    child.once('exit', (code, signal) => resolve(code ?? signal)),
+  );
   const url = await new Promise<string>((resolve, reject) => {
     let buffer = '';
     child.stdout?.on('data', (d) => {
@@ -144,7 +147,8 @@ describe('the server process', () => {
     await new Promise((r) => setTimeout(r, 30));
     server.child.kill('SIGTERM');
     const statuses = await Promise.all(inFlight);
-    expect(await server.exited).toBe(0);
+    const exit = await server.exited;
+    expect(exit, `exit ${exit}; stderr: ${server.stderr()}`).toBe(0);
     expect(server.stdout.some((l) => l.includes('stopped cleanly'))).toBe(true);
     const acknowledged = statuses.filter((s) => s === 201).length;
     expect(acknowledged).toBeGreaterThan(0);
