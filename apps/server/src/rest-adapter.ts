@@ -126,6 +126,10 @@ export function restHandler(prefix: string, onInternalError: (err: unknown) => v
     if (shadowed.length > 0)
       throw new ApiError('invalid_request', `Unknown property: ${shadowed.join(', ')}`);
 
+    // No documented query parameter is a list: a repeated one is a mistake, not a value to guess at.
+    const repeated = Object.entries(ctx.query).find(([, value]) => Array.isArray(value));
+    if (repeated) throw new ApiError('invalid_request', `${repeated[0]}: give this query parameter once`);
+
     // trpc-to-openapi matches the path without our prefix.
     req.url = ctx.path.slice(prefix.length) + (ctx.querystring ? `?${ctx.querystring}` : '');
     const captured = new CapturedResponse(ctx.res);

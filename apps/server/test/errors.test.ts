@@ -327,6 +327,8 @@ for (const { driver, label, skip } of DRIVERS) {
         ['/search?q=', 'q'],
         ['/search?q=a', 'q'],
         ['/search?q=%20%20a%20%20', 'q'],
+        ['/deals?limit=1&limit=2', 'limit'],
+        ['/search?q=ab&q=cd', 'q'],
       ];
       for (const [path, field] of cases) {
         it(`GET ${path} answers 400 naming ${field}`, async () => {
