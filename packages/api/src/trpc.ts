@@ -2,10 +2,9 @@ import { initTRPC } from '@trpc/server';
 import type { OpenApiMeta } from 'trpc-to-openapi';
 import { authenticate } from './auth.ts';
 import type { Context } from './context.ts';
+import { ApiError, type ErrorBody, toErrorResponse, toTRPCError } from './errors.ts';
 
 export type { AuthedContext } from './context.ts';
-
-import { ApiError, type ErrorBody, toApiError, toTRPCError } from './errors.ts';
 
 /** Beyond trpc-to-openapi's meta: the status a successful call answers with (201 for creates). */
 export type Meta = OpenApiMeta<{ successStatus?: 200 | 201 }>;
@@ -23,14 +22,10 @@ const t = initTRPC
   .create({
     // No transformer: trpc-to-openapi ignores them, and REST and tRPC must return the same JSON.
     errorFormatter({ shape, error }) {
-      const apiError = toApiError(error);
-      const data: ApiErrorData = {
-        httpStatus: apiError.status,
-        body: { error: apiError.message, code: apiError.code, ...apiError.extra },
-        headers: apiError.headers,
-      };
+      const { status, body, headers } = toErrorResponse(error);
+      const data: ApiErrorData = { httpStatus: status, body, headers };
       // The stack and tRPC's own data never leave the server.
-      return { code: shape.code, message: apiError.message, data };
+      return { code: shape.code, message: body.error, data };
     },
   });
 
