@@ -131,6 +131,13 @@ for (const { driver, label, skip } of DRIVERS) {
       const changes = typeof updated?.changes === 'string' ? JSON.parse(updated.changes) : updated?.changes;
       expect(changes).toEqual({ value: { from: 100, to: 250 }, notes: { from: null, to: 'call back' } });
       expect(rows.map((r) => r.type).sort()).toEqual(['deal_created', 'deal_updated', 'stage_changed']);
+      const stageEntry = rows.find((r) => r.type === 'stage_changed');
+      const stageChanges =
+        typeof stageEntry?.changes === 'string' ? JSON.parse(stageEntry.changes) : stageEntry?.changes;
+      expect(stageChanges).toEqual({
+        stage: { from: 'Lead', to: 'Proposal' },
+        lifecycle_stage: { from: 'lead', to: 'opportunity' },
+      });
 
       // A client-set lifecycle stays put through stage moves; null hands it back to the stage.
       const lost = all.find((x) => x.stage_type === 'lost');

@@ -200,19 +200,22 @@ export async function updateDeal(
     deal.lifecycleStage = lifecycle;
   }
 
+  // A lifecycle change that only follows the stage move belongs to the stage_changed entry.
+  const lifecycleFollowsStage = Boolean(stageChange) && input.lifecycle_stage === undefined;
   if (stageChange) {
     await recordActivity(em, deal, {
       type: 'stage_changed',
       description: `Stage changed from ${stageChange.from.name} to ${stageChange.to.name}`,
-      changes: { stage: { from: stageChange.from.name, to: stageChange.to.name } },
+      changes: {
+        stage: { from: stageChange.from.name, to: stageChange.to.name },
+        ...(lifecycleFollowsStage && changes.lifecycle_stage
+          ? { lifecycle_stage: changes.lifecycle_stage }
+          : {}),
+      },
     });
   }
-  // A lifecycle change that only follows the stage move belongs to the stage_changed entry.
   const fieldNames = Object.keys(changes).filter(
-    (f) =>
-      f !== 'stage_id' &&
-      f !== 'pipeline_id' &&
-      !(f === 'lifecycle_stage' && stageChange && input.lifecycle_stage === undefined),
+    (f) => f !== 'stage_id' && f !== 'pipeline_id' && !(f === 'lifecycle_stage' && lifecycleFollowsStage),
   );
   if (fieldNames.length > 0) {
     await recordActivity(em, deal, {
@@ -226,8 +229,7 @@ export async function updateDeal(
 }
 
 export async function deleteDeal(em: EntityManager, id: string): Promise<void> {
-  const deal = await em.findOne(Deal, { id }, { fields: ['id'] });
-  if (!deal) throw notFound('Deal');
-  // Contacts and activities go with it (ON DELETE CASCADE), in this same statement.
-  await em.nativeDelete(Deal, { id });
+  // The org filter scopes the delete too; contacts and activities go with it (ON DELETE CASCADE).
+  const deleted = await em.nativeDelete(Deal, { id });
+  if (deleted === 0) throw notFound('Deal');
 }
