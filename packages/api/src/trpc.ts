@@ -6,8 +6,18 @@ import { ApiError, type ErrorBody, toErrorResponse, toTRPCError } from './errors
 
 export type { AuthedContext } from './context.ts';
 
-/** Beyond trpc-to-openapi's meta: the status a successful call answers with (201 for creates). */
-export type Meta = OpenApiMeta<{ successStatus?: 200 | 201 }>;
+/**
+ * The contract's per-minute rate-limit groups (section 8). A procedure names its group in its meta;
+ * one without a group falls in the default group. The AI group also consumes the monthly AI quota.
+ */
+export const RATE_LIMIT_GROUPS = ['crud', 'ai', 'search', 'webhooks'] as const;
+export type RateLimitGroup = (typeof RATE_LIMIT_GROUPS)[number];
+
+/**
+ * Beyond trpc-to-openapi's meta: the status a successful call answers with (201 for creates), and the
+ * rate-limit group the call counts against.
+ */
+export type Meta = OpenApiMeta<{ successStatus?: 200 | 201; rateLimit?: RateLimitGroup }>;
 
 /** What a tRPC client finds in `error.data`, and what the REST edge turns into the contract body. */
 export interface ApiErrorData {

@@ -199,6 +199,38 @@ export const IdempotencyRecord = defineEntity({
 });
 export type IdempotencyRecord = InferEntity<typeof IdempotencyRecord>;
 
+/** The event kinds a webhook endpoint can subscribe to (contract section 6), exactly. */
+export const WEBHOOK_EVENT_TYPES = [
+  'deal.created',
+  'deal.updated',
+  'deal.stage_changed',
+  'deal.won',
+  'deal.lost',
+  'contact.created',
+  'contact.updated',
+  'analysis.completed',
+] as const;
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+
+/**
+ * The transactional outbox: a domain event, written in the same transaction as the change that caused
+ * it, so a rolled-back change emits nothing and a committed one is never lost. `data` is the
+ * Standard Webhooks payload's `data` member; the webhook worker delivers it.
+ */
+export const OutboxEvent = defineEntity({
+  name: 'OutboxEvent',
+  tableName: 'outbox_events',
+  filters: orgFilter,
+  properties: {
+    id: id(),
+    orgId: p.uuid(),
+    type: p.enum(WEBHOOK_EVENT_TYPES),
+    data: p.json<Record<string, unknown>>(),
+    createdAt: createdAt(),
+  },
+});
+export type OutboxEvent = InferEntity<typeof OutboxEvent>;
+
 export const entities = [
   Organization,
   ApiKey,
@@ -208,4 +240,5 @@ export const entities = [
   Contact,
   Activity,
   IdempotencyRecord,
+  OutboxEvent,
 ];

@@ -1,6 +1,8 @@
 import { Migration20261122000000_initial } from './Migration20261122000000_initial.ts';
+import { Migration20261123000000_outbox } from './Migration20261123000000_outbox.ts';
 
 /** Listed explicitly (no folder scan): the same list runs on PGlite and on PostgreSQL. */
 export const migrationsList = [
   { name: 'Migration20261122000000_initial', class: Migration20261122000000_initial },
+  { name: 'Migration20261123000000_outbox', class: Migration20261123000000_outbox },
 ];

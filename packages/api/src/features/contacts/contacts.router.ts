@@ -21,7 +21,10 @@ const tags = ['Contacts'];
 
 export const contactsRouter = router({
   list: authedProcedure
-    .meta({ openapi: { method: 'GET', path: '/contacts', tags, summary: 'List contacts, newest first' } })
+    .meta({
+      openapi: { method: 'GET', path: '/contacts', tags, summary: 'List contacts, newest first' },
+      rateLimit: 'crud',
+    })
     .input(ContactListQuery)
     .output(ContactList)
     .query(({ ctx, input }) => listContacts(ctx.em, input)),
@@ -36,6 +39,7 @@ export const contactsRouter = router({
         successDescription: 'Created',
       },
       successStatus: 201,
+      rateLimit: 'crud',
     })
     .input(ContactCreateInput)
     .output(dataOf(Contact))

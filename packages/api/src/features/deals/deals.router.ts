@@ -16,7 +16,10 @@ const tags = ['Deals'];
 
 export const dealsRouter = router({
   list: authedProcedure
-    .meta({ openapi: { method: 'GET', path: '/deals', tags, summary: 'List deals, newest first' } })
+    .meta({
+      openapi: { method: 'GET', path: '/deals', tags, summary: 'List deals, newest first' },
+      rateLimit: 'crud',
+    })
     .input(DealListQuery)
     .output(DealList)
     .query(({ ctx, input }) => queryDeals(ctx.em, input)),
@@ -31,6 +34,7 @@ export const dealsRouter = router({
         successDescription: 'Created',
       },
       successStatus: 201,
+      rateLimit: 'crud',
     })
     .input(DealCreateInput)
     .output(dataOf(Deal))

@@ -12,6 +12,7 @@ export const searchRouter = router({
         tags: ['Search'],
         summary: 'Search deals and contacts by text',
       },
+      rateLimit: 'search',
     })
     .input(SearchQuery)
     .output(dataOf(SearchResponse))
