@@ -1,4 +1,5 @@
 import autocannon from 'autocannon';
+import { cpuMsOf } from './processes.ts';
 
 export const API = '/api/v1/crm';
 
@@ -15,6 +16,8 @@ export interface LoadStats {
   timeouts: number;
   /** Status code -> count, for the non-2xx ones. */
   statuses: Record<string, number>;
+  /** The server process's CPU time per response, in ms (median of the runs); NaN where unknown. */
+  cpuMsPerRequest: number;
 }
 
 export interface Fixtures {
@@ -142,16 +145,24 @@ export async function measure(
   url: string,
   scenario: Scenario,
   f: Fixtures,
-  opts: { seconds: number; warmupSeconds: number; connections: number; repeats: number },
+  opts: { seconds: number; warmupSeconds: number; connections: number; repeats: number; pid?: number },
 ): Promise<LoadStats> {
   if (opts.warmupSeconds > 0) {
     await runOnce(url, scenario, f, opts.warmupSeconds, opts.connections);
     await drain(url);
   }
   const runs: autocannon.Result[] = [];
+  const cpuPerRequest: number[] = [];
+  const cpu = () => (opts.pid === undefined ? undefined : cpuMsOf(opts.pid));
   for (let i = 0; i < opts.repeats; i++) {
-    runs.push(await runOnce(url, scenario, f, opts.seconds, opts.connections));
+    const before = cpu();
+    const run = await runOnce(url, scenario, f, opts.seconds, opts.connections);
+    // The drain's few /readyz calls are counted too; against thousands of requests they do not show.
     await drain(url);
+    const after = cpu();
+    runs.push(run);
+    if (before !== undefined && after !== undefined && run.requests.total > 0)
+      cpuPerRequest.push((after - before) / run.requests.total);
   }
   const statuses: Record<string, number> = {};
   for (const r of runs)
@@ -170,5 +181,6 @@ export async function measure(
     errors: sum((r) => r.errors),
     timeouts: sum((r) => r.timeouts),
     statuses,
+    cpuMsPerRequest: median(cpuPerRequest),
   };
 }

@@ -2,6 +2,8 @@
  * `npm run bench`: seeds 2 organizations × 10,000 deals on the embedded database and on PostgreSQL, then
  * load-tests the service and a plain node:http + SQL baseline on each, and prints / writes the comparison.
  * BENCH_DURATION (seconds per measured run, default 6); BENCH_REPEAT (measured runs per scenario, default 3); BENCH_DATABASE_URL or TEST_DATABASE_URL (admin URL).
+ * For a focused look while working: BENCH_ONLY (comma-separated scenario names, e.g. "POST /deals") and
+ * BENCH_DATABASES ("pglite", "postgresql" or both, comma-separated).
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -33,6 +35,25 @@ if (!Number.isFinite(duration) || duration <= 0 || duration > 120) {
 const repeats = Number(process.env.BENCH_REPEAT ?? 3);
 if (!Number.isInteger(repeats) || repeats < 1 || repeats > 9) {
   process.stderr.write('BENCH_REPEAT must be a whole number from 1 to 9\n');
+  process.exit(1);
+}
+
+const listEnv = (name: string) =>
+  process.env[name]
+    ?.split(',')
+    .map((v) => v.trim())
+    .filter(Boolean);
+const only = listEnv('BENCH_ONLY');
+const scenarios = only ? SCENARIOS.filter((s) => only.includes(s.name)) : SCENARIOS;
+if (scenarios.length === 0) {
+  process.stderr.write(
+    `BENCH_ONLY names no scenario; they are: ${SCENARIOS.map((s) => s.name).join(', ')}\n`,
+  );
+  process.exit(1);
+}
+const databases = listEnv('BENCH_DATABASES') ?? ['pglite', 'postgresql'];
+if (databases.some((d) => d !== 'pglite' && d !== 'postgresql')) {
+  process.stderr.write('BENCH_DATABASES takes pglite, postgresql or both, comma-separated\n');
   process.exit(1);
 }
 
@@ -99,16 +120,17 @@ async function runServer(name: string, script: string, env: Record<string, strin
   try {
     log(`${name}: ready on ${child.url} (pid ${child.pid})`);
     const stats = [];
-    for (const scenario of SCENARIOS) {
+    for (const scenario of scenarios) {
       checkInterrupted();
       const s = await measure(child.url, scenario, f, {
         seconds: duration,
         warmupSeconds: WARMUP_SECONDS,
         connections: CONNECTIONS,
         repeats,
+        pid: child.pid,
       });
       log(
-        `${name} ${scenario.name}: ${s.reqPerSec.toFixed(0)} req/s, p50 ${s.p50} ms, p99 ${s.p99} ms, non-2xx ${s.non2xx}${Object.keys(s.statuses).length ? ` ${JSON.stringify(s.statuses)}` : ''}, errors ${s.errors}`,
+        `${name} ${scenario.name}: ${s.reqPerSec.toFixed(0)} req/s, p50 ${s.p50} ms, p99 ${s.p99} ms, CPU ${s.cpuMsPerRequest.toFixed(2)} ms/req, non-2xx ${s.non2xx}${Object.keys(s.statuses).length ? ` ${JSON.stringify(s.statuses)}` : ''}, errors ${s.errors}`,
       );
       stats.push(s);
     }
@@ -143,7 +165,7 @@ async function benchDatabase(t: Target): Promise<DatabaseReport> {
     fixtures,
   );
   const baseline = await runServer('baseline', BASELINE_SCRIPT, t.baselineEnv, fixtures);
-  const scenarios: ScenarioResult[] = SCENARIOS.map((s, i) => {
+  const results: ScenarioResult[] = scenarios.map((s, i) => {
     const sv = service.stats[i];
     const bl = baseline.stats[i];
     if (!sv || !bl) throw new Error(`missing result for ${s.name}`);
@@ -152,7 +174,7 @@ async function benchDatabase(t: Target): Promise<DatabaseReport> {
   return {
     database: t.label,
     seed: { organizations: ORGS, dealsPerOrg: DEALS_PER_ORG, seconds: seeded.seconds },
-    scenarios,
+    scenarios: results,
     memory: { service: service.memory, baseline: baseline.memory },
   };
 }
@@ -235,7 +257,14 @@ async function postgres(): Promise<DatabaseReport> {
 // ---- main ----------------------------------------------------------------------------------------
 
 function commandLine(): string {
-  const env = ['BENCH_DURATION', 'BENCH_REPEAT', 'BENCH_DATABASE_URL', 'TEST_DATABASE_URL']
+  const env = [
+    'BENCH_DURATION',
+    'BENCH_REPEAT',
+    'BENCH_ONLY',
+    'BENCH_DATABASES',
+    'BENCH_DATABASE_URL',
+    'TEST_DATABASE_URL',
+  ]
     .filter((k) => process.env[k])
     .map((k) => {
       const v = process.env[k] ?? '';
@@ -263,9 +292,10 @@ const report: BenchReport = {
 log(`${report.command} — ${report.date}`);
 
 for (const [label, half] of [
-  ['Embedded (PGlite)', embedded],
-  ['PostgreSQL', postgres],
+  ['Embedded (PGlite)', databases.includes('pglite') ? embedded : undefined],
+  ['PostgreSQL', databases.includes('postgresql') ? postgres : undefined],
 ] as const) {
+  if (!half) continue;
   try {
     report.databases.push(await half());
   } catch (err) {
@@ -281,7 +311,9 @@ for (const [label, half] of [
   }
 }
 
-const written = writeResults(RESULTS_DIR, report);
+// A focused run must not pass for the full picture: it goes beside latest.*, not over it.
+const focused = only !== undefined || listEnv('BENCH_DATABASES') !== undefined;
+const written = writeResults(RESULTS_DIR, report, focused ? 'focused' : 'latest');
 process.stdout.write(`\n${formatText(report)}\n`);
 log(
   `wrote ${path.relative(process.cwd(), written.json)} and ${path.relative(process.cwd(), written.md)} in ${((Date.now() - started) / 1000).toFixed(0)} s`,

@@ -11,6 +11,8 @@ export interface ScenarioResult {
   ratio: number;
   /** service p99 ÷ baseline p99. */
   p99Ratio: number;
+  /** service CPU per request ÷ baseline CPU per request (lower is better for the service). */
+  cpuRatio: number;
 }
 
 export interface DatabaseReport {
@@ -41,6 +43,7 @@ export function scenarioResult(scenario: string, service: LoadStats, baseline: L
     baseline,
     ratio: baseline.reqPerSec > 0 ? service.reqPerSec / baseline.reqPerSec : Number.NaN,
     p99Ratio: baseline.p99 > 0 ? service.p99 / baseline.p99 : Number.NaN,
+    cpuRatio: baseline.cpuMsPerRequest > 0 ? service.cpuMsPerRequest / baseline.cpuMsPerRequest : Number.NaN,
   };
 }
 
@@ -56,10 +59,14 @@ const HEAD = [
   'base non-2xx',
   'req/s ratio',
   'p99 ratio',
+  'svc CPU/req',
+  'base CPU/req',
+  'CPU ratio',
 ];
 
 const fixed = (n: number, digits: number) => (Number.isFinite(n) ? n.toFixed(digits) : '–');
 const ms = (n: number) => (Number.isFinite(n) ? `${fixed(n, n >= 100 ? 0 : 1)} ms` : '–');
+const cpuMs = (n: number) => (Number.isFinite(n) ? `${fixed(n, 2)} ms` : '–');
 const failures = (s: LoadStats) => {
   const codes = Object.entries(s.statuses).map(([code, count]) => `${code}×${count}`);
   const other = s.errors - s.timeouts;
@@ -84,6 +91,9 @@ function rows(db: DatabaseReport): string[][] {
     failures(r.baseline),
     Number.isFinite(r.ratio) ? `${fixed(r.ratio, 2)}×` : '–',
     Number.isFinite(r.p99Ratio) ? `${fixed(r.p99Ratio, 2)}×` : '–',
+    cpuMs(r.service.cpuMsPerRequest),
+    cpuMs(r.baseline.cpuMsPerRequest),
+    Number.isFinite(r.cpuRatio) ? `${fixed(r.cpuRatio, 2)}×` : '–',
   ]);
 }
 
@@ -137,7 +147,8 @@ export function formatMarkdown(r: BenchReport): string {
     '',
     ...preamble(r).map((l) => `${l}  `),
     '',
-    'Latencies are p50/p99 in ms; ratios are service ÷ baseline (req/s: higher is better for the service; p99: lower is). ' +
+    'Latencies are p50/p99 in ms; ratios are service ÷ baseline (req/s: higher is better for the service; p99 and CPU: lower is). ' +
+      'CPU/req is the server process’s own CPU time (user + system) per response: on a shared machine it is steadier than req/s, and it leaves out the database’s share. ' +
       'The non-2xx columns also list requests that timed out (no answer within 10 s) or failed to connect.',
     '',
   ];
@@ -152,10 +163,10 @@ export function formatMarkdown(r: BenchReport): string {
   return out.join('\n');
 }
 
-export function writeResults(dir: string, r: BenchReport): { json: string; md: string } {
+export function writeResults(dir: string, r: BenchReport, name: string): { json: string; md: string } {
   mkdirSync(dir, { recursive: true });
-  const json = path.join(dir, 'latest.json');
-  const md = path.join(dir, 'latest.md');
+  const json = path.join(dir, `${name}.json`);
+  const md = path.join(dir, `${name}.md`);
   writeFileSync(json, `${JSON.stringify(r, null, 2)}\n`);
   writeFileSync(md, formatMarkdown(r));
   return { json, md };
