@@ -16,11 +16,8 @@ import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import pg from 'pg';
 
 type Row = Record<string, unknown>;
-interface Queryable {
+interface Db {
   query(sql: string, params?: unknown[]): Promise<Row[]>;
-}
-interface Db extends Queryable {
-  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
 
@@ -28,20 +25,6 @@ async function openPostgres(url: string): Promise<Db> {
   const pool = new pg.Pool({ connectionString: url, max: 10 });
   return {
     query: async (sql, params) => (await pool.query(sql, params)).rows,
-    async transaction(fn) {
-      const client = await pool.connect();
-      try {
-        await client.query('begin');
-        const result = await fn({ query: async (sql, params) => (await client.query(sql, params)).rows });
-        await client.query('commit');
-        return result;
-      } catch (err) {
-        await client.query('rollback').catch(() => undefined);
-        throw err;
-      } finally {
-        client.release();
-      }
-    },
     close: () => pool.end(),
   };
 }
@@ -53,8 +36,6 @@ async function openPglite(dataDir: string): Promise<Db> {
   });
   return {
     query: async (sql, params) => (await db.query<Row>(sql, params)).rows,
-    transaction: (fn) =>
-      db.transaction((tx) => fn({ query: async (sql, params) => (await tx.query<Row>(sql, params)).rows })),
     close: () => db.close(),
   };
 }
@@ -158,41 +139,59 @@ async function listDeals(db: Db, orgId: string, url: URL) {
   return { data: rows.map(dealDto), meta: { total: Number(count[0]?.total ?? 0), limit, offset } };
 }
 
+/** The service's statements: the default pipeline's first stage, then deal and activity in one insert. */
 async function createDeal(db: Db, orgId: string, body: Row) {
   const title = typeof body.title === 'string' ? body.title.trim() : '';
   if (!title || title.length > 500) throw new HttpError(400, 'title: required, 1 to 500 characters');
   const company = typeof body.company_name === 'string' ? body.company_name : null;
   const value = typeof body.value === 'number' && body.value >= 0 ? body.value : null;
-  return db.transaction(async (tx) => {
-    const [stage] = await tx.query(
-      `select s.id, s.name, s.stage_type, s.pipeline_id, p.name as pipeline_name
-         from pipeline_stages s join pipelines p on p.id = s.pipeline_id
-        where p.org_id = $1 and p.is_default order by s.position limit 1`,
-      [orgId],
-    );
-    if (!stage) throw new Error('organization has no default pipeline');
-    const now = new Date();
-    const [deal] = await tx.query(
-      `insert into deals (id, org_id, title, company_name, value, currency, lifecycle_stage, pipeline_id, stage_id,
-                          last_activity_at, created_at)
-       values ($1, $2, $3, $4, $5, 'USD', 'lead', $6, $7, $8, $8) returning *`,
-      [uuidv7(), orgId, title, company, value, stage.pipeline_id, stage.id, now],
-    );
-    if (!deal) throw new Error('insert returned nothing');
-    await tx.query(
-      `insert into activities (id, org_id, deal_id, type, description, created_at)
-       values ($1, $2, $3, 'deal_created', $4, $5)`,
-      [uuidv7(), orgId, deal.id, `Deal "${title}" created in stage ${stage.name}`, now],
-    );
-    return {
-      data: dealDto({
-        ...deal,
-        stage_name: stage.name,
-        stage_type: stage.stage_type,
-        pipeline_name: stage.pipeline_name,
-      }),
-    };
-  });
+  const [stage] = await db.query(
+    `select s.id, s.name, s.stage_type, s.pipeline_id, p.name as pipeline_name
+       from pipeline_stages s join pipelines p on p.id = s.pipeline_id
+      where p.org_id = $1 and p.is_default order by s.position limit 1`,
+    [orgId],
+  );
+  if (!stage) throw new Error('organization has no default pipeline');
+  const now = new Date();
+  const id = uuidv7();
+  await db.query(
+    `with deal as (
+       insert into deals (id, org_id, title, company_name, value, currency, lifecycle_stage, lifecycle_stage_manual,
+                          pipeline_id, stage_id, last_activity_at, created_at)
+       values ($1, $2, $3, $4, $5, 'USD', 'lead', false, $6, $7, $8, $8)
+       returning id, org_id, created_at)
+     insert into activities (id, org_id, deal_id, type, description, created_at)
+     select $9, org_id, id, 'deal_created', $10, created_at from deal`,
+    [
+      id,
+      orgId,
+      title,
+      company,
+      value,
+      stage.pipeline_id,
+      stage.id,
+      now,
+      uuidv7(),
+      `Deal "${title}" created in stage ${stage.name}`,
+    ],
+  );
+  return {
+    data: dealDto({
+      id,
+      title,
+      company_name: company,
+      value,
+      currency: 'USD',
+      lifecycle_stage: 'lead',
+      stage_id: stage.id,
+      stage_name: stage.name,
+      stage_type: stage.stage_type,
+      pipeline_id: stage.pipeline_id,
+      pipeline_name: stage.pipeline_name,
+      last_activity_at: now,
+      created_at: now,
+    }),
+  };
 }
 
 async function dealDetail(db: Db, orgId: string, id: string) {

@@ -46,6 +46,41 @@ for (const { driver, label, skip } of DRIVERS) {
       expect((await s.api(`/deals/${deal.id}`)).body.data.deal).toEqual(deal);
     });
 
+    it('stores every create field exactly as sent, whatever characters the text holds', async () => {
+      const tricky = `O'Brien \\ "quoted" ? $1 :name -- /* x */ ünïcødé 🚀 %_`;
+      const res = await s.api('/deals', {
+        method: 'POST',
+        json: {
+          title: tricky,
+          company_name: tricky,
+          value: 0.01,
+          currency: 'eur',
+          contact_name: tricky,
+          contact_email: 'o.brien+crm@example.com',
+          notes: `${tricky}\nsecond line`,
+          lead_source: tricky,
+          expected_close_date: '2027-03-04T05:06:07.891+02:00',
+        },
+      });
+      expect(res.status).toBe(201);
+      expect(res.body.data).toMatchObject({
+        title: tricky,
+        company_name: tricky,
+        value: 0.01,
+        currency: 'EUR',
+        contact_name: tricky,
+        contact_email: 'o.brien+crm@example.com',
+        notes: `${tricky}\nsecond line`,
+        lead_source: tricky,
+        expected_close_date: '2027-03-04T03:06:07.891Z',
+      });
+      const read = await s.api(`/deals/${res.body.data.id}`);
+      expect(read.body.data.deal).toEqual(res.body.data);
+      expect(read.body.data.recent_activities).toEqual([
+        expect.objectContaining({ type: 'deal_created', description: `Deal "${tricky}" created in stage Lead` }),
+      ]);
+    });
+
     it('lists deals newest first with total, limit and offset, and filters by lifecycle_stage and pipeline_id', async () => {
       for (const title of ['L1', 'L2', 'L3']) await s.api('/deals', { method: 'POST', json: { title } });
       const page = await s.api('/deals?limit=2&offset=0');

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { EntityManager } from '@crm/db';
+import { type EntityManager, transaction } from '@crm/db';
 import { v7 as uuidv7 } from 'uuid';
 import { type AuthedContext, headerValue } from './context.ts';
 import { ApiError } from './errors.ts';
@@ -17,7 +17,8 @@ function requestHash(operation: string, input: Record<string, unknown>): string 
 /**
  * Runs a create once per `Idempotency-Key` (scoped to the API key), in one transaction with the
  * stored response. A concurrent retry blocks on the key's unique index until the first commits,
- * then replays its response; if the first rolled back, the retry runs for real.
+ * then replays its response; if the first rolled back, the retry runs for real. Without a key, `run`
+ * is simply called: it owns its atomicity (one statement, or `transaction`, which joins this one).
  */
 export async function withIdempotency<T>(
   ctx: AuthedContext,
@@ -26,13 +27,13 @@ export async function withIdempotency<T>(
   run: (em: EntityManager) => Promise<T>,
 ): Promise<T> {
   const key = headerValue(ctx, 'idempotency-key');
-  if (key === undefined) return ctx.em.transactional(run);
+  if (key === undefined) return run(ctx.em);
   if (!KEY_PATTERN.test(key))
     throw new ApiError('invalid_request', 'Idempotency-Key: must be 1 to 255 printable ASCII characters');
   const hash = requestHash(operation, input);
   const apiKeyId = ctx.principal.apiKeyId;
 
-  return ctx.em.transactional(async (em) => {
+  return transaction(ctx.em, async (em) => {
     await em.execute(
       `delete from idempotency_keys where api_key_id = ? and key = ? and created_at < now() - interval '${IDEMPOTENCY_WINDOW_HOURS} hours'`,
       [apiKeyId, key],

@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { Config } from '@crm/config';
 import { btree_gin } from '@electric-sql/pglite/contrib/btree_gin';
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
-import type { Options } from '@mikro-orm/core';
+import { type Options, TransactionPropagation } from '@mikro-orm/core';
 import { Migrator } from '@mikro-orm/migrations';
 import { MikroORM as PgliteMikroORM } from '@mikro-orm/pglite';
 import { MikroORM as PostgreSqlMikroORM } from '@mikro-orm/postgresql';
@@ -182,4 +182,13 @@ export type Tables = InferKyselyDB<(typeof entities)[number]>;
  */
 export function sqlOf(em: EntityManager): Kysely<Tables> {
   return em.getKysely<Tables>();
+}
+
+/**
+ * Runs `fn` in a transaction: the caller's, when one is open on `em` (a request is one transaction), else
+ * a new one. Services that write more than one statement wrap their work in this; a single statement is
+ * atomic on its own and needs no BEGIN/COMMIT round trips.
+ */
+export function transaction<T>(em: EntityManager, fn: (tx: EntityManager) => Promise<T>): Promise<T> {
+  return em.transactional(fn, { propagation: TransactionPropagation.REQUIRED });
 }

@@ -1,3 +1,4 @@
+import { transaction } from '@crm/db';
 import { withIdempotency } from '../../idempotency.ts';
 import { dataOf, IdParam } from '../../schemas.ts';
 import { authedProcedure, router } from '../../trpc.ts';
@@ -44,9 +45,9 @@ export const contactsRouter = router({
     .input(ContactCreateInput)
     .output(dataOf(Contact))
     .mutation(({ ctx, input }) =>
-      withIdempotency(ctx, 'contacts.create', input, async (em) => ({
-        data: toContactDto(await createContact(ctx, em, input)),
-      })),
+      withIdempotency(ctx, 'contacts.create', input, (em) =>
+        transaction(em, async (tx) => ({ data: toContactDto(await createContact(ctx, tx, input)) })),
+      ),
     ),
 
   get: authedProcedure
@@ -69,7 +70,7 @@ export const contactsRouter = router({
     .input(ContactUpdateInput.extend(IdParam.shape))
     .output(dataOf(Contact))
     .mutation(({ ctx, input: { id, ...fields } }) =>
-      ctx.em.transactional(async (em) => ({
+      transaction(ctx.em, async (em) => ({
         data: toContactDto((await updateContact(em, id, fields)).contact),
       })),
     ),

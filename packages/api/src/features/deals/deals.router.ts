@@ -1,3 +1,4 @@
+import { transaction } from '@crm/db';
 import { withIdempotency } from '../../idempotency.ts';
 import { dataOf, IdParam, SuccessResponse } from '../../schemas.ts';
 import { authedProcedure, router } from '../../trpc.ts';
@@ -39,6 +40,7 @@ export const dealsRouter = router({
     .input(DealCreateInput)
     .output(dataOf(Deal))
     .mutation(({ ctx, input }) =>
+      // createDeal is one statement, atomic on its own.
       withIdempotency(ctx, 'deals.create', input, async (em) => ({
         data: await createDeal(ctx, em, input),
       })),
@@ -64,7 +66,7 @@ export const dealsRouter = router({
     .input(DealUpdateInput.extend(IdParam.shape))
     .output(dataOf(Deal))
     .mutation(({ ctx, input: { id, ...fields } }) =>
-      ctx.em.transactional(async (em) => {
+      transaction(ctx.em, async (em) => {
         await updateDeal(em, id, fields);
         return { data: await dealDto(em, id) };
       }),
@@ -82,7 +84,8 @@ export const dealsRouter = router({
     .input(IdParam)
     .output(SuccessResponse)
     .mutation(async ({ ctx, input }) => {
-      await ctx.em.transactional((em) => deleteDeal(em, input.id));
+      // One statement (contacts and activities go by ON DELETE CASCADE): atomic without a transaction.
+      await deleteDeal(ctx.em, input.id);
       return { success: true as const };
     }),
 });

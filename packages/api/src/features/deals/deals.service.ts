@@ -1,4 +1,4 @@
-import { Deal, type EntityManager, type FieldChanges, Pipeline, PipelineStage, sqlOf } from '@crm/db';
+import { Deal, type EntityManager, type FieldChanges, Pipeline, PipelineStage } from '@crm/db';
 import { v7 as uuidv7 } from 'uuid';
 import { changeValue, recordActivity, sameValue } from '../../activities.ts';
 import type { AuthedContext } from '../../context.ts';
@@ -58,7 +58,20 @@ export type NewDeal = Pick<
   | 'updatedAt'
 >;
 
-/** The hot create path is a plain insert: nothing to track, so the unit of work's bookkeeping is skipped. */
+/**
+ * The deal and its 'deal_created' activity in one statement: atomic without BEGIN/COMMIT, and one round
+ * trip instead of four. This is the one write that does not go through `recordActivity`: POST /deals is
+ * the hot path, and on our machines every statement costs a socket write and read.
+ */
+const INSERT_DEAL_WITH_ACTIVITY = `with deal as (
+    insert into deals (id, org_id, title, company_name, value, currency, lifecycle_stage, lifecycle_stage_manual,
+                       pipeline_id, stage_id, contact_name, contact_email, notes, lead_source, expected_close_date,
+                       last_activity_at, created_at)
+    values (?, ?, ?, ?, ?, ?, ?, false, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    returning id, org_id, created_at)
+  insert into activities (id, org_id, deal_id, type, description, created_at)
+  select ?, org_id, id, 'deal_created', ?, created_at from deal`;
+
 export async function createDeal(
   ctx: AuthedContext,
   em: EntityManager,
@@ -90,34 +103,26 @@ export async function createDeal(
     createdAt: now,
     updatedAt: null,
   };
-  await sqlOf(em)
-    .insertInto('deals')
-    .values({
-      id: deal.id,
-      org_id: deal.orgId,
-      title: deal.title,
-      company_name: deal.companyName,
-      value: deal.value,
-      currency: deal.currency,
-      lifecycle_stage: deal.lifecycleStage,
-      lifecycle_stage_manual: false,
-      pipeline_id: stage.pipeline_id,
-      stage_id: stage.id,
-      contact_name: deal.contactName,
-      contact_email: deal.contactEmail,
-      notes: deal.notes,
-      lead_source: deal.leadSource,
-      expected_close_date: deal.expectedCloseDate,
-      last_activity_at: now,
-      created_at: now,
-    })
-    .execute();
-  await recordActivity(
-    em,
-    deal,
-    { type: 'deal_created', description: `Deal "${deal.title}" created in stage ${stage.name}` },
+  await em.execute(INSERT_DEAL_WITH_ACTIVITY, [
+    deal.id,
+    deal.orgId,
+    deal.title,
+    deal.companyName,
+    deal.value,
+    deal.currency,
+    deal.lifecycleStage,
+    stage.pipeline_id,
+    stage.id,
+    deal.contactName,
+    deal.contactEmail,
+    deal.notes,
+    deal.leadSource,
+    deal.expectedCloseDate,
     now,
-  );
+    now,
+    uuidv7(),
+    `Deal "${deal.title}" created in stage ${stage.name}`,
+  ]);
   return dealDtoOf(deal, stage);
 }
 
