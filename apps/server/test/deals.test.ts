@@ -77,7 +77,10 @@ for (const { driver, label, skip } of DRIVERS) {
       const read = await s.api(`/deals/${res.body.data.id}`);
       expect(read.body.data.deal).toEqual(res.body.data);
       expect(read.body.data.recent_activities).toEqual([
-        expect.objectContaining({ type: 'deal_created', description: `Deal "${tricky}" created in stage Lead` }),
+        expect.objectContaining({
+          type: 'deal_created',
+          description: `Deal "${tricky}" created in stage Lead`,
+        }),
       ]);
     });
 
