@@ -48,6 +48,27 @@ export interface ApiResponse {
   text: string;
 }
 
+/**
+ * Feature suites send hundreds of requests a minute with one key: they run with rate limits far above
+ * the contract's, which the limits suite sets back (`CONTRACT_RATE_LIMITS`) to test them.
+ */
+const UNTHROTTLED: Record<string, string> = {
+  CRM_RATE_LIMIT_CRUD: '1000000',
+  CRM_RATE_LIMIT_AI: '1000000',
+  CRM_RATE_LIMIT_SEARCH: '1000000',
+  CRM_RATE_LIMIT_WEBHOOKS: '1000000',
+  CRM_RATE_LIMIT_DEFAULT: '1000000',
+};
+
+/** The configured defaults: the contract's per-minute limits. */
+export const CONTRACT_RATE_LIMITS: Record<string, string> = {
+  CRM_RATE_LIMIT_CRUD: '200',
+  CRM_RATE_LIMIT_AI: '30',
+  CRM_RATE_LIMIT_SEARCH: '60',
+  CRM_RATE_LIMIT_WEBHOOKS: '30',
+  CRM_RATE_LIMIT_DEFAULT: '300',
+};
+
 async function createDatabase(adminUrl: string): Promise<{ url: string; drop(): Promise<void> }> {
   const name = `crm_test_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: adminUrl });
@@ -87,6 +108,7 @@ export async function startTestServer(
     PORT: '0',
     LOG_LEVEL: 'silent',
     CRM_BOOTSTRAP_ORG: 'false',
+    ...UNTHROTTLED,
     ...dbEnv,
     ...env,
   });
