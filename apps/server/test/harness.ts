@@ -3,7 +3,7 @@ import { createOrganizationWithKey } from '@crm/api';
 import { createCrmRestClient, createCrmTrpcClient } from '@crm/client';
 import { loadConfig } from '@crm/config';
 import pg from 'pg';
-import { createLogger } from '../src/logger.ts';
+import { createLogger, type Logger } from '../src/logger.ts';
 import { type RunningServer, startServer } from '../src/server.ts';
 
 /** PostgreSQL runs when TEST_DATABASE_URL points at a server where we may create databases. */
@@ -28,6 +28,8 @@ export interface TestOrg {
 export interface TestServer {
   url: string;
   base: string;
+  /** The environment the server's configuration was read from (to start another instance on the same database). */
+  env: Record<string, string>;
   running: RunningServer;
   orgA: TestOrg;
   orgB: TestOrg;
@@ -91,6 +93,7 @@ async function createDatabase(adminUrl: string): Promise<{ url: string; drop(): 
 export async function startTestServer(
   driver: DriverName,
   env: Record<string, string> = {},
+  options: { logger?: Logger } = {},
 ): Promise<TestServer> {
   let dropDatabase: (() => Promise<void>) | undefined;
   const dbEnv: Record<string, string> = {};
@@ -102,7 +105,7 @@ export async function startTestServer(
   } else {
     dbEnv.CRM_DATA_DIR = 'memory://';
   }
-  const config = loadConfig({
+  const serverEnv = {
     NODE_ENV: 'test',
     HOST: '127.0.0.1',
     PORT: '0',
@@ -111,8 +114,9 @@ export async function startTestServer(
     ...UNTHROTTLED,
     ...dbEnv,
     ...env,
-  });
-  const running = await startServer(config, createLogger(config));
+  };
+  const config = loadConfig(serverEnv);
+  const running = await startServer(config, options.logger ?? createLogger(config));
   const em = running.db.orm.em.fork();
   const a = await createOrganizationWithKey(em, 'Org A');
   const b = await createOrganizationWithKey(em, 'Org B');
@@ -123,6 +127,7 @@ export async function startTestServer(
   return {
     url: running.url,
     base,
+    env: serverEnv,
     running,
     orgA,
     orgB,

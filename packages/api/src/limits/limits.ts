@@ -125,8 +125,10 @@ export class Limits {
     ]);
     const quotas = charges.map((c) => ({ quota: c.quota, limit: c.limit, used: charge.used[c.quota] ?? 0 }));
     if (!charge.charged) {
-      if (rate.allowed) await this.rate.refund(group, caller.apiKeyId);
-      return { rejectedBy: charge.blockedBy, rate, period, quotas, nowMs };
+      if (!rate.allowed) return { rejectedBy: charge.blockedBy, rate, period, quotas, nowMs };
+      await this.rate.refund(group, caller.apiKeyId);
+      const refunded = { ...rate, remaining: Math.min(rate.limit.limit, rate.remaining + 1) };
+      return { rejectedBy: charge.blockedBy, rate: refunded, period, quotas, nowMs };
     }
     if (!rate.allowed) {
       await this.counters.uncharge(
