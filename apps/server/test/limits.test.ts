@@ -263,6 +263,14 @@ for (const { driver, label, skip } of DRIVERS) {
         };
         expect(data.httpStatus).toBe(429);
         expect(data.body).toMatchObject({ code: 'rate_limited', limit: 200, remaining: 0 });
+        const raw = await fetch(`${s.url}/trpc/deals.list?input=${encodeURIComponent('{}')}`, {
+          headers: { authorization: `Bearer ${org.apiKey}` },
+        });
+        await raw.arrayBuffer();
+        expect(raw.status).toBe(429);
+        expect(Number(raw.headers.get('retry-after'))).toBeGreaterThan(0);
+        expect(parseItem(raw.headers.get('ratelimit'))).toMatchObject({ name: 'crud', r: 0 });
+        expect(raw.headers.get('x-api-quota-used')).toBe(String(quotaBefore));
 
         // Other groups of the same key, and other keys, are not affected.
         const otherGroup = await s.api('/pipeline/stages', { key: org.apiKey });
