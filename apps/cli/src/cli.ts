@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfig } from '@crm/config';
+import { type Config, ConfigError, loadConfig } from '@crm/config';
 import { DataDirLockedError, openDatabase } from '@crm/db';
 import { type Action, COMMANDS, type CommandSpec, findCommand, synopsis } from './commands.ts';
 import { CliError, UsageError } from './errors.ts';
@@ -111,15 +111,17 @@ export async function run(argv: string[], env: Record<string, string | undefined
   }
 
   let db: Awaited<ReturnType<typeof openDatabase>>;
+  let config: Config;
   try {
-    db = await openDatabase(loadConfig(env).database, 'cli');
+    config = loadConfig(env);
+    db = await openDatabase(config.database, 'cli');
   } catch (err) {
     return report(err, io);
   }
   let code = 0;
   try {
     // Printed before closing: a key that was created must reach the user even if closing fails.
-    for (const row of await action(db.orm.em.fork())) io.stdout(JSON.stringify(row));
+    for (const row of await action(db.orm.em.fork(), config)) io.stdout(JSON.stringify(row));
   } catch (err) {
     code = report(err, io);
   } finally {

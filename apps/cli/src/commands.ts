@@ -3,14 +3,18 @@ import {
   issueApiKey,
   listApiKeys,
   listOrganizations,
+  orgQuotaReport,
   revokeApiKey,
+  setOrgQuota,
+  UnknownOrganizationError,
 } from '@crm/api';
+import type { Config } from '@crm/config';
 import { type EntityManager, Organization } from '@crm/db';
 import { z } from 'zod';
 import { CliError, UsageError } from './errors.ts';
 
 /** What a command does once the database is open: the JSON objects it returns are printed one per line. */
-export type Action = (em: EntityManager) => Promise<unknown[]>;
+export type Action = (em: EntityManager, config: Config) => Promise<unknown[]>;
 
 type OptionSpec = { type: 'string'; required?: boolean; description: string };
 
@@ -30,6 +34,27 @@ function uuidArg(value: string, what: string): string {
   const parsed = Uuid.safeParse(value);
   if (!parsed.success) throw new CliError(`${what} must be a UUID, got ${JSON.stringify(value)}`);
   return parsed.data.toLowerCase();
+}
+
+/** A monthly quota on the command line: a whole number of calls, or `default` for the configured one. */
+function quotaArg(value: string | undefined, flag: string): number | null | undefined {
+  if (value === undefined) return undefined;
+  if (value === 'default') return null;
+  if (!/^\d{1,15}$/.test(value))
+    throw new CliError(
+      `${flag} must be a whole number of calls per month, or "default"; got ${JSON.stringify(value)}`,
+    );
+  return Number(value);
+}
+
+/** The quota functions name a missing organization in their own error; the CLI shows it as one line. */
+async function asCliError<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    if (err instanceof UnknownOrganizationError) throw new CliError(err.message);
+    throw err;
+  }
 }
 
 async function requireOrganization(em: EntityManager, orgId: string): Promise<void> {
@@ -55,6 +80,41 @@ export const COMMANDS: CommandSpec[] = [
     options: {},
     summary: 'List organizations, one per line',
     prepare: () => (em) => listOrganizations(em),
+  },
+  {
+    name: 'org quota',
+    positionals: ['org_id'],
+    options: {},
+    summary: "Show an organization's monthly quotas and this month's stored use",
+    prepare({ positionals }) {
+      const orgId = uuidArg(positionals[0] ?? '', 'org_id');
+      return async (em, config) => [
+        await asCliError(() => orgQuotaReport(em, orgId, config.limits.monthlyQuota)),
+      ];
+    },
+  },
+  {
+    name: 'org set-quota',
+    positionals: ['org_id'],
+    options: {
+      api: { type: 'string', description: 'calls per month|default' },
+      ai: { type: 'string', description: 'AI calls per month|default' },
+    },
+    summary: "Set an organization's own monthly API and/or AI quota (default: back to the configured one)",
+    prepare({ positionals, options }) {
+      const orgId = uuidArg(positionals[0] ?? '', 'org_id');
+      const change = { api_calls: quotaArg(options.api, '--api'), ai_calls: quotaArg(options.ai, '--ai') };
+      if (change.api_calls === undefined && change.ai_calls === undefined)
+        throw new UsageError(
+          'give --api and/or --ai',
+          'org set-quota <org_id> [--api <N|default>] [--ai <N|default>]',
+        );
+      return async (em, config) =>
+        asCliError(async () => {
+          await setOrgQuota(em, orgId, change);
+          return [await orgQuotaReport(em, orgId, config.limits.monthlyQuota)];
+        });
+    },
   },
   {
     name: 'key create',

@@ -155,6 +155,52 @@ describe('embedded database (PGlite)', () => {
     expect(notUuid.stderr).toBe('error: --org must be a UUID, got "acme"\n');
   });
 
+  it('sets, shows and resets an organization’s own monthly quotas', SLOW, async () => {
+    const created = await crm(db, 'org', 'create', 'Quota Inc');
+    const orgId = (created.lines[0] as { org_id: string }).org_id;
+    const period = new Date().toISOString().slice(0, 7);
+
+    const shown = await crm(db, 'org', 'quota', orgId);
+    expect(shown.code).toBe(0);
+    expect(shown.lines).toEqual([
+      {
+        org_id: orgId,
+        period,
+        api_calls: { limit: 1_000_000, own: false, used: 0 },
+        ai_calls: { limit: 10_000, own: false, used: 0 },
+      },
+    ]);
+
+    const set = await crm(db, 'org', 'set-quota', orgId, '--api', '5000', '--ai', '0');
+    expect(set.stderr).toBe('');
+    expect(set.lines).toEqual([
+      {
+        org_id: orgId,
+        period,
+        api_calls: { limit: 5000, own: true, used: 0 },
+        ai_calls: { limit: 0, own: true, used: 0 },
+      },
+    ]);
+
+    const reset = await crm(db, 'org', 'set-quota', orgId, '--ai', 'default');
+    expect(reset.lines[0]).toMatchObject({
+      api_calls: { limit: 5000, own: true },
+      ai_calls: { limit: 10_000, own: false },
+    });
+
+    const bad = await crm(db, 'org', 'set-quota', orgId, '--api', 'lots');
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toBe(
+      'error: --api must be a whole number of calls per month, or "default"; got "lots"\n',
+    );
+    const nothing = await crm(db, 'org', 'set-quota', orgId);
+    expect(nothing.code).toBe(2);
+    expect(nothing.stderr).toContain('give --api and/or --ai');
+    const missing = await crm(db, 'org', 'quota', '0190a0a0-0000-7000-8000-000000000000');
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toBe('error: organization 0190a0a0-0000-7000-8000-000000000000 does not exist\n');
+  });
+
   it('refuses, with one clear line, a data directory the server holds', SLOW, async () => {
     const lockedDir = freshDataDir();
     const server = await openDatabase({ kind: 'pglite', dataDir: lockedDir }, 'server');

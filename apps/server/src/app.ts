@@ -4,6 +4,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import {
   ApiError,
+  admitRequest,
   appRouter,
   authenticate,
   buildOpenApiDocument,
@@ -16,7 +17,7 @@ import { nodeHTTPRequestHandler } from '@trpc/server/adapters/node-http';
 import Koa from 'koa';
 import type { Logger } from './logger.ts';
 import { attachContext, contextOf } from './request-context.ts';
-import { MAX_BODY_BYTES, matchRoute, restHandler } from './rest-adapter.ts';
+import { MAX_BODY_BYTES, matchRoute, type Route, restHandler } from './rest-adapter.ts';
 
 export const API_PREFIX = '/api/v1/crm';
 export const TRPC_PREFIX = '/trpc';
@@ -69,6 +70,9 @@ export function buildApp(services: Services, logger: Logger, state: AppState = {
     } catch (err) {
       const { status, body, headers } = toErrorResponse(err);
       if (status >= 500) logger.error({ req_id: requestId, err }, 'request failed');
+      // Headers the call already earned (rate-limit and quota headers) go on its error too.
+      const apiContext = ctx.state.apiContext as ReturnType<typeof createRequestContext> | undefined;
+      if (apiContext) ctx.set(apiContext.response.headers);
       ctx.set(headers);
       ctx.status = status;
       ctx.body = body;
@@ -120,8 +124,9 @@ export function buildApp(services: Services, logger: Logger, state: AppState = {
     }
   });
 
-  // Every API request gets its context (one unit of work) and is authenticated before its body is read,
-  // so the order of answers is: 404/405 for the route, 401, then 413/415/400 for the body.
+  // Every API request gets its context (one unit of work) and is authenticated and admitted by its rate
+  // limit and quotas before its body is read, so the order of answers is: 404/405 for the route, 401,
+  // 429, then 413/415/400 for the body.
   app.use(matchRoute(API_PREFIX));
   app.use(async (ctx, next) => {
     const isRest = ctx.path.startsWith(`${API_PREFIX}/`);
@@ -132,7 +137,10 @@ export function buildApp(services: Services, logger: Logger, state: AppState = {
     });
     ctx.state.apiContext = context;
     attachContext(ctx.req, context);
-    if (isRest) await authenticate(context);
+    if (isRest) {
+      const principal = await authenticate(context);
+      context.admission = await admitRequest({ ...context, principal }, (ctx.state.route as Route).rateLimit);
+    }
     return next();
   });
 
@@ -152,8 +160,13 @@ export function buildApp(services: Services, logger: Logger, state: AppState = {
         if (error.code === 'INTERNAL_SERVER_ERROR' && !(error.cause instanceof ApiError))
           logger.error({ req_id: ctx.state.requestId, err: error.cause ?? error }, 'request failed');
       },
-      // The status comes from our error table, as on REST.
-      responseMeta: ({ errors }) => (errors[0] ? { status: toErrorResponse(errors[0]).status } : {}),
+      // The status comes from our error table, as on REST; the rate-limit and quota headers ride along.
+      responseMeta: ({ ctx: context, errors }) => {
+        const headers = { ...context?.response.headers };
+        if (!errors[0]) return { headers };
+        const { status, headers: errorHeaders } = toErrorResponse(errors[0]);
+        return { status, headers: { ...headers, ...errorHeaders } };
+      },
     });
     ctx.status = ctx.res.statusCode;
   });

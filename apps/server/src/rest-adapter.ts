@@ -1,5 +1,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ApiError, type ApiErrorData, type AppRouter, appRouter, type Meta, toErrorResponse } from '@crm/api';
+import {
+  ApiError,
+  type ApiErrorData,
+  type AppRouter,
+  appRouter,
+  type LimitGroup,
+  type Meta,
+  toErrorResponse,
+} from '@crm/api';
 import type { Middleware } from 'koa';
 import { createOpenApiNodeHttpHandler } from 'trpc-to-openapi';
 import { contextOf } from './request-context.ts';
@@ -10,6 +18,7 @@ export interface Route {
   pattern: RegExp;
   pathParams: string[];
   successStatus: number;
+  rateLimit: LimitGroup;
 }
 
 /** The documented routes, read from the procedures' OpenAPI meta: exact case, no trailing slash. */
@@ -23,7 +32,14 @@ function collectRoutes(router: AppRouter): Route[] {
     const { method, path } = meta.openapi;
     const pattern = new RegExp(`^${path.replace(/\{[^}]+\}/g, '[^/]+')}$`);
     const pathParams = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1] as string);
-    routes.push({ method, template: path, pattern, pathParams, successStatus: meta.successStatus ?? 200 });
+    routes.push({
+      method,
+      template: path,
+      pattern,
+      pathParams,
+      successStatus: meta.successStatus ?? 200,
+      rateLimit: meta.rateLimit ?? 'default',
+    });
   }
   return routes;
 }

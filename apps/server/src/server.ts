@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createOrganizationWithKey, pruneIdempotencyKeys, type Services } from '@crm/api';
+import { createOrganizationWithKey, Limits, pruneIdempotencyKeys, type Services } from '@crm/api';
 import type { Config } from '@crm/config';
 import { type Database, Organization, openDatabase } from '@crm/db';
 import { type AppState, buildApp } from './app.ts';
@@ -30,13 +30,15 @@ async function bootstrapOrganization(db: Database, logger: Logger): Promise<void
 
 export async function startServer(config: Config, logger: Logger): Promise<RunningServer> {
   const db = await openDatabase(config.database, 'server');
+  let limits: Limits;
   try {
     if (config.bootstrapOrg) await bootstrapOrganization(db, logger);
+    limits = await Limits.create(config.limits, db.orm, logger);
   } catch (err) {
     await db.close();
     throw err;
   }
-  const services: Services = { orm: db.orm, config };
+  const services: Services = { orm: db.orm, config, limits };
   const state: AppState = { draining: false };
   const app = buildApp(services, logger, state);
   const server = app.listen({ port: config.port, host: config.host });
@@ -70,6 +72,10 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
       const timer = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
       await closed;
       clearTimeout(timer);
+      // The last counted calls reach the database before it closes.
+      await limits
+        .close()
+        .catch((err: unknown) => logger.error({ err }, 'storing the last usage counts failed'));
       await db.close();
     })();
     return stopping;

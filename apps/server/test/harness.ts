@@ -3,7 +3,7 @@ import { createOrganizationWithKey } from '@crm/api';
 import { createCrmRestClient, createCrmTrpcClient } from '@crm/client';
 import { loadConfig } from '@crm/config';
 import pg from 'pg';
-import { createLogger } from '../src/logger.ts';
+import { createLogger, type Logger } from '../src/logger.ts';
 import { type RunningServer, startServer } from '../src/server.ts';
 
 /** PostgreSQL runs when TEST_DATABASE_URL points at a server where we may create databases. */
@@ -28,6 +28,8 @@ export interface TestOrg {
 export interface TestServer {
   url: string;
   base: string;
+  /** The environment the server's configuration was read from (to start another instance on the same database). */
+  env: Record<string, string>;
   running: RunningServer;
   orgA: TestOrg;
   orgB: TestOrg;
@@ -47,6 +49,27 @@ export interface ApiResponse {
   body: any;
   text: string;
 }
+
+/**
+ * Feature suites send hundreds of requests a minute with one key: they run with rate limits far above
+ * the contract's, which the limits suite sets back (`CONTRACT_RATE_LIMITS`) to test them.
+ */
+const UNTHROTTLED: Record<string, string> = {
+  CRM_RATE_LIMIT_CRUD: '1000000',
+  CRM_RATE_LIMIT_AI: '1000000',
+  CRM_RATE_LIMIT_SEARCH: '1000000',
+  CRM_RATE_LIMIT_WEBHOOKS: '1000000',
+  CRM_RATE_LIMIT_DEFAULT: '1000000',
+};
+
+/** The configured defaults: the contract's per-minute limits. */
+export const CONTRACT_RATE_LIMITS: Record<string, string> = {
+  CRM_RATE_LIMIT_CRUD: '200',
+  CRM_RATE_LIMIT_AI: '30',
+  CRM_RATE_LIMIT_SEARCH: '60',
+  CRM_RATE_LIMIT_WEBHOOKS: '30',
+  CRM_RATE_LIMIT_DEFAULT: '300',
+};
 
 async function createDatabase(adminUrl: string): Promise<{ url: string; drop(): Promise<void> }> {
   const name = `crm_test_${randomBytes(6).toString('hex')}`;
@@ -70,6 +93,7 @@ async function createDatabase(adminUrl: string): Promise<{ url: string; drop(): 
 export async function startTestServer(
   driver: DriverName,
   env: Record<string, string> = {},
+  options: { logger?: Logger } = {},
 ): Promise<TestServer> {
   let dropDatabase: (() => Promise<void>) | undefined;
   const dbEnv: Record<string, string> = {};
@@ -81,16 +105,18 @@ export async function startTestServer(
   } else {
     dbEnv.CRM_DATA_DIR = 'memory://';
   }
-  const config = loadConfig({
+  const serverEnv = {
     NODE_ENV: 'test',
     HOST: '127.0.0.1',
     PORT: '0',
     LOG_LEVEL: 'silent',
     CRM_BOOTSTRAP_ORG: 'false',
+    ...UNTHROTTLED,
     ...dbEnv,
     ...env,
-  });
-  const running = await startServer(config, createLogger(config));
+  };
+  const config = loadConfig(serverEnv);
+  const running = await startServer(config, options.logger ?? createLogger(config));
   const em = running.db.orm.em.fork();
   const a = await createOrganizationWithKey(em, 'Org A');
   const b = await createOrganizationWithKey(em, 'Org B');
@@ -101,6 +127,7 @@ export async function startTestServer(
   return {
     url: running.url,
     base,
+    env: serverEnv,
     running,
     orgA,
     orgB,

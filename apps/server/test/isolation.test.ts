@@ -295,6 +295,26 @@ for (const { driver, label, skip } of DRIVERS) {
       });
     });
 
+    describe("B's usage is B's own", () => {
+      it('GET /usage with B’s key counts only B’s calls and shows none of A’s alerts', async () => {
+        await s.sql(
+          `insert into usage_alerts (id, org_id, period, quota, threshold_percent, used, quota_limit, created_at)
+           values (?, ?, to_char(now() at time zone 'UTC', 'YYYY-MM'), 'api_calls', 80, 8, 10, now())`,
+          ['01890a5d-ac96-774b-bcce-b302099a8058', s.orgA.orgId],
+        );
+        const a = await s.api('/usage', { key: keyA });
+        const b = await s.api('/usage', { key: keyB });
+        expect(a.status).toBe(200);
+        expect(b.status).toBe(200);
+        expect(a.body.data.alerts).toHaveLength(1);
+        expect(b.body.data.alerts).toEqual([]);
+        // Each organization's count is its own: the header of the response and the body agree.
+        expect(String(b.body.data.quotas.api_calls.used)).toBe(b.headers.get('x-api-quota-used'));
+        expect(String(a.body.data.quotas.api_calls.used)).toBe(a.headers.get('x-api-quota-used'));
+        expect(a.body.data.quotas.api_calls.used).not.toBe(b.body.data.quotas.api_calls.used);
+      });
+    });
+
     describe('over tRPC', () => {
       it('deals.get of A’s deal with B’s key rejects with a 404 like a missing deal', async () => {
         const client = s.trpc(s.orgB);

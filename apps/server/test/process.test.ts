@@ -100,6 +100,7 @@ describe('the server process', () => {
         'GET /pipeline/stages',
         'GET /pipeline/health',
         'GET /search',
+        'GET /usage',
       ].sort(),
     );
   });

@@ -1,10 +1,13 @@
 import type { Config } from '@crm/config';
 import type { EntityManager, Orm } from '@crm/db';
+import type { Admission, Limits } from './limits/limits.ts';
 
 /** What every request handler can reach: built once at start-up. */
 export interface Services {
   orm: Orm;
   config: Config;
+  /** Rate limits and monthly quotas. */
+  limits: Limits;
 }
 
 /** Who is calling: set by the auth middleware from the API key, never from the request body. */
@@ -23,6 +26,8 @@ export interface Context {
   /** Status and headers a procedure wants on its response (e.g. 201, Idempotent-Replayed). */
   response: { status?: number; headers: Record<string, string> };
   principal?: Principal;
+  /** Set when the HTTP edge already checked and counted this call (REST: one call per request). */
+  admission?: Admission;
 }
 
 export type AuthedContext = Context & { principal: Principal };

@@ -18,6 +18,8 @@ export const ERROR_CODES = {
   unsupported_media_type: 415,
   idempotency_key_reused: 422,
   rate_limited: 429,
+  api_quota_exceeded: 429,
+  ai_quota_exceeded: 429,
   internal_error: 500,
 } as const;
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -24,7 +24,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   413: 'Request body over 1 MB',
   415: 'Content-Type is not application/json',
   422: 'Idempotency-Key reused with a different body',
-  429: 'Rate limit or monthly quota exceeded',
+  429: 'Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again',
   500: 'Internal server error',
 };
 

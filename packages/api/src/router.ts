@@ -2,6 +2,7 @@ import { contactsRouter } from './features/contacts/contacts.router.ts';
 import { dealsRouter } from './features/deals/deals.router.ts';
 import { pipelineRouter } from './features/pipeline/pipeline.router.ts';
 import { searchRouter } from './features/search/search.router.ts';
+import { usageRouter } from './features/usage/usage.router.ts';
 import { router } from './trpc.ts';
 
 export const appRouter = router({
@@ -9,5 +10,6 @@ export const appRouter = router({
   contacts: contactsRouter,
   pipeline: pipelineRouter,
   search: searchRouter,
+  usage: usageRouter,
 });
 export type AppRouter = typeof appRouter;

@@ -3,15 +3,11 @@ import type { OpenApiMeta } from 'trpc-to-openapi';
 import { authenticate } from './auth.ts';
 import type { Context } from './context.ts';
 import { ApiError, type ErrorBody, toErrorResponse, toTRPCError } from './errors.ts';
+import { admitRequest } from './limits/admission.ts';
+import type { RateLimitGroup } from './limits/groups.ts';
 
 export type { AuthedContext } from './context.ts';
-
-/**
- * The contract's per-minute rate-limit groups (section 8). A procedure names its group in its meta;
- * one without a group falls in the default group. The AI group also consumes the monthly AI quota.
- */
-export const RATE_LIMIT_GROUPS = ['crud', 'ai', 'search', 'webhooks'] as const;
-export type RateLimitGroup = (typeof RATE_LIMIT_GROUPS)[number];
+export { RATE_LIMIT_GROUPS, type RateLimitGroup } from './limits/groups.ts';
 
 /**
  * Beyond trpc-to-openapi's meta: the status a successful call answers with (201 for creates), and the
@@ -52,8 +48,13 @@ const errorBoundary = t.middleware(async ({ next }) => {
 
 export const publicProcedure = t.procedure.use(errorBoundary);
 
-/** Resolves the API key to its organization (unless the HTTP edge already did) and scopes the request to it. */
-export const authedProcedure = publicProcedure.use(async ({ ctx, next }) => {
+/**
+ * Resolves the API key to its organization and scopes the request to it, then checks and counts the call
+ * against its rate-limit group and the monthly quotas, unless the HTTP edge already did both (REST).
+ * Each call of a tRPC batch is checked and counted on its own.
+ */
+export const authedProcedure = publicProcedure.use(async ({ ctx, meta, next }) => {
   const principal = ctx.principal ?? (await authenticate(ctx));
+  if (!ctx.admission) await admitRequest({ ...ctx, principal }, meta?.rateLimit);
   return next({ ctx: { ...ctx, principal } });
 });

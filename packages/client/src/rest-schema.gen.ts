@@ -124,6 +124,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** This month’s API and AI usage against the quotas, the rate limits, and usage alerts */
+        get: operations["usage-get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -281,7 +298,7 @@ export interface components {
             /** @description What went wrong, naming the field for invalid input */
             error: string;
             /** @enum {string} */
-            code?: "invalid_request" | "invalid_json" | "missing_api_key" | "invalid_api_key" | "not_found" | "method_not_allowed" | "idempotency_key_in_use" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "internal_error";
+            code?: "invalid_request" | "invalid_json" | "missing_api_key" | "invalid_api_key" | "not_found" | "method_not_allowed" | "idempotency_key_in_use" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "api_quota_exceeded" | "ai_quota_exceeded" | "internal_error";
             retry_after_seconds?: number;
             limit?: number;
             used?: number;
@@ -346,7 +363,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limit or monthly quota exceeded */
+            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -454,7 +471,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limit or monthly quota exceeded */
+            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -522,7 +539,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limit or monthly quota exceeded */
+            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -593,7 +610,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limit or monthly quota exceeded */
+            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -703,7 +720,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limit or monthly quota exceeded */
+            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -770,7 +787,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limit or monthly quota exceeded */
+            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -884,7 +901,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limit or monthly quota exceeded */
+            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -952,7 +969,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limit or monthly quota exceeded */
+            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -1057,7 +1074,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limit or monthly quota exceeded */
+            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -1106,7 +1123,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limit or monthly quota exceeded */
+            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -1155,7 +1172,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limit or monthly quota exceeded */
+            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -1216,7 +1233,118 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limit or monthly quota exceeded */
+            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "usage-get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            period: {
+                                /**
+                                 * Format: date-time
+                                 * @description First instant of the current UTC calendar month
+                                 */
+                                start: string;
+                                /**
+                                 * Format: date-time
+                                 * @description First instant of the next month (exclusive)
+                                 */
+                                end: string;
+                            };
+                            quotas: {
+                                api_calls: {
+                                    /** @description Calls allowed in the period (0: switched off) */
+                                    limit: number;
+                                    /** @description Calls counted in the period so far, this one included */
+                                    used: number;
+                                    remaining: number;
+                                    /** @description used ÷ limit × 100, two decimals (100 when the limit is 0) */
+                                    percent_used: number;
+                                    /**
+                                     * Format: date-time
+                                     * @description Start of the next period, when the count starts again from 0
+                                     */
+                                    reset_at: string;
+                                };
+                                ai_calls: {
+                                    /** @description Calls allowed in the period (0: switched off) */
+                                    limit: number;
+                                    /** @description Calls counted in the period so far, this one included */
+                                    used: number;
+                                    remaining: number;
+                                    /** @description used ÷ limit × 100, two decimals (100 when the limit is 0) */
+                                    percent_used: number;
+                                    /**
+                                     * Format: date-time
+                                     * @description Start of the next period, when the count starts again from 0
+                                     */
+                                    reset_at: string;
+                                };
+                            };
+                            rate_limits: {
+                                /** @enum {string} */
+                                group: "crud" | "ai" | "search" | "webhooks" | "default";
+                                /** @description Requests per window and API key */
+                                limit: number;
+                                window_seconds: number;
+                            }[];
+                            /** @description Quotas that crossed 80 % or 95 % this period, oldest first */
+                            alerts: {
+                                /** @enum {string} */
+                                quota: "api_calls" | "ai_calls";
+                                /** @description 80 or 95 */
+                                threshold_percent: number;
+                                /** @description Calls counted when the alert was recorded */
+                                used: number;
+                                limit: number;
+                                /** Format: date-time */
+                                recorded_at: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Missing, invalid or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
             429: {
                 headers: {
                     [name: string]: unknown;

@@ -6,6 +6,9 @@ const DEFAULT_DATA_DIR = fileURLToPath(new URL('../../../data', import.meta.url)
 
 const booleanFlag = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 
+const perWindow = (fallback: number) => z.coerce.number().int().min(1).max(1_000_000_000).default(fallback);
+const monthly = (fallback: number) => z.coerce.number().int().min(0).max(1e15).default(fallback);
+
 const EnvSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   HOST: z.string().min(1).default('0.0.0.0'),
@@ -17,6 +20,18 @@ const EnvSchema = z.object({
   CRM_STALE_THRESHOLD_DAYS: z.coerce.number().int().min(1).max(365).default(14),
   CRM_BOOTSTRAP_ORG: booleanFlag.default(true),
   CRM_SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).default(10_000),
+  REDIS_URL: z.url({ protocol: /^rediss?$/ }).optional(),
+  CRM_REDIS_PREFIX: z.string().min(1).max(100).default('crm:'),
+  CRM_RATE_LIMIT_WINDOW_SECONDS: z.coerce.number().int().min(1).max(3600).default(60),
+  CRM_RATE_LIMIT_CRUD: perWindow(200),
+  CRM_RATE_LIMIT_AI: perWindow(30),
+  CRM_RATE_LIMIT_SEARCH: perWindow(60),
+  CRM_RATE_LIMIT_WEBHOOKS: perWindow(30),
+  CRM_RATE_LIMIT_DEFAULT: perWindow(300),
+  CRM_INSTANCE_COUNT: z.coerce.number().int().min(1).max(1000).default(1),
+  CRM_API_QUOTA_MONTHLY: monthly(1_000_000),
+  CRM_AI_QUOTA_MONTHLY: monthly(10_000),
+  CRM_USAGE_FLUSH_INTERVAL_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
 });
 
 export type Config = Readonly<{
@@ -28,6 +43,20 @@ export type Config = Readonly<{
   staleThresholdDays: number;
   bootstrapOrg: boolean;
   shutdownTimeoutMs: number;
+  limits: LimitsConfig;
+}>;
+
+/** Rate limits (requests per window and API key) and monthly quotas (calls per organization). */
+export type LimitsConfig = Readonly<{
+  windowSeconds: number;
+  perWindow: Readonly<{ crud: number; ai: number; search: number; webhooks: number; default: number }>;
+  /** How many instances share the load: during a Redis outage each enforces 1/N of each limit. */
+  instanceCount: number;
+  monthlyQuota: Readonly<{ api: number; ai: number }>;
+  /** How often counted calls are added to the database. */
+  flushIntervalMs: number;
+  /** Set in cluster mode: counters live in Redis, shared by every instance. */
+  redis?: Readonly<{ url: string; keyPrefix: string }>;
 }>;
 
 export class ConfigError extends Error {
@@ -58,5 +87,19 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     staleThresholdDays: e.CRM_STALE_THRESHOLD_DAYS,
     bootstrapOrg: e.CRM_BOOTSTRAP_ORG,
     shutdownTimeoutMs: e.CRM_SHUTDOWN_TIMEOUT_MS,
+    limits: {
+      windowSeconds: e.CRM_RATE_LIMIT_WINDOW_SECONDS,
+      perWindow: {
+        crud: e.CRM_RATE_LIMIT_CRUD,
+        ai: e.CRM_RATE_LIMIT_AI,
+        search: e.CRM_RATE_LIMIT_SEARCH,
+        webhooks: e.CRM_RATE_LIMIT_WEBHOOKS,
+        default: e.CRM_RATE_LIMIT_DEFAULT,
+      },
+      instanceCount: e.CRM_INSTANCE_COUNT,
+      monthlyQuota: { api: e.CRM_API_QUOTA_MONTHLY, ai: e.CRM_AI_QUOTA_MONTHLY },
+      flushIntervalMs: e.CRM_USAGE_FLUSH_INTERVAL_MS,
+      ...(e.REDIS_URL ? { redis: { url: e.REDIS_URL, keyPrefix: e.CRM_REDIS_PREFIX } } : {}),
+    },
   });
 }

@@ -231,6 +231,58 @@ export const OutboxEvent = defineEntity({
 });
 export type OutboxEvent = InferEntity<typeof OutboxEvent>;
 
+/** The monthly quotas an organization is held to (contract section 8): API calls, and AI calls. */
+export const QUOTAS = ['api_calls', 'ai_calls'] as const;
+export type Quota = (typeof QUOTAS)[number];
+
+/** An organization's own monthly quotas, set by `crm org set-quota`; null keeps the configured default. */
+export const OrganizationQuota = defineEntity({
+  name: 'OrganizationQuota',
+  tableName: 'organization_quotas',
+  properties: {
+    orgId: p.uuid().primary(),
+    apiCallsPerMonth: p.bigint('number').nullable(),
+    aiCallsPerMonth: p.bigint('number').nullable(),
+    updatedAt: p.datetime(),
+  },
+});
+export type OrganizationQuota = InferEntity<typeof OrganizationQuota>;
+
+/**
+ * Calls counted per organization, UTC month (`YYYY-MM`) and quota. Instances add what they counted
+ * every second or so (upsert-add), so no request ever writes this row.
+ */
+export const UsageCounter = defineEntity({
+  name: 'UsageCounter',
+  tableName: 'usage_counters',
+  properties: {
+    orgId: p.uuid().primary(),
+    period: p.string().primary(),
+    quota: p.enum(QUOTAS).primary(),
+    used: p.bigint('number'),
+    updatedAt: p.datetime(),
+  },
+});
+export type UsageCounter = InferEntity<typeof UsageCounter>;
+
+/** An organization crossed 80 % or 95 % of a quota in a period: recorded once (unique), shown by GET /usage. */
+export const UsageAlert = defineEntity({
+  name: 'UsageAlert',
+  tableName: 'usage_alerts',
+  filters: orgFilter,
+  properties: {
+    id: id(),
+    orgId: p.uuid(),
+    period: p.string(),
+    quota: p.enum(QUOTAS),
+    thresholdPercent: p.integer(),
+    used: p.bigint('number'),
+    quotaLimit: p.bigint('number'),
+    createdAt: createdAt(),
+  },
+});
+export type UsageAlert = InferEntity<typeof UsageAlert>;
+
 export const entities = [
   Organization,
   ApiKey,
@@ -241,4 +293,7 @@ export const entities = [
   Activity,
   IdempotencyRecord,
   OutboxEvent,
+  OrganizationQuota,
+  UsageCounter,
+  UsageAlert,
 ];
