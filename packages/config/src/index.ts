@@ -6,6 +6,35 @@ const DEFAULT_DATA_DIR = fileURLToPath(new URL('../../../data', import.meta.url)
 
 const booleanFlag = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 
+const DURATION_UNITS_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 } as const;
+
+/** `5s,30s,2m,1h` (units ms, s, m, h) to milliseconds. */
+const durationList = z
+  .string()
+  .regex(
+    /^\s*\d+(\.\d+)?(ms|s|m|h)(\s*,\s*\d+(\.\d+)?(ms|s|m|h))*\s*$/,
+    'a comma-separated list like 5s,2m,1h',
+  )
+  .transform((list) =>
+    list.split(',').map((item) => {
+      const [, amount, unit] = /^\s*(\d+(?:\.\d+)?)(ms|s|m|h)\s*$/.exec(item) as RegExpExecArray;
+      return Math.round(Number(amount) * DURATION_UNITS_MS[unit as keyof typeof DURATION_UNITS_MS]);
+    }),
+  );
+
+/** An AES-256 key: 32 random bytes, base64 (`openssl rand -base64 32`). */
+const aesKey = z
+  .string()
+  .transform((v) => Buffer.from(v, 'base64'))
+  .refine((key) => key.length === 32, 'must be 32 bytes, base64-encoded (openssl rand -base64 32)');
+
+/** What one process runs: the API and the webhook worker (`all`), or one of them. */
+export const PROCESS_ROLES = ['all', 'api', 'worker'] as const;
+export type ProcessRole = (typeof PROCESS_ROLES)[number];
+
+/** Delays between a webhook delivery's attempts: about a day in all (README, Webhooks). */
+export const DEFAULT_WEBHOOK_RETRY_SCHEDULE = '5s,30s,2m,10m,30m,1h,2h,4h,8h,8h';
+
 const EnvSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   HOST: z.string().min(1).default('0.0.0.0'),
@@ -17,6 +46,15 @@ const EnvSchema = z.object({
   CRM_STALE_THRESHOLD_DAYS: z.coerce.number().int().min(1).max(365).default(14),
   CRM_BOOTSTRAP_ORG: booleanFlag.default(true),
   CRM_SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).default(10_000),
+  CRM_ROLE: z.enum(PROCESS_ROLES).default('all'),
+  CRM_WEBHOOKS_ALLOW_PRIVATE: booleanFlag.default(false),
+  CRM_WEBHOOKS_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
+  CRM_WEBHOOKS_RETRY_SCHEDULE: durationList.prefault(DEFAULT_WEBHOOK_RETRY_SCHEDULE),
+  CRM_WEBHOOKS_MAX_CONSECUTIVE_FAILURES: z.coerce.number().int().min(1).default(50),
+  CRM_WEBHOOKS_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
+  CRM_WEBHOOKS_CONCURRENCY: z.coerce.number().int().min(1).max(200).default(10),
+  CRM_WEBHOOKS_POLL_INTERVAL_MS: z.coerce.number().int().min(10).max(60_000).default(500),
+  CRM_WEBHOOKS_ENCRYPTION_KEY: aesKey.optional(),
 });
 
 export type Config = Readonly<{
@@ -28,6 +66,24 @@ export type Config = Readonly<{
   staleThresholdDays: number;
   bootstrapOrg: boolean;
   shutdownTimeoutMs: number;
+  role: ProcessRole;
+  webhooks: WebhooksConfig;
+}>;
+
+export type WebhooksConfig = Readonly<{
+  /** Deliver to loopback, private, link-local and metadata addresses (local development and tests). */
+  allowPrivate: boolean;
+  timeoutMs: number;
+  /** Delay before each retry, in milliseconds; its length is the number of retries. */
+  retryScheduleMs: readonly number[];
+  /** Consecutive failed attempts after which an endpoint is deactivated. */
+  maxConsecutiveFailures: number;
+  retentionDays: number;
+  /** Deliveries in flight at once in one worker process. */
+  concurrency: number;
+  pollIntervalMs: number;
+  /** Encrypts signing secrets at rest (AES-256-GCM); without it they are stored as they are. */
+  encryptionKey: Buffer | undefined;
 }>;
 
 export class ConfigError extends Error {
@@ -47,6 +103,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError(`Invalid configuration: ${problems}`);
   }
   const e = parsed.data;
+  // The embedded database belongs to one process: an API-only process there would leave events undelivered.
+  if (e.CRM_ROLE !== 'all' && !e.DATABASE_URL)
+    throw new ConfigError(
+      `Invalid configuration: CRM_ROLE: '${e.CRM_ROLE}' needs DATABASE_URL (the embedded database serves one process, which runs both)`,
+    );
   return Object.freeze({
     env: e.NODE_ENV,
     host: e.HOST,
@@ -58,5 +119,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     staleThresholdDays: e.CRM_STALE_THRESHOLD_DAYS,
     bootstrapOrg: e.CRM_BOOTSTRAP_ORG,
     shutdownTimeoutMs: e.CRM_SHUTDOWN_TIMEOUT_MS,
+    role: e.CRM_ROLE,
+    webhooks: Object.freeze({
+      allowPrivate: e.CRM_WEBHOOKS_ALLOW_PRIVATE,
+      timeoutMs: e.CRM_WEBHOOKS_TIMEOUT_MS,
+      retryScheduleMs: Object.freeze(e.CRM_WEBHOOKS_RETRY_SCHEDULE),
+      maxConsecutiveFailures: e.CRM_WEBHOOKS_MAX_CONSECUTIVE_FAILURES,
+      retentionDays: e.CRM_WEBHOOKS_RETENTION_DAYS,
+      concurrency: e.CRM_WEBHOOKS_CONCURRENCY,
+      pollIntervalMs: e.CRM_WEBHOOKS_POLL_INTERVAL_MS,
+      encryptionKey: e.CRM_WEBHOOKS_ENCRYPTION_KEY,
+    }),
   });
 }
