@@ -2,6 +2,7 @@ import { contactsRouter } from './features/contacts/contacts.router.ts';
 import { dealsRouter } from './features/deals/deals.router.ts';
 import { pipelineRouter } from './features/pipeline/pipeline.router.ts';
 import { searchRouter } from './features/search/search.router.ts';
+import { webhooksRouter } from './features/webhooks/webhooks.router.ts';
 import { router } from './trpc.ts';
 
 export const appRouter = router({
@@ -9,5 +10,6 @@ export const appRouter = router({
   contacts: contactsRouter,
   pipeline: pipelineRouter,
   search: searchRouter,
+  webhooks: webhooksRouter,
 });
 export type AppRouter = typeof appRouter;

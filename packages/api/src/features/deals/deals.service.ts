@@ -3,6 +3,7 @@ import { v7 as uuidv7 } from 'uuid';
 import { changeValue, recordActivity, sameValue } from '../../activities.ts';
 import type { AuthedContext } from '../../context.ts';
 import { notFound } from '../../errors.ts';
+import { emitEvent } from '../../events.ts';
 import {
   lifecycleForStage,
   pipelineStages,
@@ -118,7 +119,9 @@ export async function createDeal(
     { type: 'deal_created', description: `Deal "${deal.title}" created in stage ${stage.name}` },
     now,
   );
-  return dealDtoOf(deal, stage);
+  const created = dealDtoOf(deal, stage);
+  await emitEvent(em, { type: 'deal.created', data: created }, now);
+  return created;
 }
 
 /** Input field -> entity property, for the fields a PATCH copies as they are. */
