@@ -15,7 +15,13 @@ export interface Received {
 }
 
 /** How the receiver answers on a path: a status (default 200), after a delay, or never. */
-export type Behaviour = { status?: number; delayMs?: number; hang?: boolean; body?: string };
+export type Behaviour = {
+  status?: number;
+  delayMs?: number;
+  hang?: boolean;
+  body?: string;
+  headers?: Record<string, string>;
+};
 
 /**
  * A real webhook receiver on 127.0.0.1: records every request, verifies it with the `standardwebhooks`
@@ -66,6 +72,7 @@ export async function startReceiver(): Promise<Receiver> {
     }
     const answer = () => {
       res.statusCode = behaviour.status ?? 200;
+      for (const [name, value] of Object.entries(behaviour.headers ?? {})) res.setHeader(name, value);
       res.end(behaviour.body ?? 'ok');
     };
     if (behaviour.delayMs) setTimeout(answer, behaviour.delayMs);
