@@ -43,7 +43,8 @@ for (const { driver, label, skip } of DRIVERS) {
     it('accepts a public address', async () => {
       const res = await s.api('/webhooks', {
         method: 'POST',
-        json: { url: 'https://93.184.215.14/hook', events: ['contact.created'] },
+        // A kind no test emits, and deleted at once: nothing is ever sent to this address.
+        json: { url: 'https://93.184.215.14/hook', events: ['analysis.completed'] },
       });
       expect(res.status, res.text).toBe(201);
       await s.api(`/webhooks/${res.body.data.id}`, { method: 'DELETE' });
