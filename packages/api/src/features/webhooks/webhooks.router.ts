@@ -50,9 +50,7 @@ export const webhooksRouter = router({
     })
     .input(WebhookCreateInput)
     .output(WebhookCreateResponse)
-    .mutation(({ ctx, input }) =>
-      ctx.em.transactional(async (em) => ({ data: await createWebhook(ctx, em, input) })),
-    ),
+    .mutation(async ({ ctx, input }) => ({ data: await createWebhook(ctx, input) })),
 
   delete: authedProcedure
     .meta({

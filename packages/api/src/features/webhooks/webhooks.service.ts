@@ -41,9 +41,10 @@ export async function listWebhooks(em: EntityManager): Promise<WebhookDto[]> {
 
 /**
  * Creates an endpoint and returns its secret, the only time it is shown. Unless private targets are
- * allowed, the URL's host must resolve, and only to public addresses (checked again on every delivery).
+ * allowed, the URL's host must resolve, and only to public addresses (checked again on every delivery);
+ * that lookup happens before the transaction, so no connection waits on DNS.
  */
-export async function createWebhook(ctx: AuthedContext, em: EntityManager, input: WebhookCreateInput) {
+export async function createWebhook(ctx: AuthedContext, input: WebhookCreateInput) {
   const settings = ctx.services.config.webhooks;
   if (!settings.allowPrivate) {
     try {
@@ -53,23 +54,25 @@ export async function createWebhook(ctx: AuthedContext, em: EntityManager, input
       throw err;
     }
   }
-  if ((await em.count(WebhookEndpoint, {})) >= MAX_WEBHOOKS_PER_ORG)
-    throw new ApiError(
-      'invalid_request',
-      `An organization can have at most ${MAX_WEBHOOKS_PER_ORG} webhook endpoints; delete one first`,
-    );
-  const id = uuidv7();
-  const secret = generateSecret();
-  em.create(WebhookEndpoint, {
-    id,
-    orgId: ctx.principal.orgId,
-    url: input.url,
-    events: input.events,
-    secret: sealSecret(secret, id, settings.encryptionKey),
-    createdAt: new Date(),
+  return ctx.em.transactional(async (em) => {
+    if ((await em.count(WebhookEndpoint, {})) >= MAX_WEBHOOKS_PER_ORG)
+      throw new ApiError(
+        'invalid_request',
+        `An organization can have at most ${MAX_WEBHOOKS_PER_ORG} webhook endpoints; delete one first`,
+      );
+    const id = uuidv7();
+    const secret = generateSecret();
+    em.create(WebhookEndpoint, {
+      id,
+      orgId: ctx.principal.orgId,
+      url: input.url,
+      events: input.events,
+      secret: sealSecret(secret, id, settings.encryptionKey),
+      createdAt: new Date(),
+    });
+    await em.flush();
+    return { id, secret, url: input.url, events: input.events };
   });
-  await em.flush();
-  return { id, secret, url: input.url, events: input.events };
 }
 
 /** Deletes an endpoint with its deliveries and attempts; nothing more is sent to it. */
