@@ -139,7 +139,7 @@ async function listDeals(db: Db, orgId: string, url: URL) {
   return { data: rows.map(dealDto), meta: { total: Number(count[0]?.total ?? 0), limit, offset } };
 }
 
-/** The service's statements: the default pipeline's first stage, then deal and activity in one insert. */
+/** The service's statements: the default pipeline's first stage, then deal, event and activity in one insert. */
 async function createDeal(db: Db, orgId: string, body: Row) {
   const title = typeof body.title === 'string' ? body.title.trim() : '';
   if (!title || title.length > 500) throw new HttpError(400, 'title: required, 1 to 500 characters');
@@ -154,14 +154,33 @@ async function createDeal(db: Db, orgId: string, body: Row) {
   if (!stage) throw new Error('organization has no default pipeline');
   const now = new Date();
   const id = uuidv7();
+  const deal = dealDto({
+    id,
+    title,
+    company_name: company,
+    value,
+    currency: 'USD',
+    lifecycle_stage: 'lead',
+    stage_id: stage.id,
+    stage_name: stage.name,
+    stage_type: stage.stage_type,
+    pipeline_id: stage.pipeline_id,
+    pipeline_name: stage.pipeline_name,
+    last_activity_at: now,
+    created_at: now,
+  });
+  const event = JSON.stringify({ type: 'deal.created', timestamp: now.toISOString(), data: deal });
   await db.query(
     `with deal as (
        insert into deals (id, org_id, title, company_name, value, currency, lifecycle_stage, lifecycle_stage_manual,
                           pipeline_id, stage_id, last_activity_at, created_at)
        values ($1, $2, $3, $4, $5, 'USD', 'lead', false, $6, $7, $8, $8)
-       returning id, org_id, created_at)
+       returning id, org_id, created_at),
+     event as (
+       insert into outbox_events (id, org_id, type, payload, created_at)
+       select $9, org_id, 'deal.created', $10, created_at from deal)
      insert into activities (id, org_id, deal_id, type, description, created_at)
-     select $9, org_id, id, 'deal_created', $10, created_at from deal`,
+     select $11, org_id, id, 'deal_created', $12, created_at from deal`,
     [
       id,
       orgId,
@@ -172,26 +191,12 @@ async function createDeal(db: Db, orgId: string, body: Row) {
       stage.id,
       now,
       uuidv7(),
+      event,
+      uuidv7(),
       `Deal "${title}" created in stage ${stage.name}`,
     ],
   );
-  return {
-    data: dealDto({
-      id,
-      title,
-      company_name: company,
-      value,
-      currency: 'USD',
-      lifecycle_stage: 'lead',
-      stage_id: stage.id,
-      stage_name: stage.name,
-      stage_type: stage.stage_type,
-      pipeline_id: stage.pipeline_id,
-      pipeline_name: stage.pipeline_name,
-      last_activity_at: now,
-      created_at: now,
-    }),
-  };
+  return { data: deal };
 }
 
 async function dealDetail(db: Db, orgId: string, id: string) {

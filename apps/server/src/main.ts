@@ -1,7 +1,7 @@
 import { ConfigError, loadConfig } from '@crm/config';
 import { DataDirLockedError } from '@crm/db';
 import { createLogger } from './logger.ts';
-import { startServer } from './server.ts';
+import { startServer, startWorkerProcess } from './server.ts';
 
 let config: ReturnType<typeof loadConfig>;
 try {
@@ -16,13 +16,20 @@ try {
 const logger = createLogger(config);
 
 try {
-  const running = await startServer(config, logger);
-  logger.info(
-    { url: running.url, database: config.database.kind },
-    `CRM API listening on ${running.url}/api/v1/crm (docs at ${running.url}/docs)`,
-  );
+  let running: { stop(): Promise<void> };
+  if (config.role === 'worker') {
+    running = await startWorkerProcess(config, logger);
+    logger.info({ role: config.role, database: config.database.kind }, 'webhook worker started');
+  } else {
+    const server = await startServer(config, logger);
+    running = server;
+    logger.info(
+      { url: server.url, role: config.role, database: config.database.kind },
+      `CRM API listening on ${server.url}/api/v1/crm (docs at ${server.url}/docs)`,
+    );
+  }
   const shutdown = (signal: string) => {
-    logger.info({ signal }, 'shutting down: finishing in-flight requests');
+    logger.info({ signal }, 'shutting down: finishing in-flight requests and webhook attempts');
     running.stop().then(
       () => {
         logger.info('stopped cleanly');

@@ -3,8 +3,10 @@ import type { AddressInfo } from 'node:net';
 import { createOrganizationWithKey, Limits, pruneIdempotencyKeys, type Services } from '@crm/api';
 import type { Config } from '@crm/config';
 import { type Database, Organization, openDatabase } from '@crm/db';
+import type { WebhookWorker } from '@crm/webhooks';
 import { type AppState, buildApp } from './app.ts';
 import type { Logger } from './logger.ts';
+import { type RunningWorker, startWebhookWorker } from './webhook-worker.ts';
 
 const IDEMPOTENCY_PRUNE_INTERVAL_MS = 60 * 60_000;
 
@@ -12,7 +14,12 @@ export interface RunningServer {
   url: string;
   server: Server;
   db: Database;
-  /** Stops accepting, lets in-flight requests finish (up to the shutdown timeout), closes the database. */
+  /** The webhook worker running in this process (`CRM_ROLE=all`), if any. */
+  worker: WebhookWorker | undefined;
+  /**
+   * Stops accepting, lets in-flight requests and webhook attempts finish (up to the shutdown timeout),
+   * closes the database.
+   */
   stop(): Promise<void>;
 }
 
@@ -28,6 +35,25 @@ async function bootstrapOrganization(db: Database, logger: Logger): Promise<void
   );
 }
 
+/** A worker-only process (`CRM_ROLE=worker`): no HTTP API, just webhook delivery. */
+export async function startWorkerProcess(config: Config, logger: Logger): Promise<RunningWorker> {
+  const db = await openDatabase(config.database, 'webhook worker');
+  let worker: WebhookWorker;
+  try {
+    worker = await startWebhookWorker(db, config, logger);
+  } catch (err) {
+    await db.close();
+    throw err;
+  }
+  let stopping: Promise<void> | undefined;
+  const stop = () => {
+    stopping ??= worker.stop(config.shutdownTimeoutMs).finally(() => db.close());
+    return stopping;
+  };
+  return { db, worker, stop };
+}
+
+/** The HTTP API, with the webhook worker in the same process unless `CRM_ROLE=api`. */
 export async function startServer(config: Config, logger: Logger): Promise<RunningServer> {
   const db = await openDatabase(config.database, 'server');
   let limits: Limits;
@@ -62,6 +88,16 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   pruneTimer.unref();
   void prune();
 
+  let worker: WebhookWorker | undefined;
+  try {
+    if (config.role === 'all') worker = await startWebhookWorker(db, config, logger);
+  } catch (err) {
+    clearInterval(pruneTimer);
+    server.close();
+    await db.close();
+    throw err;
+  }
+
   let stopping: Promise<void> | undefined;
   const stop = () => {
     stopping ??= (async () => {
@@ -70,7 +106,8 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       const timer = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
-      await closed;
+      // Requests may still emit events while draining; the worker delivers what it holds and stops.
+      await Promise.all([closed, worker?.stop(config.shutdownTimeoutMs)]);
       clearTimeout(timer);
       // The last counted calls reach the database before it closes.
       await limits
@@ -80,5 +117,5 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     })();
     return stopping;
   };
-  return { url, server, db, stop };
+  return { url, server, db, worker, stop };
 }

@@ -71,7 +71,7 @@ export const CONTRACT_RATE_LIMITS: Record<string, string> = {
   CRM_RATE_LIMIT_DEFAULT: '300',
 };
 
-async function createDatabase(adminUrl: string): Promise<{ url: string; drop(): Promise<void> }> {
+export async function createDatabase(adminUrl: string): Promise<{ url: string; drop(): Promise<void> }> {
   const name = `crm_test_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();

@@ -23,7 +23,8 @@ for (const { driver, label, skip } of DRIVERS) {
     }
 
     beforeAll(async () => {
-      s = await startTestServer(driver);
+      // Webhook endpoints below point at a closed local port.
+      s = await startTestServer(driver, { CRM_WEBHOOKS_ALLOW_PRIVATE: 'true' });
       keyA = s.orgA.apiKey;
       keyB = s.orgB.apiKey;
 
@@ -312,6 +313,56 @@ for (const { driver, label, skip } of DRIVERS) {
         expect(String(b.body.data.quotas.api_calls.used)).toBe(b.headers.get('x-api-quota-used'));
         expect(String(a.body.data.quotas.api_calls.used)).toBe(a.headers.get('x-api-quota-used'));
         expect(a.body.data.quotas.api_calls.used).not.toBe(b.body.data.quotas.api_calls.used);
+      });
+    });
+
+    describe("another organization's webhook answers 404 exactly like a missing one", () => {
+      const hooks = { a: '', b: '', deliveryA: '' };
+      beforeAll(async () => {
+        const create = (key: string) =>
+          post('/webhooks', key, { url: 'http://127.0.0.1:9/closed', events: ['deal.created'] });
+        hooks.a = (await create(keyA)).id;
+        hooks.b = (await create(keyB)).id;
+        await post('/deals', keyA, { title: 'Fans out to A only' });
+        for (let i = 0; i < 200 && !hooks.deliveryA; i++) {
+          const list = await s.api(`/webhooks/${hooks.a}/deliveries`, { key: keyA });
+          hooks.deliveryA = list.body.data[0]?.id ?? '';
+          if (!hooks.deliveryA) await new Promise((r) => setTimeout(r, 50));
+        }
+        expect(hooks.deliveryA).not.toBe('');
+      });
+      const aWebhookUnchanged = async () => {
+        const listed = (await s.api('/webhooks', { key: keyA })).body.data;
+        expect(listed.map((w: { id: string }) => w.id)).toEqual([hooks.a]);
+      };
+
+      it('GET /webhooks with B’s key lists only B’s endpoint', async () => {
+        const res = await s.api('/webhooks', { key: keyB });
+        expect(res.body.data.map((w: { id: string }) => w.id)).toEqual([hooks.b]);
+        expect(res.text).not.toContain(hooks.a);
+      });
+
+      it('DELETE, activate and the deliveries list of A’s webhook with B’s key answer the missing 404', async () => {
+        await expectSameAsMissing((id) => `/webhooks/${id}`, hooks.a, { method: 'DELETE' });
+        await expectSameAsMissing((id) => `/webhooks/${id}/activate`, hooks.a, { method: 'POST' });
+        await expectSameAsMissing((id) => `/webhooks/${id}/deliveries`, hooks.a);
+        await aWebhookUnchanged();
+      });
+
+      it('replaying A’s delivery with B’s key answers 404, through A’s webhook or B’s own', async () => {
+        const before = await s.sql('select count(*) as n from webhook_deliveries');
+        await expectSameAsMissing((id) => `/webhooks/${id}/deliveries/${hooks.deliveryA}/replay`, hooks.a, {
+          method: 'POST',
+        });
+        await expectSameAsMissing((id) => `/webhooks/${hooks.b}/deliveries/${id}/replay`, hooks.deliveryA, {
+          method: 'POST',
+        });
+        expect(await s.sql('select count(*) as n from webhook_deliveries')).toEqual(before);
+      });
+
+      it('A’s events are never fanned out to B’s endpoints', async () => {
+        const res = await s.api(`/webhooks/${hooks.b}/deliveries`, { key: keyB });
+        expect(res.body).toEqual({ data: [], meta: { total: 0, limit: 50, offset: 0 } });
       });
     });
 

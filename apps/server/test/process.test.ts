@@ -1,53 +1,12 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ServerProcess, spawnServer as spawn } from './server-process.ts';
 
-const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
-const NODE = process.execPath;
-
-interface ServerProcess {
-  child: ChildProcess;
-  url: string;
-  stdout: string[];
-  stderr: () => string;
-  exited: Promise<number | string | null>;
-}
-
-/** Starts `npm start`'s entry point as a user would, on an embedded data directory. */
-async function spawnServer(dataDir: string): Promise<ServerProcess> {
-  const child = spawn(NODE, ['apps/server/src/main.ts'], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH, CRM_DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const stdout: string[] = [];
-  let stderr = '';
-  child.stderr?.on('data', (d) => {
-    stderr += String(d);
-  });
-  // The exit code, or the name of the signal that ended the process.
-  const exited = new Promise<number | string | null>((resolve) =>
-    child.once('exit', (code, signal) => resolve(code ?? signal)),
-  );
-  const url = await new Promise<string>((resolve, reject) => {
-    let buffer = '';
-    child.stdout?.on('data', (d) => {
-      buffer += String(d);
-      const lines = buffer.split('\n');
-      buffer = lines.pop() ?? '';
-      for (const line of lines) {
-        stdout.push(line);
-        const parsed = JSON.parse(line) as { url?: string };
-        if (parsed.url) resolve(parsed.url);
-      }
-    });
-    exited.then((code) => reject(new Error(`server exited with ${code}: ${stderr}`)));
-  });
-  return { child, url, stdout, stderr: () => stderr, exited };
-}
+/** The server on an embedded data directory. */
+const spawnServer = (dataDir: string): Promise<ServerProcess & { url: string }> =>
+  spawn({ CRM_DATA_DIR: dataDir }) as Promise<ServerProcess & { url: string }>;
 
 describe('the server process', () => {
   let dataDir: string;
@@ -101,6 +60,12 @@ describe('the server process', () => {
         'GET /pipeline/health',
         'GET /search',
         'GET /usage',
+        'GET /webhooks',
+        'POST /webhooks',
+        'DELETE /webhooks/{id}',
+        'POST /webhooks/{id}/activate',
+        'GET /webhooks/{id}/deliveries',
+        'POST /webhooks/{id}/deliveries/{delivery_id}/replay',
       ].sort(),
     );
   });

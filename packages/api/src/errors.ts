@@ -14,6 +14,7 @@ export const ERROR_CODES = {
   not_found: 404,
   method_not_allowed: 405,
   idempotency_key_in_use: 409,
+  webhook_inactive: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
   idempotency_key_reused: 422,

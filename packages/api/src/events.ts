@@ -1,21 +1,51 @@
-import { type EntityManager, sqlOf, type WebhookEventType } from '@crm/db';
+import { type EntityManager, type FieldChanges, sqlOf, type WebhookEventType } from '@crm/db';
 import { v7 as uuidv7 } from 'uuid';
 import { currentOrg } from './read-model.ts';
 
+/** A stage as stage events name it. */
+export interface StageRef {
+  id: string;
+  name: string;
+  stage_type: string;
+}
+
 export interface DomainEvent {
   type: WebhookEventType;
-  /** The `data` member of the delivered payload: the resource as the REST API returns it, plus context. */
+  /** The payload's `data`: the resource exactly as the REST API returns it. */
   data: Record<string, unknown>;
+  /** Updates: each changed field with its previous and new value. */
+  changes?: FieldChanges;
+  /** Stage events: the stage the deal left and the one it entered. */
+  stage?: { from: StageRef; to: StageRef };
 }
 
 /**
  * Writes a domain event into the outbox, in the caller's transaction (pass the transaction's `em`):
  * it commits or rolls back with the change that caused it. The webhook worker delivers it later.
- * The organization is the request's own.
+ * The organization is the request's own. The payload is serialized here, once, as Standard Webhooks
+ * lays it out (`type`, `timestamp`, `data`, then this service's `changes` and `stage`), so every
+ * attempt to every endpoint sends the same bytes.
  */
 export async function emitEvent(em: EntityManager, event: DomainEvent, at: Date = new Date()): Promise<void> {
   await sqlOf(em)
     .insertInto('outbox_events')
-    .values({ id: uuidv7(), org_id: currentOrg(em), type: event.type, data: event.data, created_at: at })
+    .values({
+      id: uuidv7(),
+      org_id: currentOrg(em),
+      type: event.type,
+      payload: outboxPayload(event, at),
+      created_at: at,
+    })
     .execute();
+}
+
+/** The body every endpoint receives for `event`: for writes that put the outbox row in their own statement. */
+export function outboxPayload(event: DomainEvent, at: Date): string {
+  return JSON.stringify({
+    type: event.type,
+    timestamp: at.toISOString(),
+    data: event.data,
+    ...(event.changes ? { changes: event.changes } : {}),
+    ...(event.stage ? { stage: event.stage } : {}),
+  });
 }

@@ -21,6 +21,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: 'Invalid request: the message names the field',
   401: 'Missing, invalid or revoked API key',
   404: 'Not found (also for another organization’s ids)',
+  409: 'Conflict with the resource’s state: the webhook endpoint is inactive',
   413: 'Request body over 1 MB',
   415: 'Content-Type is not application/json',
   422: 'Idempotency-Key reused with a different body',
@@ -30,6 +31,10 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
 
 type Operation = { responses: Record<string, unknown>; parameters?: unknown[]; requestBody?: unknown };
 
+/** The creates that honour `Idempotency-Key` (a webhook's create is not one: its response holds the secret). */
+const takesIdempotencyKey = (method: string, path: string) =>
+  method === 'post' && (path === '/deals' || path === '/contacts');
+
 /** Which error statuses an operation can answer, from what it takes. */
 function errorStatuses(method: string, path: string, op: Operation): number[] {
   const statuses = [401, 429, 500];
@@ -37,7 +42,8 @@ function errorStatuses(method: string, path: string, op: Operation): number[] {
   if (hasInput) statuses.push(400);
   if (path.includes('{id}') || (method === 'post' && path === '/contacts')) statuses.push(404);
   if (op.requestBody) statuses.push(413, 415);
-  if (method === 'post' && (path === '/deals' || path === '/contacts')) statuses.push(422);
+  if (takesIdempotencyKey(method, path)) statuses.push(422);
+  if (method === 'post' && path.endsWith('/replay')) statuses.push(409);
   return statuses.sort();
 }
 
@@ -80,7 +86,7 @@ export function buildOpenApiDocument(baseUrl = API_BASE_PATH): OpenAPIObject {
           content: { 'application/json': { schema: errorRef } },
         };
       op.responses = responses;
-      if (status === 201) {
+      if (takesIdempotencyKey(method, path)) {
         op.parameters = [
           ...(op.parameters ?? []),
           {

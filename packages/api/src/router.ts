@@ -3,6 +3,7 @@ import { dealsRouter } from './features/deals/deals.router.ts';
 import { pipelineRouter } from './features/pipeline/pipeline.router.ts';
 import { searchRouter } from './features/search/search.router.ts';
 import { usageRouter } from './features/usage/usage.router.ts';
+import { webhooksRouter } from './features/webhooks/webhooks.router.ts';
 import { router } from './trpc.ts';
 
 export const appRouter = router({
@@ -11,5 +12,6 @@ export const appRouter = router({
   pipeline: pipelineRouter,
   search: searchRouter,
   usage: usageRouter,
+  webhooks: webhooksRouter,
 });
 export type AppRouter = typeof appRouter;

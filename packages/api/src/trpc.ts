@@ -10,10 +10,10 @@ export type { AuthedContext } from './context.ts';
 export { RATE_LIMIT_GROUPS, type RateLimitGroup } from './limits/groups.ts';
 
 /**
- * Beyond trpc-to-openapi's meta: the status a successful call answers with (201 for creates), and the
- * rate-limit group the call counts against.
+ * Beyond trpc-to-openapi's meta: the status a successful call answers with (201 for creates, 202 for
+ * work queued), and the rate-limit group the call counts against.
  */
-export type Meta = OpenApiMeta<{ successStatus?: 200 | 201; rateLimit?: RateLimitGroup }>;
+export type Meta = OpenApiMeta<{ successStatus?: 200 | 201 | 202; rateLimit?: RateLimitGroup }>;
 
 /** What a tRPC client finds in `error.data`, and what the REST edge turns into the contract body. */
 export interface ApiErrorData {

@@ -8,6 +8,34 @@ const booleanFlag = z.enum(['true', 'false', '1', '0']).transform((v) => v === '
 
 const perWindow = (fallback: number) => z.coerce.number().int().min(1).max(1_000_000_000).default(fallback);
 const monthly = (fallback: number) => z.coerce.number().int().min(0).max(1e15).default(fallback);
+const DURATION_UNITS_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 } as const;
+
+/** `5s,30s,2m,1h` (units ms, s, m, h) to milliseconds. */
+const durationList = z
+  .string()
+  .regex(
+    /^\s*\d+(\.\d+)?(ms|s|m|h)(\s*,\s*\d+(\.\d+)?(ms|s|m|h))*\s*$/,
+    'a comma-separated list like 5s,2m,1h',
+  )
+  .transform((list) =>
+    list.split(',').map((item) => {
+      const [, amount, unit] = /^\s*(\d+(?:\.\d+)?)(ms|s|m|h)\s*$/.exec(item) as RegExpExecArray;
+      return Math.round(Number(amount) * DURATION_UNITS_MS[unit as keyof typeof DURATION_UNITS_MS]);
+    }),
+  );
+
+/** An AES-256 key: 32 random bytes, base64 (`openssl rand -base64 32`). */
+const aesKey = z
+  .string()
+  .transform((v) => Buffer.from(v, 'base64'))
+  .refine((key) => key.length === 32, 'must be 32 bytes, base64-encoded (openssl rand -base64 32)');
+
+/** What one process runs: the API and the webhook worker (`all`), or one of them. */
+export const PROCESS_ROLES = ['all', 'api', 'worker'] as const;
+export type ProcessRole = (typeof PROCESS_ROLES)[number];
+
+/** Delays between a webhook delivery's attempts: about a day in all (README, Webhooks). */
+export const DEFAULT_WEBHOOK_RETRY_SCHEDULE = '5s,30s,2m,10m,30m,1h,2h,4h,8h,8h';
 
 const EnvSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
@@ -32,6 +60,15 @@ const EnvSchema = z.object({
   CRM_API_QUOTA_MONTHLY: monthly(1_000_000),
   CRM_AI_QUOTA_MONTHLY: monthly(10_000),
   CRM_USAGE_FLUSH_INTERVAL_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
+  CRM_ROLE: z.enum(PROCESS_ROLES).default('all'),
+  CRM_WEBHOOKS_ALLOW_PRIVATE: booleanFlag.default(false),
+  CRM_WEBHOOKS_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
+  CRM_WEBHOOKS_RETRY_SCHEDULE: durationList.prefault(DEFAULT_WEBHOOK_RETRY_SCHEDULE),
+  CRM_WEBHOOKS_MAX_CONSECUTIVE_FAILURES: z.coerce.number().int().min(1).default(50),
+  CRM_WEBHOOKS_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
+  CRM_WEBHOOKS_CONCURRENCY: z.coerce.number().int().min(1).max(200).default(10),
+  CRM_WEBHOOKS_POLL_INTERVAL_MS: z.coerce.number().int().min(10).max(60_000).default(500),
+  CRM_WEBHOOKS_ENCRYPTION_KEY: aesKey.optional(),
 });
 
 export type Config = Readonly<{
@@ -44,6 +81,24 @@ export type Config = Readonly<{
   bootstrapOrg: boolean;
   shutdownTimeoutMs: number;
   limits: LimitsConfig;
+  role: ProcessRole;
+  webhooks: WebhooksConfig;
+}>;
+
+export type WebhooksConfig = Readonly<{
+  /** Deliver to loopback, private, link-local and metadata addresses (local development and tests). */
+  allowPrivate: boolean;
+  timeoutMs: number;
+  /** Delay before each retry, in milliseconds; its length is the number of retries. */
+  retryScheduleMs: readonly number[];
+  /** Consecutive failed attempts after which an endpoint is deactivated. */
+  maxConsecutiveFailures: number;
+  retentionDays: number;
+  /** Deliveries in flight at once in one worker process. */
+  concurrency: number;
+  pollIntervalMs: number;
+  /** Encrypts signing secrets at rest (AES-256-GCM); without it they are stored as they are. */
+  encryptionKey: Buffer | undefined;
 }>;
 
 /** Rate limits (requests per window and API key) and monthly quotas (calls per organization). */
@@ -76,6 +131,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError(`Invalid configuration: ${problems}`);
   }
   const e = parsed.data;
+  // The embedded database belongs to one process: an API-only process there would leave events undelivered.
+  if (e.CRM_ROLE !== 'all' && !e.DATABASE_URL)
+    throw new ConfigError(
+      `Invalid configuration: CRM_ROLE: '${e.CRM_ROLE}' needs DATABASE_URL (the embedded database serves one process, which runs both)`,
+    );
   return Object.freeze({
     env: e.NODE_ENV,
     host: e.HOST,
@@ -101,5 +161,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       flushIntervalMs: e.CRM_USAGE_FLUSH_INTERVAL_MS,
       ...(e.REDIS_URL ? { redis: { url: e.REDIS_URL, keyPrefix: e.CRM_REDIS_PREFIX } } : {}),
     },
+    role: e.CRM_ROLE,
+    webhooks: Object.freeze({
+      allowPrivate: e.CRM_WEBHOOKS_ALLOW_PRIVATE,
+      timeoutMs: e.CRM_WEBHOOKS_TIMEOUT_MS,
+      retryScheduleMs: Object.freeze(e.CRM_WEBHOOKS_RETRY_SCHEDULE),
+      maxConsecutiveFailures: e.CRM_WEBHOOKS_MAX_CONSECUTIVE_FAILURES,
+      retentionDays: e.CRM_WEBHOOKS_RETENTION_DAYS,
+      concurrency: e.CRM_WEBHOOKS_CONCURRENCY,
+      pollIntervalMs: e.CRM_WEBHOOKS_POLL_INTERVAL_MS,
+      encryptionKey: e.CRM_WEBHOOKS_ENCRYPTION_KEY,
+    }),
   });
 }

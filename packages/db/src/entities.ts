@@ -214,8 +214,10 @@ export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
 /**
  * The transactional outbox: a domain event, written in the same transaction as the change that caused
- * it, so a rolled-back change emits nothing and a committed one is never lost. `data` is the
- * Standard Webhooks payload's `data` member; the webhook worker delivers it.
+ * it, so a rolled-back change emits nothing and a committed one is never lost. `payload` is the exact
+ * body every subscribed endpoint receives (Standard Webhooks `{ type, timestamp, data }`), serialized
+ * once so that every attempt sends, and signs, the same bytes. The webhook worker fans it out to
+ * `webhook_deliveries` and sets `dispatched_at`.
  */
 export const OutboxEvent = defineEntity({
   name: 'OutboxEvent',
@@ -225,8 +227,9 @@ export const OutboxEvent = defineEntity({
     id: id(),
     orgId: p.uuid(),
     type: p.enum(WEBHOOK_EVENT_TYPES),
-    data: p.json<Record<string, unknown>>(),
+    payload: p.text(),
     createdAt: createdAt(),
+    dispatchedAt: p.datetime().nullable(),
   },
 });
 export type OutboxEvent = InferEntity<typeof OutboxEvent>;
@@ -283,6 +286,78 @@ export const UsageAlert = defineEntity({
 });
 export type UsageAlert = InferEntity<typeof UsageAlert>;
 
+/** A subscriber: where to send which event kinds, signed with its own secret. */
+export const WebhookEndpoint = defineEntity({
+  name: 'WebhookEndpoint',
+  tableName: 'webhook_endpoints',
+  filters: orgFilter,
+  properties: {
+    id: id(),
+    orgId: p.uuid(),
+    url: p.text(),
+    events: p.enum(WEBHOOK_EVENT_TYPES).array(),
+    /** The signing secret, sealed (AES-256-GCM) when an encryption key is configured: see `@crm/webhooks`. */
+    secret: p.text(),
+    isActive: p.boolean().default(true),
+    /** Consecutive failed attempts; reset by a success. */
+    failureCount: p.integer().default(0),
+    lastTriggeredAt: p.datetime().nullable(),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+});
+export type WebhookEndpoint = InferEntity<typeof WebhookEndpoint>;
+
+export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'cancelled'] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+/**
+ * One event on its way to one endpoint: retried until it succeeds, runs out of retries (`failed`) or its
+ * endpoint is deactivated (`cancelled`). A worker claims it with a lease (`locked_until`, `locked_by`),
+ * so a killed worker's claim expires instead of being lost.
+ */
+export const WebhookDelivery = defineEntity({
+  name: 'WebhookDelivery',
+  tableName: 'webhook_deliveries',
+  filters: orgFilter,
+  properties: {
+    id: id(),
+    orgId: p.uuid(),
+    endpointId: p.uuid(),
+    eventId: p.uuid(),
+    status: p.enum(DELIVERY_STATUSES),
+    attemptCount: p.integer().default(0),
+    nextAttemptAt: p.datetime().nullable(),
+    lockedUntil: p.datetime().nullable(),
+    lockedBy: p.uuid().nullable(),
+    createdAt: createdAt(),
+    updatedAt: p.datetime(),
+  },
+});
+export type WebhookDelivery = InferEntity<typeof WebhookDelivery>;
+
+/** What one HTTP attempt of a delivery gave: kept for the retention period, then pruned. */
+export const WebhookAttempt = defineEntity({
+  name: 'WebhookAttempt',
+  tableName: 'webhook_attempts',
+  filters: orgFilter,
+  properties: {
+    id: id(),
+    orgId: p.uuid(),
+    deliveryId: p.uuid(),
+    attempt: p.integer(),
+    createdAt: createdAt(),
+    durationMs: p.integer(),
+    responseStatus: p.integer().nullable(),
+    /** Why it failed when no response said so (timeout, refused address, connection error). */
+    error: p.text().nullable(),
+    /** The start of the response body, capped. */
+    responseBody: p.text().nullable(),
+    succeeded: p.boolean(),
+  },
+});
+export type WebhookAttempt = InferEntity<typeof WebhookAttempt>;
+
 export const entities = [
   Organization,
   ApiKey,
@@ -296,4 +371,7 @@ export const entities = [
   OrganizationQuota,
   UsageCounter,
   UsageAlert,
+  WebhookEndpoint,
+  WebhookDelivery,
+  WebhookAttempt,
 ];

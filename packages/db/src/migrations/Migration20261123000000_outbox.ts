@@ -9,9 +9,15 @@ export class Migration20261123000000_outbox extends Migration {
       id uuid primary key,
       org_id uuid not null references organizations (id) on delete cascade,
       type text not null,
-      data jsonb not null,
-      created_at timestamptz not null
+      payload text not null,
+      created_at timestamptz not null,
+      dispatched_at timestamptz null
     );`);
-    this.addSql('create index outbox_events_org_recent on outbox_events (org_id, created_at);');
+    // The worker's queue: small, because dispatched rows leave it at once.
+    this.addSql(
+      'create index outbox_events_undispatched on outbox_events (created_at, id) where dispatched_at is null;',
+    );
+    // Retention prunes by age.
+    this.addSql('create index outbox_events_created_at on outbox_events (created_at);');
   }
 }

@@ -1,10 +1,12 @@
 import { Migration20261122000000_initial } from './Migration20261122000000_initial.ts';
 import { Migration20261123000000_outbox } from './Migration20261123000000_outbox.ts';
 import { Migration20261123000100_limits } from './Migration20261123000100_limits.ts';
+import { Migration20261123000200_webhooks } from './Migration20261123000200_webhooks.ts';
 
 /** Listed explicitly (no folder scan): the same list runs on PGlite and on PostgreSQL. */
 export const migrationsList = [
   { name: 'Migration20261122000000_initial', class: Migration20261122000000_initial },
   { name: 'Migration20261123000000_outbox', class: Migration20261123000000_outbox },
   { name: 'Migration20261123000100_limits', class: Migration20261123000100_limits },
+  { name: 'Migration20261123000200_webhooks', class: Migration20261123000200_webhooks },
 ];

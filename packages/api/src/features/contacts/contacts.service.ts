@@ -2,6 +2,7 @@ import { Contact, Deal, type EntityManager, type FieldChanges } from '@crm/db';
 import { changeValue, recordActivity, sameValue } from '../../activities.ts';
 import type { AuthedContext } from '../../context.ts';
 import { notFound } from '../../errors.ts';
+import { emitEvent } from '../../events.ts';
 import { toIso } from '../../schemas.ts';
 import { likePattern } from '../search/search.service.ts';
 import type {
@@ -84,6 +85,7 @@ export async function createContact(
     contactId: contact.id,
   });
   await em.flush();
+  await emitEvent(em, { type: 'contact.created', data: toContactDto(contact) });
   return contact;
 }
 
@@ -126,5 +128,7 @@ export async function updateContact(
     });
   }
   await em.flush();
+  if (Object.keys(changes).length > 0)
+    await emitEvent(em, { type: 'contact.updated', data: toContactDto(contact), changes });
   return { contact, changes };
 }

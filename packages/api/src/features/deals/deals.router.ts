@@ -2,6 +2,7 @@ import { transaction } from '@crm/db';
 import { withIdempotency } from '../../idempotency.ts';
 import { dataOf, IdParam, SuccessResponse } from '../../schemas.ts';
 import { authedProcedure, router } from '../../trpc.ts';
+import { emitDealUpdateEvents } from './deal.events.ts';
 import { queryDeals } from './deal.queries.ts';
 import {
   Deal,
@@ -67,8 +68,10 @@ export const dealsRouter = router({
     .output(dataOf(Deal))
     .mutation(({ ctx, input: { id, ...fields } }) =>
       transaction(ctx.em, async (em) => {
-        await updateDeal(em, id, fields);
-        return { data: await dealDto(em, id) };
+        const update = await updateDeal(em, id, fields);
+        const data = await dealDto(em, id);
+        await emitDealUpdateEvents(em, data, update);
+        return { data };
       }),
     ),
 

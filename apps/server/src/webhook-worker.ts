@@ -1,0 +1,27 @@
+import type { Config } from '@crm/config';
+import type { Database } from '@crm/db';
+import { WebhookWorker } from '@crm/webhooks';
+import type { Logger } from './logger.ts';
+
+/** Starts the webhook worker on an open database; embedded mode's worker is the database's only one. */
+export async function startWebhookWorker(
+  db: Database,
+  config: Config,
+  logger: Logger,
+): Promise<WebhookWorker> {
+  const worker = new WebhookWorker({
+    orm: db.orm,
+    config: config.webhooks,
+    logger: logger.child({ component: 'webhooks' }),
+    sole: config.database.kind === 'pglite',
+  });
+  await worker.start();
+  return worker;
+}
+
+export interface RunningWorker {
+  db: Database;
+  worker: WebhookWorker;
+  /** Lets attempts in flight finish (up to the shutdown timeout), gives the rest back, closes the database. */
+  stop(): Promise<void>;
+}

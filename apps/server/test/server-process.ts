@@ -1,0 +1,59 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
+const NODE = process.execPath;
+
+export interface ServerProcess {
+  child: ChildProcess;
+  /** Where the API answers; undefined for a worker-only process. */
+  url: string | undefined;
+  /** Its stdout, one JSON log line per entry. */
+  stdout: string[];
+  stderr: () => string;
+  /** The exit code, or the name of the signal that ended the process. */
+  exited: Promise<number | string | null>;
+}
+
+/**
+ * Starts `npm start`'s entry point as a user would, with `env` on top of a small base environment, and
+ * resolves once it says it is up (the API's listening line, or the worker's started line).
+ */
+export async function spawnServer(env: Record<string, string>): Promise<ServerProcess> {
+  const child = spawn(NODE, ['apps/server/src/main.ts'], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const stdout: string[] = [];
+  let stderr = '';
+  child.stderr?.on('data', (d) => {
+    stderr += String(d);
+  });
+  const exited = new Promise<number | string | null>((resolve) =>
+    child.once('exit', (code, signal) => resolve(code ?? signal)),
+  );
+  const url = await new Promise<string | undefined>((resolve, reject) => {
+    let buffer = '';
+    child.stdout?.on('data', (d) => {
+      buffer += String(d);
+      const lines = buffer.split('\n');
+      buffer = lines.pop() ?? '';
+      for (const line of lines) {
+        stdout.push(line);
+        const parsed = JSON.parse(line) as { url?: string; msg?: string };
+        if (parsed.url) resolve(parsed.url);
+        if (parsed.msg === 'webhook worker started') resolve(undefined);
+      }
+    });
+    exited.then((code) => reject(new Error(`server exited with ${code}: ${stderr}`)));
+  });
+  return { child, url, stdout, stderr: () => stderr, exited };
+}
+
+/** Stops a process with `signal` (if it still runs) and waits for it to exit. */
+export async function stopProcess(p: ServerProcess | undefined, signal: NodeJS.Signals = 'SIGTERM') {
+  if (!p) return undefined;
+  if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill(signal);
+  return p.exited;
+}

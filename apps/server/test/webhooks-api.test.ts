@@ -1,0 +1,214 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DRIVERS, ISO, MISSING_ID, startTestServer, type TestServer, UUID } from './harness.ts';
+
+const ALL_EVENTS = [
+  'deal.created',
+  'deal.updated',
+  'deal.stage_changed',
+  'deal.won',
+  'deal.lost',
+  'contact.created',
+  'contact.updated',
+  'analysis.completed',
+];
+/** Standard Webhooks: `whsec_` + base64 of at least 24 random bytes. */
+const SECRET = /^whsec_[A-Za-z0-9+/]+={0,2}$/;
+
+for (const { driver, label, skip } of DRIVERS) {
+  describe.skipIf(skip)(`webhook endpoints (contract rows 18-20) on ${label}`, () => {
+    let s: TestServer;
+    const target = 'http://127.0.0.1:9/hooks/crm';
+    beforeAll(async () => {
+      s = await startTestServer(driver, { CRM_WEBHOOKS_ALLOW_PRIVATE: 'true' });
+    });
+    afterAll(async () => {
+      await s?.stop();
+    });
+
+    const endpointRows = async () =>
+      Number((await s.sql<{ n: unknown }>('select count(*) as n from webhook_endpoints'))[0]?.n);
+
+    it('POST /webhooks answers 201 with exactly id, secret, url and events', async () => {
+      const res = await s.api('/webhooks', {
+        method: 'POST',
+        json: { url: target, events: ['deal.created', 'deal.won'] },
+      });
+      expect(res.status, res.text).toBe(201);
+      expect(res.body).toEqual({
+        data: {
+          id: expect.stringMatching(UUID),
+          secret: expect.stringMatching(SECRET),
+          url: target,
+          events: ['deal.created', 'deal.won'],
+        },
+      });
+      const key = Buffer.from(res.body.data.secret.slice('whsec_'.length), 'base64');
+      expect(key.length).toBeGreaterThanOrEqual(24);
+    });
+
+    it('accepts every one of the eight event kinds, and each kind once however often it is listed', async () => {
+      const res = await s.api('/webhooks', {
+        method: 'POST',
+        json: { url: `${target}?all=1`, events: [...ALL_EVENTS, 'deal.created'] },
+      });
+      expect(res.status, res.text).toBe(201);
+      expect(res.body.data.events).toEqual(ALL_EVENTS);
+    });
+
+    it('GET /webhooks lists the endpoints, newest first, with the contract’s fields and never a secret', async () => {
+      const created = await s.api('/webhooks', {
+        method: 'POST',
+        json: { url: target, events: ['contact.updated'] },
+      });
+      const res = await s.api('/webhooks');
+      expect(res.status).toBe(200);
+      expect(res.body.data[0]).toEqual({
+        id: created.body.data.id,
+        url: target,
+        events: ['contact.updated'],
+        is_active: true,
+        failure_count: 0,
+        last_triggered_at: null,
+        created_at: expect.stringMatching(ISO),
+      });
+      for (const w of res.body.data)
+        expect(Object.keys(w).sort()).toEqual(
+          ['created_at', 'events', 'failure_count', 'id', 'is_active', 'last_triggered_at', 'url'].sort(),
+        );
+      expect(res.text).not.toContain('whsec_');
+      expect(res.text).not.toContain(created.body.data.secret);
+    });
+
+    it.each([
+      ['no url', { events: ['deal.created'] }, /^url: Required/],
+      [
+        'a relative url',
+        { url: '/hooks', events: ['deal.created'] },
+        /^url: must be an absolute http or https URL/,
+      ],
+      [
+        'an ftp url',
+        { url: 'ftp://example.com/x', events: ['deal.created'] },
+        /^url: must be an absolute http/,
+      ],
+      [
+        'a url with credentials',
+        { url: 'https://u:p@example.com/x', events: ['deal.created'] },
+        /^url: must not contain/,
+      ],
+      ['a url that is not a string', { url: 42, events: ['deal.created'] }, /^url: /],
+      ['no events', { url: target }, /^events: Required/],
+      ['an empty events list', { url: target, events: [] }, /^events: .*>=1/],
+      ['an unknown event kind', { url: target, events: ['deal.created', 'deal.deleted'] }, /^events\[1\]: /],
+      ['events that are not a list', { url: target, events: 'deal.created' }, /^events: /],
+      [
+        'an unknown property',
+        { url: target, events: ['deal.created'], secret: 'mine' },
+        /Unknown property: secret/,
+      ],
+    ])('refuses %s with a 400 that names the field, and stores nothing', async (_what, json, message) => {
+      const before = await endpointRows();
+      const res = await s.api('/webhooks', { method: 'POST', json });
+      expect(res.status, res.text).toBe(400);
+      expect(res.body).toEqual({ error: expect.stringMatching(message), code: 'invalid_request' });
+      expect(await endpointRows()).toBe(before);
+    });
+
+    it('DELETE /webhooks/{id} answers { success: true }, then 404; the endpoint is gone from the list', async () => {
+      const id = (await s.api('/webhooks', { method: 'POST', json: { url: target, events: ['deal.lost'] } }))
+        .body.data.id;
+      const res = await s.api(`/webhooks/${id}`, { method: 'DELETE' });
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ success: true });
+      const again = await s.api(`/webhooks/${id}`, { method: 'DELETE' });
+      expect(again.status).toBe(404);
+      expect(again.body).toEqual({ error: 'Webhook not found', code: 'not_found' });
+      const list = await s.api('/webhooks');
+      expect(list.body.data.map((w: { id: string }) => w.id)).not.toContain(id);
+    });
+
+    it('a malformed id answers 400 naming it; a missing one 404, on every webhook path', async () => {
+      expect((await s.api('/webhooks/not-a-uuid', { method: 'DELETE' })).body).toEqual({
+        error: expect.stringMatching(/^id: /),
+        code: 'invalid_request',
+      });
+      const missing = [
+        s.api(`/webhooks/${MISSING_ID}`, { method: 'DELETE' }),
+        s.api(`/webhooks/${MISSING_ID}/activate`, { method: 'POST' }),
+        s.api(`/webhooks/${MISSING_ID}/deliveries`),
+        s.api(`/webhooks/${MISSING_ID}/deliveries/${MISSING_ID}/replay`, { method: 'POST' }),
+      ];
+      for (const res of await Promise.all(missing)) {
+        expect(res.status, res.text).toBe(404);
+        expect(res.body).toEqual({ error: 'Webhook not found', code: 'not_found' });
+      }
+      const id = (await s.api('/webhooks', { method: 'POST', json: { url: target, events: ['deal.lost'] } }))
+        .body.data.id;
+      const replay = await s.api(`/webhooks/${id}/deliveries/${MISSING_ID}/replay`, { method: 'POST' });
+      expect(replay.status).toBe(404);
+      expect(replay.body).toEqual({ error: 'Delivery not found', code: 'not_found' });
+      const bad = await s.api(`/webhooks/${id}/deliveries/nope/replay`, { method: 'POST' });
+      expect(bad.body.error).toMatch(/^delivery_id: /);
+    });
+
+    it('GET /webhooks/{id}/deliveries starts empty, with pagination meta; status filters are checked', async () => {
+      const id = (await s.api('/webhooks', { method: 'POST', json: { url: target, events: ['deal.lost'] } }))
+        .body.data.id;
+      const res = await s.api(`/webhooks/${id}/deliveries?limit=10`);
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ data: [], meta: { total: 0, limit: 10, offset: 0 } });
+      const bad = await s.api(`/webhooks/${id}/deliveries?status=lost`);
+      expect(bad.status).toBe(400);
+      expect(bad.body.error).toMatch(/^status: /);
+    });
+
+    it('POST /webhooks/{id}/activate on an active endpoint answers it unchanged', async () => {
+      const id = (await s.api('/webhooks', { method: 'POST', json: { url: target, events: ['deal.lost'] } }))
+        .body.data.id;
+      const res = await s.api(`/webhooks/${id}/activate`, { method: 'POST' });
+      expect(res.status).toBe(200);
+      expect(res.body.data).toMatchObject({ id, is_active: true, failure_count: 0 });
+    });
+
+    it('works through the typed REST and tRPC clients', async () => {
+      const rest = s.rest(s.orgB);
+      const created = await rest.POST('/webhooks', { body: { url: target, events: ['contact.created'] } });
+      expect(created.response.status).toBe(201);
+      const id = created.data?.data.id as string;
+      expect(created.data?.data.secret).toMatch(SECRET);
+      const trpc = s.trpc(s.orgB);
+      const listed = await trpc.webhooks.list.query();
+      expect(listed.data.map((w) => w.id)).toEqual([id]);
+      const deliveries = await rest.GET('/webhooks/{id}/deliveries', { params: { path: { id } } });
+      expect(deliveries.data?.meta.total).toBe(0);
+      expect(await trpc.webhooks.delete.mutate({ id })).toEqual({ success: true });
+      expect((await trpc.webhooks.list.query()).data).toEqual([]);
+    });
+
+    it('the OpenAPI document has the three contract operations and the three extra ones', async () => {
+      const doc = (await (await fetch(`${s.base}/openapi.json`)).json()) as {
+        paths: Record<string, Record<string, { responses: Record<string, unknown>; parameters?: unknown[] }>>;
+      };
+      const ops = Object.entries(doc.paths)
+        .filter(([p]) => p.startsWith('/webhooks'))
+        .flatMap(([p, item]) => Object.keys(item).map((m) => `${m.toUpperCase()} ${p}`))
+        .sort();
+      expect(ops).toEqual(
+        [
+          'GET /webhooks',
+          'POST /webhooks',
+          'DELETE /webhooks/{id}',
+          'POST /webhooks/{id}/activate',
+          'GET /webhooks/{id}/deliveries',
+          'POST /webhooks/{id}/deliveries/{delivery_id}/replay',
+        ].sort(),
+      );
+      expect(Object.keys(doc.paths['/webhooks']?.post?.responses ?? {})).toContain('201');
+      expect(Object.keys(doc.paths['/webhooks/{id}']?.delete?.responses ?? {})).toContain('404');
+      const replay = doc.paths['/webhooks/{id}/deliveries/{delivery_id}/replay']?.post;
+      expect(Object.keys(replay?.responses ?? {})).toEqual(expect.arrayContaining(['202', '404', '409']));
+      // A create that returns a secret does not take Idempotency-Key (its stored response would keep the secret).
+      expect(JSON.stringify(doc.paths['/webhooks']?.post?.parameters ?? [])).not.toContain('Idempotency-Key');
+    });
+  });
+}

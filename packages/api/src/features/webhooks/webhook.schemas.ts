@@ -1,0 +1,105 @@
+import { DELIVERY_STATUSES, WEBHOOK_EVENT_TYPES } from '@crm/db';
+import { z } from 'zod';
+import { DateTimeOut, Pagination, PaginationMeta, Uuid } from '../../schemas.ts';
+
+export const WebhookEvent = z.enum(WEBHOOK_EVENT_TYPES).meta({ id: 'WebhookEvent' });
+export type WebhookEvent = z.infer<typeof WebhookEvent>;
+
+export const DeliveryStatus = z
+  .enum(DELIVERY_STATUSES)
+  .describe(
+    'pending: waiting for its next attempt; succeeded; failed: retries used up; cancelled: the endpoint was deactivated',
+  );
+
+/** Where deliveries go: an absolute http(s) URL without credentials (the signature authenticates). */
+const WebhookUrl = z
+  .url({ protocol: /^https?$/, error: 'must be an absolute http or https URL' })
+  .max(2_000)
+  .refine((url) => {
+    const parsed = URL.parse(url);
+    return !parsed || (parsed.username === '' && parsed.password === '');
+  }, 'must not contain a user name or password');
+
+export const Webhook = z
+  .object({
+    id: Uuid,
+    url: z.url(),
+    events: z.array(WebhookEvent),
+    is_active: z.boolean(),
+    failure_count: z.number().int().min(0),
+    last_triggered_at: DateTimeOut.nullable(),
+    created_at: DateTimeOut,
+  })
+  .meta({ id: 'Webhook' });
+export type WebhookDto = z.infer<typeof Webhook>;
+
+export const WebhookCreateInput = z
+  .strictObject({
+    url: WebhookUrl,
+    events: z
+      .array(WebhookEvent)
+      .min(1)
+      .max(WEBHOOK_EVENT_TYPES.length * 4)
+      .transform((events) => [...new Set(events)])
+      .describe('The event kinds to receive; at least one'),
+  })
+  .meta({ id: 'WebhookCreateRequest' });
+export type WebhookCreateInput = z.infer<typeof WebhookCreateInput>;
+
+export const WebhookCreateResponse = z
+  .object({
+    data: z.object({
+      id: Uuid,
+      secret: z.string().describe('The signing secret (whsec_…), shown only here: store it now'),
+      url: z.url(),
+      events: z.array(WebhookEvent),
+    }),
+  })
+  .meta({ id: 'WebhookCreateResponse' });
+
+export const WebhookList = z.object({ data: z.array(Webhook) });
+
+export const WebhookAttempt = z
+  .object({
+    attempt: z.number().int().min(1),
+    attempted_at: DateTimeOut,
+    duration_ms: z.number().int().min(0),
+    response_status: z.number().int().nullable(),
+    error: z
+      .string()
+      .nullable()
+      .describe('Why it failed when the status does not say (timeout, refused address…)'),
+    response_body: z.string().nullable().describe('The first 1 KB of the response'),
+    succeeded: z.boolean(),
+  })
+  .meta({ id: 'WebhookAttempt' });
+
+export const WebhookDelivery = z
+  .object({
+    id: Uuid,
+    webhook_id: Uuid,
+    event_id: Uuid.describe('The event; sent as the webhook-id header on every attempt'),
+    event_type: WebhookEvent,
+    status: DeliveryStatus,
+    attempt_count: z.number().int().min(0),
+    next_attempt_at: DateTimeOut.nullable(),
+    created_at: DateTimeOut,
+    updated_at: DateTimeOut,
+    attempts: z.array(WebhookAttempt),
+  })
+  .meta({ id: 'WebhookDelivery' });
+export type WebhookDeliveryDto = z.infer<typeof WebhookDelivery>;
+
+export const WebhookDeliveryListQuery = z.object({
+  id: Uuid.describe('Webhook id (uuid)'),
+  ...Pagination,
+  status: DeliveryStatus.optional(),
+});
+export type WebhookDeliveryListQuery = z.infer<typeof WebhookDeliveryListQuery>;
+
+export const WebhookDeliveryList = z.object({ data: z.array(WebhookDelivery), meta: PaginationMeta });
+
+export const DeliveryParams = z.object({
+  id: Uuid.describe('Webhook id (uuid)'),
+  delivery_id: Uuid.describe('Delivery id (uuid)'),
+});

@@ -1,0 +1,184 @@
+import { type EntityManager, sqlOf, WebhookDelivery, WebhookEndpoint } from '@crm/db';
+import { assertPublicTarget, generateSecret, RefusedTargetError, sealSecret } from '@crm/webhooks';
+import { sql } from 'kysely';
+import { v7 as uuidv7 } from 'uuid';
+import type { AuthedContext } from '../../context.ts';
+import { ApiError, notFound } from '../../errors.ts';
+import { currentOrg, isoSql, orgRows } from '../../read-model.ts';
+import { toIso } from '../../schemas.ts';
+import type {
+  WebhookCreateInput,
+  WebhookDeliveryDto,
+  WebhookDeliveryListQuery,
+  WebhookDto,
+} from './webhook.schemas.ts';
+
+/** Endpoints per organization: every event fans out to each one. */
+export const MAX_WEBHOOKS_PER_ORG = 100;
+
+function toWebhookDto(endpoint: WebhookEndpoint): WebhookDto {
+  return {
+    id: endpoint.id,
+    url: endpoint.url,
+    events: [...endpoint.events],
+    is_active: endpoint.isActive,
+    failure_count: endpoint.failureCount,
+    last_triggered_at: toIso(endpoint.lastTriggeredAt),
+    created_at: endpoint.createdAt.toISOString(),
+  };
+}
+
+async function findWebhook(em: EntityManager, id: string): Promise<WebhookEndpoint> {
+  const endpoint = await em.findOne(WebhookEndpoint, { id });
+  if (!endpoint) throw notFound('Webhook');
+  return endpoint;
+}
+
+export async function listWebhooks(em: EntityManager): Promise<WebhookDto[]> {
+  const endpoints = await em.find(WebhookEndpoint, {}, { orderBy: { createdAt: 'desc', id: 'desc' } });
+  return endpoints.map(toWebhookDto);
+}
+
+/**
+ * Creates an endpoint and returns its secret, the only time it is shown. Unless private targets are
+ * allowed, the URL's host must resolve, and only to public addresses (checked again on every delivery);
+ * that lookup happens before the transaction, so no connection waits on DNS.
+ */
+export async function createWebhook(ctx: AuthedContext, input: WebhookCreateInput) {
+  const settings = ctx.services.config.webhooks;
+  if (!settings.allowPrivate) {
+    try {
+      await assertPublicTarget(new URL(input.url));
+    } catch (err) {
+      if (err instanceof RefusedTargetError) throw new ApiError('invalid_request', `url: ${err.message}`);
+      throw err;
+    }
+  }
+  return ctx.em.transactional(async (em) => {
+    if ((await em.count(WebhookEndpoint, {})) >= MAX_WEBHOOKS_PER_ORG)
+      throw new ApiError(
+        'invalid_request',
+        `An organization can have at most ${MAX_WEBHOOKS_PER_ORG} webhook endpoints; delete one first`,
+      );
+    const id = uuidv7();
+    const secret = generateSecret();
+    em.create(WebhookEndpoint, {
+      id,
+      orgId: ctx.principal.orgId,
+      url: input.url,
+      events: input.events,
+      secret: sealSecret(secret, id, settings.encryptionKey),
+      createdAt: new Date(),
+    });
+    await em.flush();
+    return { id, secret, url: input.url, events: input.events };
+  });
+}
+
+/** Deletes an endpoint with its deliveries and attempts; nothing more is sent to it. */
+export async function deleteWebhook(em: EntityManager, id: string): Promise<void> {
+  const deleted = await em.nativeDelete(WebhookEndpoint, { id });
+  if (deleted === 0) throw notFound('Webhook');
+}
+
+/** Turns a deactivated endpoint back on with a clean failure_count; it receives events from now on. */
+export async function activateWebhook(em: EntityManager, id: string): Promise<WebhookDto> {
+  const endpoint = await findWebhook(em, id);
+  if (!endpoint.isActive) {
+    endpoint.isActive = true;
+    endpoint.failureCount = 0;
+    await em.flush();
+  }
+  return toWebhookDto(endpoint);
+}
+
+type DeliveryRow = Omit<WebhookDeliveryDto, 'attempts'>;
+type AttemptRow = WebhookDeliveryDto['attempts'][number] & { delivery_id: string };
+
+const DELIVERY_COLUMNS = `d.id, d.endpoint_id as webhook_id, d.event_id, o.type as event_type, d.status, d.attempt_count,
+  ${isoSql('d.next_attempt_at')} as next_attempt_at, ${isoSql('d.created_at')} as created_at,
+  ${isoSql('d.updated_at')} as updated_at`;
+const DELIVERY_FROM = 'webhook_deliveries d join outbox_events o on o.id = d.event_id';
+
+/** Deliveries with their attempts in order, as the API shows them. */
+async function withAttempts(em: EntityManager, rows: DeliveryRow[]): Promise<WebhookDeliveryDto[]> {
+  if (rows.length === 0) return [];
+  const attempts = await orgRows<AttemptRow>(
+    em,
+    `select delivery_id, attempt, ${isoSql('created_at')} as attempted_at, duration_ms, response_status, error,
+            response_body, succeeded
+       from webhook_attempts where org_id = ? and delivery_id in (${rows.map(() => '?').join(', ')})
+      order by delivery_id, attempt`,
+    rows.map((r) => r.id),
+  );
+  return rows.map((row) => ({
+    ...row,
+    attempts: attempts
+      .filter((a) => a.delivery_id === row.id)
+      .map(({ delivery_id: _delivery, ...attempt }) => attempt),
+  }));
+}
+
+/** An endpoint's deliveries, newest first, each with every attempt kept. */
+export async function listDeliveries(em: EntityManager, query: WebhookDeliveryListQuery) {
+  await findWebhook(em, query.id);
+  const where = `d.org_id = ? and d.endpoint_id = ?${query.status ? ' and d.status = ?' : ''}`;
+  const params = query.status ? [query.id, query.status] : [query.id];
+  const [rows, counted] = await Promise.all([
+    orgRows<DeliveryRow>(
+      em,
+      `select ${DELIVERY_COLUMNS} from ${DELIVERY_FROM} where ${where}
+        order by d.created_at desc, d.id desc limit ? offset ?`,
+      [...params, query.limit, query.offset],
+    ),
+    orgRows<{ total: string | number }>(
+      em,
+      `select count(*) as total from webhook_deliveries d where ${where}`,
+      params,
+    ),
+  ]);
+  return {
+    data: await withAttempts(em, rows),
+    meta: { total: Number(counted[0]?.total ?? 0), limit: query.limit, offset: query.offset },
+  };
+}
+
+/**
+ * Sends a delivery's event to its endpoint again, as a new delivery with a fresh retry schedule and the
+ * same webhook-id (receivers that deduplicate on it see the same message). The endpoint must be active.
+ */
+export async function replayDelivery(
+  em: EntityManager,
+  params: { id: string; delivery_id: string },
+): Promise<WebhookDeliveryDto> {
+  const endpoint = await findWebhook(em, params.id);
+  const original = await em.findOne(WebhookDelivery, { id: params.delivery_id, endpointId: endpoint.id });
+  if (!original) throw notFound('Delivery');
+  if (!endpoint.isActive)
+    throw new ApiError(
+      'webhook_inactive',
+      `Webhook ${endpoint.id} is inactive: re-activate it (POST /webhooks/${endpoint.id}/activate) before replaying`,
+    );
+  const id = uuidv7();
+  const at = new Date();
+  await sqlOf(em)
+    .insertInto('webhook_deliveries')
+    .values({
+      id,
+      org_id: currentOrg(em),
+      endpoint_id: endpoint.id,
+      event_id: original.eventId,
+      status: 'pending',
+      attempt_count: 0,
+      next_attempt_at: sql<Date>`now()`,
+      created_at: at,
+      updated_at: at,
+    })
+    .execute();
+  const rows = await orgRows<DeliveryRow>(
+    em,
+    `select ${DELIVERY_COLUMNS} from ${DELIVERY_FROM} where d.org_id = ? and d.id = ?`,
+    [id],
+  );
+  return (await withAttempts(em, rows))[0] as WebhookDeliveryDto;
+}

@@ -1,0 +1,75 @@
+import { type Orm, sqlOf, type WebhookEventType } from '@crm/db';
+import { sql } from 'kysely';
+import { v7 as uuidv7 } from 'uuid';
+
+/** Deliveries are inserted in chunks so that one statement stays well under PostgreSQL's parameter limit. */
+const INSERT_CHUNK = 1_000;
+
+/**
+ * Fans committed outbox events out to `webhook_deliveries`: one per active endpoint of the event's
+ * organization that subscribes to its type and existed when it happened. Events are claimed with
+ * `FOR UPDATE SKIP LOCKED`, so any number of workers can run this at once without doubling a delivery,
+ * and marked dispatched in the same transaction. Returns how many events it took.
+ */
+export async function dispatchOutbox(orm: Orm, batchSize: number): Promise<number> {
+  return orm.em.fork().transactional(async (em) => {
+    const db = sqlOf(em);
+    const events = await db
+      .selectFrom('outbox_events')
+      .select(['id', 'org_id', 'type', 'created_at'])
+      .where('dispatched_at', 'is', null)
+      .orderBy('created_at')
+      .orderBy('id')
+      .limit(batchSize)
+      .forUpdate()
+      .skipLocked()
+      .execute();
+    if (events.length === 0) return 0;
+
+    const orgIds = [...new Set(events.map((e) => e.org_id))];
+    const endpoints = await db
+      .selectFrom('webhook_endpoints')
+      .select(['id', 'org_id', 'events', 'created_at'])
+      .where('org_id', 'in', orgIds)
+      .where('is_active', '=', true)
+      .execute();
+
+    const now = new Date();
+    const deliveries = events.flatMap((event) =>
+      endpoints
+        .filter(
+          (endpoint) =>
+            endpoint.org_id === event.org_id &&
+            (endpoint.events as readonly WebhookEventType[]).includes(event.type) &&
+            new Date(endpoint.created_at) <= new Date(event.created_at),
+        )
+        .map((endpoint) => ({
+          id: uuidv7(),
+          org_id: event.org_id,
+          endpoint_id: endpoint.id,
+          event_id: event.id,
+          status: 'pending' as const,
+          attempt_count: 0,
+          // The database's clock, like every other queue time, so processes with skewed clocks agree.
+          next_attempt_at: sql<Date>`now()`,
+          created_at: now,
+          updated_at: now,
+        })),
+    );
+    for (let i = 0; i < deliveries.length; i += INSERT_CHUNK)
+      await db
+        .insertInto('webhook_deliveries')
+        .values(deliveries.slice(i, i + INSERT_CHUNK))
+        .execute();
+    await db
+      .updateTable('outbox_events')
+      .set({ dispatched_at: now })
+      .where(
+        'id',
+        'in',
+        events.map((e) => e.id),
+      )
+      .execute();
+    return events.length;
+  });
+}
