@@ -17,6 +17,10 @@ const EnvSchema = z.object({
   CRM_STALE_THRESHOLD_DAYS: z.coerce.number().int().min(1).max(365).default(14),
   CRM_BOOTSTRAP_ORG: booleanFlag.default(true),
   CRM_SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).default(10_000),
+  CRM_AI_MODEL: z.string().min(1).optional(),
+  CRM_AI_BASE_URL: z.url({ protocol: /^https?$/ }).optional(),
+  CRM_AI_API_KEY: z.string().min(1).optional(),
+  CRM_AI_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(8_000),
 });
 
 export type Config = Readonly<{
@@ -28,6 +32,16 @@ export type Config = Readonly<{
   staleThresholdDays: number;
   bootstrapOrg: boolean;
   shutdownTimeoutMs: number;
+  /** The optional OpenAI-compatible language model that words the AI features' narrative; unset: built-in text. */
+  languageModel: LanguageModelConfig | undefined;
+}>;
+
+export type LanguageModelConfig = Readonly<{
+  model: string;
+  /** An OpenAI-compatible endpoint (a local model server works); unset: OpenAI's own. */
+  baseUrl: string | undefined;
+  apiKey: string | undefined;
+  timeoutMs: number;
 }>;
 
 export class ConfigError extends Error {
@@ -58,5 +72,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     staleThresholdDays: e.CRM_STALE_THRESHOLD_DAYS,
     bootstrapOrg: e.CRM_BOOTSTRAP_ORG,
     shutdownTimeoutMs: e.CRM_SHUTDOWN_TIMEOUT_MS,
+    languageModel: e.CRM_AI_MODEL
+      ? {
+          model: e.CRM_AI_MODEL,
+          baseUrl: e.CRM_AI_BASE_URL,
+          apiKey: e.CRM_AI_API_KEY,
+          timeoutMs: e.CRM_AI_TIMEOUT_MS,
+        }
+      : undefined,
   });
 }
