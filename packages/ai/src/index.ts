@@ -18,6 +18,7 @@ export { SIGNAL_STEMS, signalRegexSql } from './lexicon.ts';
 export { createLanguageModel } from './narrative/language-model.ts';
 export type { NarrativeSource } from './narrative/narrate.ts';
 export * from './prediction/chain.ts';
+export { fitWinModelOffThread } from './prediction/fit-off-thread.ts';
 export {
   type FittedWinModel,
   fitWinModel,

@@ -231,6 +231,26 @@ export const OutboxEvent = defineEntity({
 });
 export type OutboxEvent = InferEntity<typeof OutboxEvent>;
 
+/** A deal analysis as POST /deals/{id}/analyze answered it (`result`), newest last. */
+export const DealAnalysis = defineEntity({
+  name: 'DealAnalysis',
+  tableName: 'deal_analyses',
+  filters: orgFilter,
+  properties: {
+    id: id(),
+    orgId: p.uuid(),
+    deal: () => p.manyToOne(Deal).ref().deleteRule('cascade'),
+    totalScore: p.decimal('number').nullable(),
+    scoreBand: p.string().nullable(),
+    dealHealth: p.string().nullable(),
+    winProbability: p.integer().nullable(),
+    narrativeSource: p.string(),
+    result: p.json<Record<string, unknown>>(),
+    createdAt: createdAt(),
+  },
+});
+export type DealAnalysis = InferEntity<typeof DealAnalysis>;
+
 export const entities = [
   Organization,
   ApiKey,
@@ -241,4 +261,5 @@ export const entities = [
   Activity,
   IdempotencyRecord,
   OutboxEvent,
+  DealAnalysis,
 ];

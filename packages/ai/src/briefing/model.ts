@@ -61,8 +61,9 @@ export interface BuiltInBriefing {
 /** The built-in briefing: each listed deal with the reason it is listed, and a greeting with the headline. */
 export function buildBriefing(f: BriefingFacts): BuiltInBriefing {
   const money = Math.round(f.summary.total_pipeline_value).toLocaleString('en-US');
+  const deals = (n: number) => `${n} ${n === 1 ? 'deal' : 'deals'}`;
   const headline =
-    `${f.summary.active_deals} active deals worth ${money} in the pipeline; ` +
+    `${deals(f.summary.active_deals)} active, worth ${money} in the pipeline; ` +
     `${f.closingThisWeek.length} closing within ${CLOSING_WITHIN_DAYS} days, ${f.stale.length} stale, ` +
     `${f.summary.at_risk_deals} at risk`;
   const weekday = f.now.toLocaleDateString('en-US', { weekday: 'long', timeZone: 'UTC' });

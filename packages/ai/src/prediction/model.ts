@@ -250,13 +250,11 @@ export function predictSnapshot(s: DealSnapshot, options: PredictOptions): Built
     method = 'prior';
   }
   const source =
-    method === 'fitted'
-      ? `fitted on ${fitted?.closedDeals} closed deals of this organization`
-      : 'prior from stage probability and MEDDPICC pillars (too few closed deals to fit a model)';
+    method === 'fitted' ? `model fitted on ${fitted?.closedDeals} closed deals` : 'stage-and-pillars prior';
   const factor = (p: Contribution): PredictionFactor => ({
     factor: FEATURES.find((f) => f.key === p.key)?.label ?? p.key,
     impact: impactOf(p.logOdds),
-    description: `${describeFeature(p.key, s, byPillar)} (${p.logOdds >= 0 ? '+' : ''}${p.logOdds.toFixed(2)} log-odds; ${source})`,
+    description: `${describeFeature(p.key, s, byPillar)} (${p.logOdds >= 0 ? '+' : ''}${p.logOdds.toFixed(2)} log-odds, ${source})`,
   });
   const ranked = [...parts].sort(
     (a, b) => Math.abs(b.logOdds) - Math.abs(a.logOdds) || a.key.localeCompare(b.key),

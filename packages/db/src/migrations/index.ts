@@ -1,8 +1,10 @@
 import { Migration20261122000000_initial } from './Migration20261122000000_initial.ts';
 import { Migration20261123000000_outbox } from './Migration20261123000000_outbox.ts';
+import { Migration20261123000300_ai } from './Migration20261123000300_ai.ts';
 
 /** Listed explicitly (no folder scan): the same list runs on PGlite and on PostgreSQL. */
 export const migrationsList = [
   { name: 'Migration20261122000000_initial', class: Migration20261122000000_initial },
   { name: 'Migration20261123000000_outbox', class: Migration20261123000000_outbox },
+  { name: 'Migration20261123000300_ai', class: Migration20261123000300_ai },
 ];
