@@ -16,6 +16,9 @@ export interface LogisticModel {
   positives: number;
 }
 
+/** Features are on readable scales (fractions, log days): spreads below this are treated as this. */
+const MIN_SCALE = 0.1;
+
 export interface FitOptions {
   /** Ridge penalty on the standardized coefficients (not on the intercept). */
   l2?: number;
@@ -40,8 +43,10 @@ export function fitLogistic(x: number[][], y: number[], options: FitOptions = {}
     let v = 0;
     for (let i = 0; i < n; i++) v += (w[i] as number) * ((x[i]?.[j] as number) - m) ** 2;
     means[j] = m;
-    // A constant feature keeps scale 1: its standardized value is 0 and the penalty holds it at 0.
-    scales[j] = Math.sqrt(v / totalWeight) || 1;
+    // A constant feature keeps scale 1 (its standardized value is 0 and the penalty holds it at 0); a nearly
+    // constant one is not blown up: a difference the history never showed must not dominate a prediction.
+    const sd = Math.sqrt(v / totalWeight);
+    scales[j] = sd === 0 ? 1 : Math.max(sd, MIN_SCALE);
   }
   // Design matrix with a leading column of ones for the intercept.
   const design = new Matrix(n, d + 1);

@@ -3,7 +3,7 @@ import { RECORDED_ACTIVITY_TYPES } from '@crm/ai';
 /**
  * SQL for the free text a person wrote in an activity `a` (as `activityText` in @crm/ai reads it): the new
  * notes of a recorded change, else a person's own entry's description. With `dealNotes`, a deal's creation
- * counts that column too (the notes it was created with are in no change record).
+ * counts that expression too (the notes it was created with are in no change record).
  */
 export function activityTextSql(dealNotes?: string): string {
   const recorded = [...RECORDED_ACTIVITY_TYPES].map((t) => `'${t}'`).join(', ');

@@ -16,6 +16,11 @@ import { aiRuntime } from './runtime.ts';
 /** Signals are counted over this many past days. */
 export const SIGNAL_DAYS = 7;
 
+/** The notes a deal was created with: the first notes change's old value, else its notes now. */
+const CREATION_NOTES = `coalesce((select coalesce(n.changes->'notes'->>'from', '') from activities n
+   where n.deal_id = a.deal_id and n.type = 'deal_updated' and n.changes->'notes' is not null
+   order by n.created_at limit 1), d.notes)`;
+
 type ListRow = Omit<BriefingDealRow, 'expected_close_date' | 'value'> & {
   expected_close_date: unknown;
   value: unknown;
@@ -86,7 +91,7 @@ async function signalFacts(em: EntityManager): Promise<BriefingFacts['signals']>
   const [row] = await orgRows<Record<string, unknown>>(
     em,
     `with recent as (
-       select a.type, a.changes, ${activityTextSql('d.notes')} as text
+       select a.type, a.changes, ${activityTextSql(CREATION_NOTES)} as text
          from activities a join deals d on d.id = a.deal_id
         where a.org_id = ? and a.created_at > now() - make_interval(days => ${SIGNAL_DAYS})
      ), closed_stages as (
