@@ -22,5 +22,9 @@ export class Migration20261123000300_ai extends Migration {
     );`);
     this.addSql('create index deal_analyses_deal_recent on deal_analyses (deal_id, created_at desc);');
     this.addSql('create index deal_analyses_org_recent on deal_analyses (org_id, created_at desc);');
+    // When a deal closed is its last stage move: coaching looks that up for every recently closed deal.
+    this.addSql(
+      "create index activities_stage_moves on activities (deal_id, created_at desc) where type = 'stage_changed';",
+    );
   }
 }

@@ -1,7 +1,6 @@
 import { type CoachingFacts, type CoachingResult, signalRegexSql, type TraitKey } from '@crm/ai';
 import type { AuthedContext } from '../../context.ts';
 import { currentOrg, orgRows } from '../../read-model.ts';
-import { activityTextSql } from './activity-text.sql.ts';
 import { aiRuntime } from './runtime.ts';
 
 /** Coaching looks at the deals closed in this many past days. */
@@ -13,14 +12,16 @@ const TRAIT_SQL: Record<TraitKey, string> = {
   multi_threaded: 'coalesce(p.people, 0) >= 3',
   positive_stakeholder: 'coalesce(p.positive, false)',
   close_date_set: 'r.expected_close_date is not null',
-  competitor_mentioned: 'coalesce(x.competitor, false) or coalesce(r.notes ~* ?, false)',
+  competitor_mentioned: 'coalesce(p.competitor, false) or coalesce(r.notes ~* ?, false)',
   negative_stakeholder: 'coalesce(p.negative, false)',
 };
 
 /**
  * GET /coaching: the deals closed (moved to a won or lost stage) in the last 90 days, compared in one
  * statement: each trait counted among won and among lost deals, cycle length (creation to close) and
- * activity volume per outcome, and outcomes per lead source.
+ * activity volume per outcome, and outcomes per lead source. Traits read the deals and contacts as they
+ * are now (competition: the deal's or a contact's notes mention it); matching every past notes change
+ * of thousands of deals against the lexicon cost more than the whole 300 ms budget.
  */
 export async function coaching(ctx: AuthedContext): Promise<CoachingResult> {
   const em = ctx.em;
@@ -37,6 +38,8 @@ export async function coaching(ctx: AuthedContext): Promise<CoachingResult> {
              from activities a where a.deal_id = d.id and a.type = 'stage_changed'
          ) c
         where d.org_id = ? and s.stage_type in ('won', 'lost')
+          -- A close moves updated_at (or the deal was created closed): a cheap bound before the lookup.
+          and coalesce(d.updated_at, d.created_at) > now() - make_interval(days => ${COACHING_PERIOD_DAYS})
           and c.closed_at > now() - make_interval(days => ${COACHING_PERIOD_DAYS})
      ), people as (
        select c.deal_id,
@@ -44,12 +47,12 @@ export async function coaching(ctx: AuthedContext): Promise<CoachingResult> {
               bool_or(c.role_type = 'champion' and c.engagement_level in ('high', 'medium')) as champion,
               count(*) as people,
               bool_or(c.sentiment = 'positive') as positive,
-              bool_or(c.sentiment = 'negative' or c.role_type = 'blocker') as negative
+              bool_or(c.sentiment = 'negative' or c.role_type = 'blocker') as negative,
+              bool_or(c.notes ~* ?) as competitor
          from contacts c where c.org_id = ? and c.deal_id in (select id from recent)
         group by c.deal_id
      ), acts as (
-       select a.deal_id, count(*) filter (where a.type <> 'deal_analyzed') as n,
-              bool_or((${activityTextSql()}) ~* ?) as competitor
+       select a.deal_id, count(*) filter (where a.type <> 'deal_analyzed') as n
          from activities a where a.org_id = ? and a.deal_id in (select id from recent)
         group by a.deal_id
      )
@@ -59,7 +62,7 @@ export async function coaching(ctx: AuthedContext): Promise<CoachingResult> {
             ${traits.map(([key, expr]) => `count(*) filter (where ${expr}) as ${key}`).join(',\n            ')}
        from recent r left join people p on p.deal_id = r.id left join acts x on x.deal_id = r.id
       group by r.stage_type, coalesce(r.lead_source, '')`,
-    [currentOrg(em), competitor, currentOrg(em), competitor],
+    [competitor, currentOrg(em), currentOrg(em), competitor],
   );
   const won = rows.filter((r) => r.stage_type === 'won');
   const lost = rows.filter((r) => r.stage_type === 'lost');

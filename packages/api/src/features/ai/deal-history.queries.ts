@@ -1,5 +1,5 @@
 import type { DealHistory, StageFacts } from '@crm/ai';
-import { HISTORY_DAYS, HISTORY_MAX_DEALS } from '@crm/ai';
+import { HISTORY_DAYS, HISTORY_MAX_DEALS, SYSTEM_ACTIVITY_TYPES } from '@crm/ai';
 import type { EntityManager } from '@crm/db';
 import { currentOrg, orgRows } from '../../read-model.ts';
 import { asDate, asDateOrNull, asJson } from './rows.ts';
@@ -49,6 +49,8 @@ const DEAL_COLUMNS = `d.id, d.title, d.company_name, d.value, d.currency, d.note
 const CONTACT_COLUMNS = `c.id, c.deal_id, c.name, c.title, c.role_type, c.influence_level, c.engagement_level, c.sentiment,
   c.notes, c.created_at`;
 const ACTIVITY_COLUMNS = 'a.deal_id, a.type, a.description, a.contact_id, a.changes, a.created_at';
+/** The AI's own entries (analyses) are no history of the deal: left out before they are read. */
+const CUSTOMER_ACTIVITY = `a.type not in (${[...SYSTEM_ACTIVITY_TYPES].map((t) => `'${t}'`).join(', ')})`;
 
 /** Joins the rows of several deals into their histories. */
 function assemble(
@@ -126,7 +128,8 @@ export async function loadDealHistory(em: EntityManager, dealId: string): Promis
     ),
     orgRows<ActivityRow>(
       em,
-      `select ${ACTIVITY_COLUMNS} from activities a where a.org_id = ? and a.deal_id = ? order by a.created_at, a.id`,
+      `select ${ACTIVITY_COLUMNS} from activities a where a.org_id = ? and a.deal_id = ? and ${CUSTOMER_ACTIVITY}
+        order by a.created_at, a.id`,
       [dealId],
     ),
   ]);
@@ -161,7 +164,7 @@ export async function loadClosedHistories(em: EntityManager): Promise<DealHistor
     ),
     orgRows<ActivityRow>(
       em,
-      `select ${ACTIVITY_COLUMNS} from activities a where a.org_id = ? and a.deal_id in (${CLOSED_DEALS})`,
+      `select ${ACTIVITY_COLUMNS} from activities a where a.org_id = ? and a.deal_id in (${CLOSED_DEALS}) and ${CUSTOMER_ACTIVITY}`,
       [currentOrg(em)],
     ),
   ]);
