@@ -110,7 +110,9 @@ try {
     new Date('2018-01-01T00:00:00Z'),
   );
 } catch (err) {
-  process.stdout.write(`\nReal opportunities: skipped (${(err as Error).message})\n`);
+  process.stdout.write(
+    `\nReal opportunities: skipped, ${(err as Error).message} (give the dataset folder: npm run eval:ai -- <dir>)\n`,
+  );
 }
 if (real) {
   print(real, 'Brier no worse than the base rate, ECE <= 0.05 (the data carries little signal).');
