@@ -100,6 +100,10 @@ describe('the server process', () => {
         'GET /pipeline/stages',
         'GET /pipeline/health',
         'GET /search',
+        'POST /deals/{id}/analyze',
+        'POST /deals/{id}/predict',
+        'GET /briefing',
+        'GET /coaching',
       ].sort(),
     );
   });
