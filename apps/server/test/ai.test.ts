@@ -218,6 +218,26 @@ for (const { driver, label, skip } of DRIVERS) {
       });
     });
 
+    describe('through the typed clients', () => {
+      it('the REST SDK and the tRPC client reach all four AI operations', async () => {
+        const deal = await fx.deal('Typed clients', true);
+        const rest = s.rest(s.orgA);
+        const analyzed = await rest.POST('/deals/{id}/analyze', { params: { path: { id: deal.id } } });
+        expect(analyzed.response.status).toBe(200);
+        expect(analyzed.data?.data.deal.id).toBe(deal.id);
+        const predicted = await rest.POST('/deals/{id}/predict', { params: { path: { id: deal.id } } });
+        expect(predicted.data?.data.win_probability).toBe(analyzed.data?.data.win_probability);
+        expect((await rest.GET('/briefing')).data?.data.summary?.active_deals).toBeGreaterThan(0);
+        expect((await rest.GET('/coaching')).data?.data.period).toMatch(/^last 90 days/);
+
+        const trpc = s.trpc(s.orgA);
+        expect((await trpc.ai.analyze.mutate({ id: deal.id })).data).toEqual(analyzed.data?.data);
+        expect((await trpc.ai.predict.mutate({ id: deal.id })).data).toEqual(predicted.data?.data);
+        expect((await trpc.ai.briefing.query()).data.summary?.active_deals).toBeGreaterThan(0);
+        expect((await trpc.ai.coaching.query()).data.win_rate).toBeTypeOf('string');
+      });
+    });
+
     describe('with enough closed deals, a model fitted on the organization’s own history', () => {
       const CLOSED_EACH = 18;
       it('is fitted in the background and then predicts from it, with more confidence than the prior', async () => {
