@@ -116,6 +116,20 @@ for (const { driver, label, skip } of DRIVERS) {
         await expectAUnchanged(before);
       });
 
+      it('POST /deals/{id}/analyze and /predict of A’s deal with B’s key answer the missing-deal 404 and store nothing', async () => {
+        const before = await aState();
+        for (const action of ['analyze', 'predict'])
+          await expectSameAsMissing((id) => `/deals/${id}/${action}`, a.dealId, { method: 'POST' });
+        await expectAUnchanged(before);
+        expect(await s.sql('select id from deal_analyses where deal_id = ?', [a.dealId])).toHaveLength(0);
+        expect(
+          await s.sql(
+            `select id from outbox_events where type = 'analysis.completed' and payload::jsonb->'data'->>'deal_id' = ?`,
+            [a.dealId],
+          ),
+        ).toHaveLength(0);
+      });
+
       it('PATCH of B’s own deal with A’s deal id in the body does not touch A', async () => {
         const before = await aState();
         const res = await s.api(`/deals/${b.dealId}`, {
@@ -218,6 +232,20 @@ for (const { driver, label, skip } of DRIVERS) {
 
         const company = await s.api('/search?q=Zephyr%20A', { key: keyB });
         expect(company.body.data).toEqual({ deals: [], contacts: [] });
+      });
+
+      it('GET /briefing and GET /coaching with B’s key count and list only B’s deals', async () => {
+        const briefing = await s.api('/briefing', { key: keyB });
+        expect(briefing.status).toBe(200);
+        expect(briefing.body.data.summary.active_deals).toBe(1);
+        expect(briefing.text).not.toContain(a.dealId);
+        expect(briefing.text).not.toContain('Zephyr A');
+        const mine = await s.api('/briefing', { key: keyA });
+        expect(mine.body.data.summary.active_deals).toBe(3);
+        expect(mine.body.data.summary.total_pipeline_value).toBe(1000);
+        const coaching = await s.api('/coaching', { key: keyB });
+        expect(coaching.status).toBe(200);
+        expect(coaching.body.data).toMatchObject({ deals_won: 0, deals_lost: 0 });
       });
 
       it('the same searches with A’s key find A’s rows and not B’s', async () => {
@@ -389,7 +417,7 @@ for (const { driver, label, skip } of DRIVERS) {
         expect((foreign as Error).message).toBe((missing as Error).message);
       });
 
-      it('contacts.get and deals.update of A’s rows with B’s key reject with 404 and change nothing', async () => {
+      it('contacts.get, deals.update and ai.analyze/predict of A’s rows with B’s key reject with 404 and change nothing', async () => {
         const before = await aState();
         const client = s.trpc(s.orgB);
         await expect(client.contacts.get.query({ id: a.contactId })).rejects.toMatchObject({
@@ -399,6 +427,12 @@ for (const { driver, label, skip } of DRIVERS) {
           data: { httpStatus: 404 },
         });
         await expect(client.deals.delete.mutate({ id: a.dealId })).rejects.toMatchObject({
+          data: { httpStatus: 404 },
+        });
+        await expect(client.ai.analyze.mutate({ id: a.dealId })).rejects.toMatchObject({
+          data: { httpStatus: 404 },
+        });
+        await expect(client.ai.predict.mutate({ id: a.dealId })).rejects.toMatchObject({
           data: { httpStatus: 404 },
         });
         const list = await client.deals.list.query({ limit: 100 });

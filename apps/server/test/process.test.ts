@@ -66,6 +66,10 @@ describe('the server process', () => {
         'POST /webhooks/{id}/activate',
         'GET /webhooks/{id}/deliveries',
         'POST /webhooks/{id}/deliveries/{delivery_id}/replay',
+        'POST /deals/{id}/analyze',
+        'POST /deals/{id}/predict',
+        'GET /briefing',
+        'GET /coaching',
       ].sort(),
     );
   });

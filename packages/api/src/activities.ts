@@ -6,7 +6,8 @@ export type ActivityType =
   | 'deal_updated'
   | 'stage_changed'
   | 'contact_added'
-  | 'contact_updated';
+  | 'contact_updated'
+  | 'deal_analyzed';
 
 /**
  * Records what a mutation did, in the caller's transaction, and moves the deal's last_activity_at (a

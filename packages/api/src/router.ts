@@ -1,3 +1,4 @@
+import { aiRouter } from './features/ai/ai.router.ts';
 import { contactsRouter } from './features/contacts/contacts.router.ts';
 import { dealsRouter } from './features/deals/deals.router.ts';
 import { pipelineRouter } from './features/pipeline/pipeline.router.ts';
@@ -13,5 +14,6 @@ export const appRouter = router({
   search: searchRouter,
   usage: usageRouter,
   webhooks: webhooksRouter,
+  ai: aiRouter,
 });
 export type AppRouter = typeof appRouter;

@@ -227,6 +227,74 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/deals/{id}/analyze": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** MEDDPICC analysis of a deal; stores it, updates deal_health and emits analysis.completed */
+        post: operations["ai-analyze"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/deals/{id}/predict": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Win probability of a deal with its confidence, factors and recommendations */
+        post: operations["ai-predict"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/briefing": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Daily briefing on the open pipeline */
+        get: operations["ai-briefing"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/coaching": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Coaching from recent win/loss patterns */
+        get: operations["ai-coaching"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -440,6 +508,92 @@ export interface components {
             /** @description The first 1 KB of the response */
             response_body: string | null;
             succeeded: boolean;
+        };
+        AnalysisResult: {
+            deal: {
+                /** Format: uuid */
+                id: string;
+                title: string;
+                company_name: string | null;
+            };
+            win_probability: number | null;
+            /** @description 0..100: MEDDPICC pillar points as a share of the maximum, less an inactivity penalty */
+            total_score: number | null;
+            /** @description strong (>= 75), on_track (>= 55), needs_attention (>= 35), at_risk */
+            score_band: string | null;
+            breakdown: {
+                [key: string]: unknown;
+            } | null;
+            summary: string | null;
+            recommended_actions: string[];
+            risk_factors: string[];
+            win_factors: string[];
+            pillar_analyses: {
+                [key: string]: unknown;
+            }[];
+            stage_readiness: {
+                [key: string]: unknown;
+            } | null;
+        };
+        PredictionResult: {
+            deal: {
+                /** Format: uuid */
+                id: string;
+                title: string;
+                company_name: string | null;
+            };
+            win_probability: number;
+            /** @description How much data stands behind the number, 0..100 */
+            confidence: number;
+            risk_factors: {
+                factor: string;
+                /** @enum {string} */
+                impact: "high" | "medium" | "low";
+                description: string;
+            }[];
+            positive_indicators: {
+                factor: string;
+                /** @enum {string} */
+                impact: "high" | "medium" | "low";
+                description: string;
+            }[];
+            recommendations: {
+                action: string;
+                /** @enum {string} */
+                priority: "high" | "medium" | "low";
+                reason: string;
+            }[];
+        };
+        BriefingResponse: {
+            greeting: string;
+            summary: {
+                total_pipeline_value: number;
+                active_deals: number;
+                at_risk_deals: number;
+            };
+            closing_this_week: {
+                [key: string]: unknown;
+            }[];
+            stale_deals: {
+                [key: string]: unknown;
+            }[];
+            at_risk_deals: {
+                [key: string]: unknown;
+            }[];
+            signals_last_7_days: {
+                positive: number;
+                negative: number;
+                competitor_mentions: number;
+            };
+        };
+        CoachingResponse: {
+            period: string;
+            /** @description Won share of the deals closed in the period, e.g. "58%"; "n/a" when none closed */
+            win_rate: string;
+            deals_won: number;
+            deals_lost: number;
+            avg_cycle_days: number | null;
+            coaching_tips: string[];
         };
         Error: {
             /** @description What went wrong, naming the field for invalid input */
@@ -1917,6 +2071,244 @@ export interface operations {
             };
             /** @description Conflict with the resource’s state: the webhook endpoint is inactive */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "ai-analyze": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource id (uuid) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["AnalysisResult"];
+                    };
+                };
+            };
+            /** @description Invalid request: the message names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for another organization’s ids) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "ai-predict": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource id (uuid) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["PredictionResult"];
+                    };
+                };
+            };
+            /** @description Invalid request: the message names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for another organization’s ids) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "ai-briefing": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["BriefingResponse"];
+                    };
+                };
+            };
+            /** @description Missing, invalid or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "ai-coaching": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["CoachingResponse"];
+                    };
+                };
+            };
+            /** @description Missing, invalid or revoked API key */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };

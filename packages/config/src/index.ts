@@ -69,6 +69,10 @@ const EnvSchema = z.object({
   CRM_WEBHOOKS_CONCURRENCY: z.coerce.number().int().min(1).max(200).default(10),
   CRM_WEBHOOKS_POLL_INTERVAL_MS: z.coerce.number().int().min(10).max(60_000).default(500),
   CRM_WEBHOOKS_ENCRYPTION_KEY: aesKey.optional(),
+  CRM_AI_MODEL: z.string().min(1).optional(),
+  CRM_AI_BASE_URL: z.url({ protocol: /^https?$/ }).optional(),
+  CRM_AI_API_KEY: z.string().min(1).optional(),
+  CRM_AI_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(8_000),
 });
 
 export type Config = Readonly<{
@@ -83,6 +87,16 @@ export type Config = Readonly<{
   limits: LimitsConfig;
   role: ProcessRole;
   webhooks: WebhooksConfig;
+  /** The optional OpenAI-compatible language model that words the AI features' narrative; unset: built-in text. */
+  languageModel: LanguageModelConfig | undefined;
+}>;
+
+export type LanguageModelConfig = Readonly<{
+  model: string;
+  /** An OpenAI-compatible endpoint (a local model server works); unset: OpenAI's own. */
+  baseUrl: string | undefined;
+  apiKey: string | undefined;
+  timeoutMs: number;
 }>;
 
 export type WebhooksConfig = Readonly<{
@@ -172,5 +186,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       pollIntervalMs: e.CRM_WEBHOOKS_POLL_INTERVAL_MS,
       encryptionKey: e.CRM_WEBHOOKS_ENCRYPTION_KEY,
     }),
+    languageModel: e.CRM_AI_MODEL
+      ? {
+          model: e.CRM_AI_MODEL,
+          baseUrl: e.CRM_AI_BASE_URL,
+          apiKey: e.CRM_AI_API_KEY,
+          timeoutMs: e.CRM_AI_TIMEOUT_MS,
+        }
+      : undefined,
   });
 }

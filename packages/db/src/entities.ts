@@ -358,6 +358,26 @@ export const WebhookAttempt = defineEntity({
 });
 export type WebhookAttempt = InferEntity<typeof WebhookAttempt>;
 
+/** A deal analysis as POST /deals/{id}/analyze answered it (`result`), newest last. */
+export const DealAnalysis = defineEntity({
+  name: 'DealAnalysis',
+  tableName: 'deal_analyses',
+  filters: orgFilter,
+  properties: {
+    id: id(),
+    orgId: p.uuid(),
+    deal: () => p.manyToOne(Deal).ref().deleteRule('cascade'),
+    totalScore: p.decimal('number').nullable(),
+    scoreBand: p.string().nullable(),
+    dealHealth: p.string().nullable(),
+    winProbability: p.integer().nullable(),
+    narrativeSource: p.string(),
+    result: p.json<Record<string, unknown>>(),
+    createdAt: createdAt(),
+  },
+});
+export type DealAnalysis = InferEntity<typeof DealAnalysis>;
+
 export const entities = [
   Organization,
   ApiKey,
@@ -374,4 +394,5 @@ export const entities = [
   WebhookEndpoint,
   WebhookDelivery,
   WebhookAttempt,
+  DealAnalysis,
 ];

@@ -2,6 +2,7 @@ import { Migration20261122000000_initial } from './Migration20261122000000_initi
 import { Migration20261123000000_outbox } from './Migration20261123000000_outbox.ts';
 import { Migration20261123000100_limits } from './Migration20261123000100_limits.ts';
 import { Migration20261123000200_webhooks } from './Migration20261123000200_webhooks.ts';
+import { Migration20261123000300_ai } from './Migration20261123000300_ai.ts';
 
 /** Listed explicitly (no folder scan): the same list runs on PGlite and on PostgreSQL. */
 export const migrationsList = [
@@ -9,4 +10,5 @@ export const migrationsList = [
   { name: 'Migration20261123000000_outbox', class: Migration20261123000000_outbox },
   { name: 'Migration20261123000100_limits', class: Migration20261123000100_limits },
   { name: 'Migration20261123000200_webhooks', class: Migration20261123000200_webhooks },
+  { name: 'Migration20261123000300_ai', class: Migration20261123000300_ai },
 ];

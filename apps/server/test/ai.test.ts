@@ -1,0 +1,361 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { aiFixtures } from './ai-fixtures.ts';
+import { DRIVERS, MISSING_ID, startTestServer, type TestServer, UUID } from './harness.ts';
+import { type Receiver, startReceiver } from './webhook-receiver.ts';
+
+const PILLARS = [
+  'metrics',
+  'economic_buyer',
+  'decision_criteria',
+  'decision_process',
+  'paper_process',
+  'identified_pain',
+  'champion',
+  'competition',
+];
+const LEVELS = ['high', 'medium', 'low'];
+const strings = (v: unknown) => Array.isArray(v) && v.every((x) => typeof x === 'string');
+// biome-ignore lint/suspicious/noExplicitAny: response bodies are checked field by field
+type Body = any;
+
+/** Contract 2.9, field by field. */
+function expectAnalysis(data: Body, deal: { id: string; title: string }) {
+  expect(Object.keys(data).sort()).toEqual(
+    [
+      'breakdown',
+      'deal',
+      'pillar_analyses',
+      'recommended_actions',
+      'risk_factors',
+      'score_band',
+      'stage_readiness',
+      'summary',
+      'total_score',
+      'win_factors',
+      'win_probability',
+    ].sort(),
+  );
+  expect(data.deal).toEqual({ id: deal.id, title: deal.title, company_name: 'Initrode' });
+  expect(Number.isInteger(data.win_probability)).toBe(true);
+  expect(data.win_probability).toBeGreaterThanOrEqual(0);
+  expect(data.win_probability).toBeLessThanOrEqual(100);
+  expect(typeof data.total_score).toBe('number');
+  expect(data.total_score).toBeGreaterThanOrEqual(0);
+  expect(data.total_score).toBeLessThanOrEqual(100);
+  expect(['strong', 'on_track', 'needs_attention', 'at_risk']).toContain(data.score_band);
+  expect(typeof data.breakdown).toBe('object');
+  expect(['healthy', 'at_risk', 'critical']).toContain(data.breakdown.deal_health);
+  expect(typeof data.summary).toBe('string');
+  for (const list of ['recommended_actions', 'risk_factors', 'win_factors'])
+    expect(strings(data[list])).toBe(true);
+  expect(data.pillar_analyses.map((p: Body) => p.pillar)).toEqual(PILLARS);
+  for (const p of data.pillar_analyses) {
+    expect(p.score).toBeGreaterThanOrEqual(0);
+    expect(p.score).toBeLessThanOrEqual(10);
+    expect(strings(p.evidence)).toBe(true);
+  }
+  expect(data.stage_readiness).toMatchObject({ current_stage: 'Lead', next_stage: 'Qualified' });
+  expect(strings(data.stage_readiness.met) && strings(data.stage_readiness.missing)).toBe(true);
+}
+
+/** Contract 2.10, field by field. */
+function expectPrediction(data: Body, deal: { id: string; title: string }) {
+  expect(Object.keys(data).sort()).toEqual(
+    [
+      'confidence',
+      'deal',
+      'positive_indicators',
+      'recommendations',
+      'risk_factors',
+      'win_probability',
+    ].sort(),
+  );
+  expect(data.deal).toMatchObject({ id: deal.id, title: deal.title });
+  for (const n of [data.win_probability, data.confidence]) {
+    expect(Number.isInteger(n)).toBe(true);
+    expect(n).toBeGreaterThanOrEqual(0);
+    expect(n).toBeLessThanOrEqual(100);
+  }
+  for (const f of [...data.risk_factors, ...data.positive_indicators]) {
+    expect(Object.keys(f).sort()).toEqual(['description', 'factor', 'impact']);
+    expect(LEVELS).toContain(f.impact);
+    expect(f.description.length).toBeGreaterThan(0);
+  }
+  expect(data.recommendations.length).toBeGreaterThan(0);
+  for (const r of data.recommendations) {
+    expect(Object.keys(r).sort()).toEqual(['action', 'priority', 'reason']);
+    expect(LEVELS).toContain(r.priority);
+  }
+}
+
+for (const { driver, label, skip } of DRIVERS) {
+  describe.skipIf(skip)(`AI insights on ${label}`, () => {
+    let s: TestServer;
+    let fx: ReturnType<typeof aiFixtures>;
+    let receiver: Receiver;
+    beforeAll(async () => {
+      receiver = await startReceiver();
+      // The receiver listens on loopback.
+      s = await startTestServer(driver, {
+        CRM_WEBHOOKS_ALLOW_PRIVATE: 'true',
+        CRM_WEBHOOKS_POLL_INTERVAL_MS: '50',
+      });
+      fx = aiFixtures(s, s.orgA);
+    });
+    afterAll(async () => {
+      await s?.stop();
+      await receiver?.close();
+    });
+
+    describe('POST /deals/{id}/analyze', () => {
+      it('answers the contract’s analysis with eight MEDDPICC pillars and their evidence', async () => {
+        const deal = await fx.deal('Shape check', true);
+        const res = await s.api(`/deals/${deal.id}/analyze`, { method: 'POST' });
+        expect(res.status, res.text).toBe(200);
+        expectAnalysis(res.body.data, { id: deal.id, title: 'Shape check' });
+        const eb = res.body.data.pillar_analyses.find((p: Body) => p.pillar === 'economic_buyer');
+        expect(eb.evidence.join(' ')).toContain('Erin Buyer (CFO)');
+      });
+
+      it('scores an engaged champion and economic buyer with recent activity above the same deal without them', async () => {
+        const strong = await fx.deal('Same deal', true);
+        const weak = await fx.deal('Same deal', false);
+        await fx.age(weak.id, 40);
+        const a = await s.api(`/deals/${strong.id}/analyze`, { method: 'POST' });
+        const b = await s.api(`/deals/${weak.id}/analyze`, { method: 'POST' });
+        expect(a.body.data.total_score).toBeGreaterThan(b.body.data.total_score);
+        expect(a.body.data.win_probability).toBeGreaterThan(b.body.data.win_probability);
+        expect(b.body.data.risk_factors.join(' ')).toMatch(/No activity for 40 days/);
+        expect(b.body.data.breakdown.deal_health).toBe('critical');
+        const pa = await s.api(`/deals/${strong.id}/predict`, { method: 'POST' });
+        const pb = await s.api(`/deals/${weak.id}/predict`, { method: 'POST' });
+        expect(pa.body.data.win_probability).toBeGreaterThan(pb.body.data.win_probability);
+      });
+
+      it('gives the same answer for the same data', async () => {
+        const deal = await fx.deal('Deterministic', true);
+        const first = await s.api(`/deals/${deal.id}/analyze`, { method: 'POST' });
+        const second = await s.api(`/deals/${deal.id}/analyze`, { method: 'POST' });
+        expect(second.body).toEqual(first.body);
+        const p1 = await s.api(`/deals/${deal.id}/predict`, { method: 'POST' });
+        const p2 = await s.api(`/deals/${deal.id}/predict`, { method: 'POST' });
+        expect(p2.body).toEqual(p1.body);
+      });
+
+      it('stores the analysis, sets deal_health and win_probability, records an activity and emits analysis.completed', async () => {
+        const deal = await fx.deal('Stored effects', true);
+        const before = (await s.api(`/deals/${deal.id}`)).body.data.deal;
+        const hook = await s.api('/webhooks', {
+          method: 'POST',
+          json: { url: receiver.url('/analysis'), events: ['analysis.completed'] },
+        });
+        receiver.secretFor('/analysis', hook.body.data.secret);
+        const res = await s.api(`/deals/${deal.id}/analyze`, { method: 'POST' });
+        const analysis = res.body.data;
+        const after = (await s.api(`/deals/${deal.id}`)).body.data;
+        expect(after.deal.deal_health).toBe(analysis.breakdown.deal_health);
+        expect(after.deal.win_probability).toBe(analysis.win_probability);
+        // Derived fields changed, so updated_at moved; looking at a deal is not customer activity.
+        expect(after.deal.updated_at).not.toBeNull();
+        expect(after.deal.last_activity_at).toBe(before.last_activity_at);
+        expect(after.recent_activities[0]).toMatchObject({ type: 'deal_analyzed' });
+        expect(after.recent_activities[0].description).toContain(`score ${analysis.total_score}/100`);
+
+        const stored = await s.sql<{ result: unknown; deal_health: string; narrative_source: string }>(
+          'select result, deal_health, narrative_source from deal_analyses where deal_id = ?',
+          [deal.id],
+        );
+        expect(stored).toHaveLength(1);
+        const result =
+          typeof stored[0]?.result === 'string' ? JSON.parse(stored[0].result) : stored[0]?.result;
+        expect(result).toEqual(analysis);
+        expect(stored[0]?.narrative_source).toBe('built_in');
+
+        // analysis.completed arrives at a subscribed endpoint, signed, with the analysis as the API answered it.
+        const delivered = await receiver.waitFor('/analysis', (got) =>
+          got.some((r) => r.payload?.data?.deal_id === deal.id),
+        );
+        const event = delivered.find((r) => r.payload?.data?.deal_id === deal.id);
+        expect(event?.verifyError).toBeUndefined();
+        expect(event?.payload.type).toBe('analysis.completed');
+        expect(event?.payload.data).toEqual({ deal_id: deal.id, ...analysis });
+
+        // The same analysis again changes no derived field: updated_at stays.
+        await s.api(`/deals/${deal.id}/analyze`, { method: 'POST' });
+        const again = (await s.api(`/deals/${deal.id}`)).body.data.deal;
+        expect(again.updated_at).toBe(after.deal.updated_at);
+      });
+
+      it('answers 404 for a missing deal and 400 for a malformed id, storing nothing', async () => {
+        const missing = await s.api(`/deals/${MISSING_ID}/analyze`, { method: 'POST' });
+        expect(missing.status).toBe(404);
+        expect(missing.body).toEqual({ error: 'Deal not found', code: 'not_found' });
+        const bad = await s.api('/deals/not-a-uuid/analyze', { method: 'POST' });
+        expect(bad.status).toBe(400);
+        expect(bad.body.error).toMatch(/id/);
+        expect(await s.sql('select id from deal_analyses where deal_id = ?', [MISSING_ID])).toHaveLength(0);
+      });
+    });
+
+    describe('POST /deals/{id}/predict', () => {
+      it('answers the contract’s prediction and stores win_probability on the deal', async () => {
+        const deal = await fx.deal('Predict me', true);
+        const res = await s.api(`/deals/${deal.id}/predict`, { method: 'POST' });
+        expect(res.status, res.text).toBe(200);
+        expectPrediction(res.body.data, { id: deal.id, title: 'Predict me' });
+        const stored = (await s.api(`/deals/${deal.id}`)).body.data.deal;
+        expect(stored.win_probability).toBe(res.body.data.win_probability);
+        expect(stored.deal_health).toBeNull();
+        expect(res.body.data.positive_indicators.map((f: Body) => f.description).join(' ')).toContain(
+          'Erin Buyer',
+        );
+      });
+
+      it('says 100 for a won deal and 0 for a lost one', async () => {
+        const stages = await fx.stages();
+        const won = await fx.deal('Won already', true);
+        const lost = await fx.deal('Lost already', false);
+        await fx.patch(`/deals/${won.id}`, { stage_id: stages.find((x) => x.stage_type === 'won')?.id });
+        await fx.patch(`/deals/${lost.id}`, { stage_id: stages.find((x) => x.stage_type === 'lost')?.id });
+        const a = await s.api(`/deals/${won.id}/predict`, { method: 'POST' });
+        const b = await s.api(`/deals/${lost.id}/predict`, { method: 'POST' });
+        expect([a.body.data.win_probability, a.body.data.confidence]).toEqual([100, 100]);
+        expect([b.body.data.win_probability, b.body.data.confidence]).toEqual([0, 100]);
+        await s.sql('delete from deals where id in (?, ?)', [won.id, lost.id]);
+      });
+
+      it('answers 404 for a missing deal over tRPC too', async () => {
+        await expect(s.trpc(s.orgA).ai.predict.mutate({ id: MISSING_ID })).rejects.toMatchObject({
+          data: { httpStatus: 404 },
+        });
+      });
+    });
+
+    describe('through the typed clients', () => {
+      it('the REST SDK and the tRPC client reach all four AI operations', async () => {
+        const deal = await fx.deal('Typed clients', true);
+        const rest = s.rest(s.orgA);
+        const analyzed = await rest.POST('/deals/{id}/analyze', { params: { path: { id: deal.id } } });
+        expect(analyzed.response.status).toBe(200);
+        expect(analyzed.data?.data.deal.id).toBe(deal.id);
+        const predicted = await rest.POST('/deals/{id}/predict', { params: { path: { id: deal.id } } });
+        expect(predicted.data?.data.win_probability).toBe(analyzed.data?.data.win_probability);
+        expect((await rest.GET('/briefing')).data?.data.summary?.active_deals).toBeGreaterThan(0);
+        expect((await rest.GET('/coaching')).data?.data.period).toMatch(/^last 90 days/);
+
+        const trpc = s.trpc(s.orgA);
+        expect((await trpc.ai.analyze.mutate({ id: deal.id })).data).toEqual(analyzed.data?.data);
+        expect((await trpc.ai.predict.mutate({ id: deal.id })).data).toEqual(predicted.data?.data);
+        expect((await trpc.ai.briefing.query()).data.summary?.active_deals).toBeGreaterThan(0);
+        expect((await trpc.ai.coaching.query()).data.win_rate).toBeTypeOf('string');
+      });
+    });
+
+    describe('with enough closed deals, a model fitted on the organization’s own history', () => {
+      const CLOSED_EACH = 18;
+      it('is fitted in the background and then predicts from it, with more confidence than the prior', async () => {
+        const stages = await fx.stages();
+        const wonStage = stages.find((x) => x.stage_type === 'won')?.id;
+        const lostStage = stages.find((x) => x.stage_type === 'lost')?.id;
+        const probe = await fx.deal('Probe', true);
+        const prior = (await s.api(`/deals/${probe.id}/predict`, { method: 'POST' })).body.data;
+        expect(prior.positive_indicators.map((f: Body) => f.description).join(' ')).toContain('prior');
+
+        // In this history, deals with an engaged economic buyer and champion were won, the others lost.
+        for (let i = 0; i < CLOSED_EACH; i++) {
+          const w = await fx.deal(`History won ${i}`, true);
+          await fx.patch(`/deals/${w.id}`, { stage_id: wonStage });
+          const l = await fx.deal(`History lost ${i}`, false);
+          await fx.patch(`/deals/${l.id}`, { stage_id: lostStage });
+        }
+        const weakProbe = await fx.deal('Weak probe', false);
+        let fitted: Body;
+        for (let attempt = 0; attempt < 60; attempt++) {
+          fitted = (await s.api(`/deals/${probe.id}/predict`, { method: 'POST' })).body.data;
+          if (JSON.stringify(fitted).includes('model fitted on')) break;
+          await new Promise((r) => setTimeout(r, 250));
+        }
+        expect(JSON.stringify(fitted)).toContain(`model fitted on ${2 * CLOSED_EACH} closed deals`);
+        expect(fitted.confidence).toBeGreaterThan(prior.confidence);
+        const weak = (await s.api(`/deals/${weakProbe.id}/predict`, { method: 'POST' })).body.data;
+        expect(fitted.win_probability).toBeGreaterThan(weak.win_probability);
+        expect(fitted.win_probability).toBeGreaterThan(50);
+        expect(weak.win_probability).toBeLessThan(50);
+      });
+
+      it('coaching shows the period’s win rate and tips backed by their numbers', async () => {
+        const res = await s.api('/coaching');
+        expect(res.status, res.text).toBe(200);
+        const data = res.body.data;
+        expect(Object.keys(data).sort()).toEqual(
+          ['avg_cycle_days', 'coaching_tips', 'deals_lost', 'deals_won', 'period', 'win_rate'].sort(),
+        );
+        expect(data).toMatchObject({
+          win_rate: '50%',
+          deals_won: CLOSED_EACH,
+          deals_lost: CLOSED_EACH,
+          avg_cycle_days: 0,
+        });
+        expect(data.period).toMatch(/^last 90 days \(\d{4}-\d{2}-\d{2} to \d{4}-\d{2}-\d{2}\)$/);
+        expect(data.coaching_tips).toContain(
+          `Reach the economic buyer early: ${CLOSED_EACH} of ${CLOSED_EACH} won deals (100%) had an engaged economic buyer, against 0 of ${CLOSED_EACH} lost deals (0%).`,
+        );
+        for (const tip of data.coaching_tips) expect(tip).toMatch(/\d/);
+      });
+    });
+
+    describe('GET /briefing (organization B, with a pipeline of its own)', () => {
+      it('lists what closes this week, what is stale and what is at risk, each with why, and last week’s signals', async () => {
+        const b = aiFixtures(s, s.orgB);
+        const closing = await b.post('/deals', {
+          title: 'Closing soon',
+          value: 1000,
+          expected_close_date: b.inDays(3),
+        });
+        const quiet = await b.post('/deals', {
+          title: 'Gone quiet',
+          value: 2000,
+          expected_close_date: b.inDays(40),
+        });
+        await b.age(quiet.id, 20);
+        const overdue = await b.post('/deals', {
+          title: 'Overdue',
+          value: 3000,
+          expected_close_date: b.inDays(-2),
+        });
+        const sceptic = await b.post('/contacts', {
+          name: 'Sam Sceptic',
+          deal_id: overdue.id,
+          role_type: 'influencer',
+        });
+        await b.patch(`/contacts/${sceptic.id}`, { sentiment: 'negative' });
+        await b.patch(`/deals/${closing.id}`, {
+          notes: 'They are excited; competitor Globex is also evaluating.',
+        });
+
+        const res = await s.api('/briefing', { key: s.orgB.apiKey });
+        expect(res.status, res.text).toBe(200);
+        const data = res.body.data;
+        expect(typeof data.greeting).toBe('string');
+        expect(data.summary).toEqual({ total_pipeline_value: 6000, active_deals: 3, at_risk_deals: 1 });
+        expect(data.closing_this_week.map((d: Body) => d.id)).toEqual([closing.id]);
+        expect(data.closing_this_week[0]).toMatchObject({
+          title: 'Closing soon',
+          value: 1000,
+          company: null,
+        });
+        expect(data.closing_this_week[0].reason).toMatch(/expected to close in 3 day\(s\)/);
+        expect(data.stale_deals.map((d: Body) => d.id)).toEqual([quiet.id]);
+        expect(data.stale_deals[0].reason).toBe('no activity for 20 days (stale after 14)');
+        expect(data.at_risk_deals.map((d: Body) => d.id)).toEqual([overdue.id]);
+        expect(data.at_risk_deals[0].reason).toMatch(/expected close date \d{4}-\d{2}-\d{2} has passed/);
+        expect(data.at_risk_deals[0].reason).toMatch(/1 negative or blocking stakeholder/);
+        for (const item of [...data.closing_this_week, ...data.stale_deals, ...data.at_risk_deals])
+          for (const k of ['id', 'title', 'company', 'value', 'reason']) expect(item).toHaveProperty(k);
+        expect(data.signals_last_7_days).toEqual({ positive: 1, negative: 1, competitor_mentions: 1 });
+        expect(data.greeting).toContain('3 deals active');
+        expect(data.closing_this_week[0].id).toMatch(UUID);
+      });
+    });
+  });
+}

@@ -1,0 +1,31 @@
+import { analysisChain, briefingChain, coachingChain, createLanguageModel, predictionChain } from '@crm/ai';
+import type { Services } from '../../context.ts';
+import { WinModels } from './win-models.ts';
+
+/** The AI features of one server process: the chains (sharing one language model client) and the model cache. */
+export interface AiRuntime {
+  analysis: ReturnType<typeof analysisChain>;
+  prediction: ReturnType<typeof predictionChain>;
+  briefing: ReturnType<typeof briefingChain>;
+  coaching: ReturnType<typeof coachingChain>;
+  winModels: WinModels;
+}
+
+const runtimes = new WeakMap<Services, AiRuntime>();
+
+/** Built on first use from the server's services, then reused for every request. */
+export function aiRuntime(services: Services): AiRuntime {
+  let runtime = runtimes.get(services);
+  if (!runtime) {
+    const model = createLanguageModel(services.config.languageModel);
+    runtime = {
+      analysis: analysisChain(model),
+      prediction: predictionChain(model),
+      briefing: briefingChain(model),
+      coaching: coachingChain(model),
+      winModels: new WinModels(services.orm),
+    };
+    runtimes.set(services, runtime);
+  }
+  return runtime;
+}

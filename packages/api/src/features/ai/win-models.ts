@@ -1,0 +1,84 @@
+import { setTimeout as delay } from 'node:timers/promises';
+import { type FittedWinModel, fitWinModelOffThread, MIN_CLOSED_DEALS } from '@crm/ai';
+import { type EntityManager, ORG_FILTER, type Orm } from '@crm/db';
+import { LRUCache } from 'lru-cache';
+import { currentOrg, orgRows } from '../../read-model.ts';
+import { loadClosedHistories } from './deal-history.queries.ts';
+
+/** How often a process re-reads an organization's history fingerprint (so a new close is seen this fast). */
+export const FINGERPRINT_TTL_MS = 2_000;
+/** How long a request waits for a fit in progress before answering with the model it already has. */
+export const FIT_WAIT_MS = 20;
+
+interface Entry {
+  fingerprint: string | null;
+  model: FittedWinModel | null;
+  checkedAt: number;
+  fitting?: Promise<void> | undefined;
+}
+
+/**
+ * What identifies an organization's won/lost history: how many closed deals it has and when the last of
+ * them changed (a close, a reopening or an edit moves `updated_at`; a deletion changes the count).
+ */
+async function historyFingerprint(em: EntityManager): Promise<string> {
+  const [row] = await orgRows<{ n: string | number; changed: unknown }>(
+    em,
+    `select count(*) as n, max(coalesce(d.updated_at, d.created_at)) as changed
+       from deals d join pipeline_stages s on s.id = d.stage_id
+      where d.org_id = ? and s.stage_type <> 'open'`,
+  );
+  const changed = row?.changed instanceof Date ? row.changed.toISOString() : String(row?.changed ?? '');
+  return `${Number(row?.n ?? 0)}@${changed}`;
+}
+
+/**
+ * Each organization's fitted win model, per server process. Every process fits its own from the shared
+ * database, so any number of instances agree without coordinating: when an organization's history
+ * fingerprint changes, the model is refitted in a worker thread while requests go on with the previous
+ * model (or the prior), waiting at most FIT_WAIT_MS for the new one. Least recently used organizations
+ * are dropped past 2,000.
+ */
+export class WinModels {
+  private readonly entries = new LRUCache<string, Entry>({ max: 2_000 });
+  private readonly orm: Orm;
+
+  constructor(orm: Orm) {
+    this.orm = orm;
+  }
+
+  async current(em: EntityManager): Promise<FittedWinModel | null> {
+    const orgId = currentOrg(em);
+    let entry = this.entries.get(orgId);
+    if (!entry) {
+      entry = { fingerprint: null, model: null, checkedAt: 0 };
+      this.entries.set(orgId, entry);
+    }
+    const now = Date.now();
+    if (!entry.fitting && now - entry.checkedAt >= FINGERPRINT_TTL_MS) {
+      entry.checkedAt = now;
+      const fingerprint = await historyFingerprint(em);
+      if (fingerprint !== entry.fingerprint && !entry.fitting)
+        entry.fitting = this.refit(orgId, entry, fingerprint);
+    }
+    if (entry.fitting) await Promise.race([entry.fitting, delay(FIT_WAIT_MS)]);
+    return entry.model;
+  }
+
+  private async refit(orgId: string, entry: Entry, fingerprint: string): Promise<void> {
+    try {
+      // Its own unit of work: the fit outlives the request that noticed the change.
+      const em = this.orm.em.fork();
+      em.setFilterParams(ORG_FILTER, { orgId });
+      const histories = await loadClosedHistories(em);
+      entry.model =
+        histories.length >= MIN_CLOSED_DEALS ? await fitWinModelOffThread(histories, new Date()) : null;
+      entry.fingerprint = fingerprint;
+    } catch (err) {
+      // The previous model stays; the next fingerprint check tries again.
+      process.emitWarning(`fitting the win model of organization ${orgId} failed: ${(err as Error).message}`);
+    } finally {
+      entry.fitting = undefined;
+    }
+  }
+}
