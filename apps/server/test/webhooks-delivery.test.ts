@@ -454,3 +454,65 @@ for (const { driver, label, skip } of DRIVERS) {
     });
   });
 }
+
+for (const { driver, label, skip } of DRIVERS) {
+  describe.skipIf(skip)(`webhook retries running out on ${label}`, () => {
+    let s: TestServer;
+    let receiver: Receiver;
+    beforeAll(async () => {
+      receiver = await startReceiver();
+      // Two retries, and a deactivation threshold far above them: the schedule runs out first.
+      s = await startTestServer(driver, {
+        ...SETTINGS,
+        CRM_WEBHOOKS_RETRY_SCHEDULE: '100ms,100ms',
+        CRM_WEBHOOKS_MAX_CONSECUTIVE_FAILURES: '50',
+      });
+    });
+    afterAll(async () => {
+      await s?.stop();
+      await receiver?.close();
+    });
+
+    async function subscribe(path: string): Promise<string> {
+      const res = await s.api('/webhooks', {
+        method: 'POST',
+        json: { url: receiver.url(path), events: ['deal.created'] },
+      });
+      expect(res.status, res.text).toBe(201);
+      receiver.secretFor(path, res.body.data.secret);
+      return res.body.data.id;
+    }
+
+    it('a delivery whose every attempt fails ends failed when the schedule is used up; the endpoint stays active', async () => {
+      receiver.behave('/down', { status: 500 });
+      const hook = await subscribe('/down');
+      await s.api('/deals', { method: 'POST', json: { title: 'Never lands' } });
+      const failed = await eventually('the delivery fails for good', async () => {
+        const [d] = (await s.api(`/webhooks/${hook}/deliveries`)).body.data;
+        return d?.status === 'failed' ? d : undefined;
+      });
+      // The first attempt and two retries, all with the same webhook-id, and none after.
+      expect(failed.attempt_count).toBe(3);
+      expect(failed.next_attempt_at).toBeNull();
+      expect(failed.attempts.map((a: { response_status: number }) => a.response_status)).toEqual([
+        500, 500, 500,
+      ]);
+      await sleep(500);
+      const got = receiver.received('/down');
+      expect(got).toHaveLength(3);
+      expect(new Set(got.map((r) => r.headers['webhook-id']))).toEqual(new Set([failed.event_id]));
+      const listed = (await s.api('/webhooks')).body.data.find((w: { id: string }) => w.id === hook);
+      expect(listed).toMatchObject({ is_active: true, failure_count: 3 });
+    });
+
+    it('a Retry-After longer than the scheduled delay is honoured', async () => {
+      receiver.behave('/busy', (n) => (n === 1 ? { status: 503, headers: { 'Retry-After': '2' } } : {}));
+      await subscribe('/busy');
+      await s.api('/deals', { method: 'POST', json: { title: 'Later, please' } });
+      const got = await receiver.waitFor('/busy', (g) => g.length >= 2, 20_000);
+      // The schedule says 100 ms; the receiver asked for 2 s.
+      expect((got[1] as Received).at - (got[0] as Received).at).toBeGreaterThanOrEqual(1_900);
+      expect(got.every((r) => r.verifyError === undefined)).toBe(true);
+    });
+  });
+}
