@@ -1,9 +1,9 @@
-import { createOrganizationWithKey, setOrgQuota } from '@crm/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type ApiResponse,
   CONTRACT_RATE_LIMITS,
   DRIVERS,
+  nextMonthStart,
   startTestServer,
   type TestOrg,
   type TestServer,
@@ -17,20 +17,9 @@ import {
 const aiUsed = (res: ApiResponse) => Number(res.headers.get('x-ai-quota-used'));
 const apiUsed = (res: ApiResponse) => Number(res.headers.get('x-api-quota-used'));
 
-function nextMonthStart(now = new Date()): string {
-  return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)).toISOString();
-}
-
 for (const { driver, label, skip } of DRIVERS) {
   describe.skipIf(skip)(`AI quota and the ai and webhooks groups on ${label}`, () => {
     let s: TestServer;
-
-    async function freshOrg(quotas: { api_calls?: number; ai_calls?: number } = {}): Promise<TestOrg> {
-      const em = s.running.db.orm.em.fork();
-      const created = await createOrganizationWithKey(em, 'AI limits org');
-      if (Object.keys(quotas).length > 0) await setOrgQuota(em, created.org_id, quotas);
-      return { orgId: created.org_id, keyId: created.key_id, apiKey: created.api_key };
-    }
 
     async function newDeal(org: TestOrg, title: string): Promise<string> {
       const res = await s.api('/deals', { method: 'POST', key: org.apiKey, json: { title } });
@@ -54,7 +43,7 @@ for (const { driver, label, skip } of DRIVERS) {
     });
 
     it('each AI operation uses one AI call and one API call; other operations carry no AI quota headers', async () => {
-      const org = await freshOrg({ ai_calls: 100 });
+      const org = await s.newOrg('AI limits org', { ai_calls: 100 });
       const dealId = await newDeal(org, 'Counted');
       const created = await s.api(`/deals/${dealId}`, { key: org.apiKey });
       expect(created.headers.get('x-ai-quota-used')).toBeNull();
@@ -78,7 +67,7 @@ for (const { driver, label, skip } of DRIVERS) {
     });
 
     it('past the AI quota an AI operation answers 429 ai_quota_exceeded, stores nothing, and other operations go on', async () => {
-      const org = await freshOrg({ ai_calls: 2 });
+      const org = await s.newOrg('AI limits org', { ai_calls: 2 });
       const dealId = await newDeal(org, 'Quota');
       const [analyze, predict, briefing] = aiCalls(org, dealId);
       expect((await predict?.())?.status).toBe(200);
@@ -113,7 +102,7 @@ for (const { driver, label, skip } of DRIVERS) {
     });
 
     it('the 31st AI call in a minute answers 429 rate_limited in the ai group', async () => {
-      const org = await freshOrg();
+      const org = await s.newOrg('AI limits org');
       const dealId = await newDeal(org, 'Burst');
       const calls = aiCalls(org, dealId);
       const results: ApiResponse[] = [];
@@ -131,7 +120,7 @@ for (const { driver, label, skip } of DRIVERS) {
     });
 
     it('GET /webhooks is limited to 30 a minute in its own group', async () => {
-      const org = await freshOrg();
+      const org = await s.newOrg('AI limits org');
       const results: ApiResponse[] = [];
       for (let i = 0; i < 31; i++) results.push(await s.api('/webhooks', { key: org.apiKey }));
       expect(results.slice(0, 30).every((r) => r.status === 200)).toBe(true);

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { createOrganizationWithKey } from '@crm/api';
+import { createOrganizationWithKey, type QuotaChange, setOrgQuota } from '@crm/api';
 import { createCrmRestClient, createCrmTrpcClient } from '@crm/client';
 import { loadConfig } from '@crm/config';
 import pg from 'pg';
@@ -39,6 +39,8 @@ export interface TestServer {
   trpc(org: TestOrg): ReturnType<typeof createCrmTrpcClient>;
   /** Runs SQL on the server's database (to check what was, or was not, stored). */
   sql<T = Record<string, unknown>>(query: string, params?: unknown[]): Promise<T[]>;
+  /** Another organization with its key (counters of its own), with its own monthly quotas if given. */
+  newOrg(name: string, quotas?: QuotaChange): Promise<TestOrg>;
   stop(): Promise<void>;
 }
 
@@ -153,6 +155,12 @@ export async function startTestServer(
     rest: (org) => createCrmRestClient({ baseUrl: running.url, apiKey: org.apiKey }),
     trpc: (org) => createCrmTrpcClient({ baseUrl: running.url, apiKey: org.apiKey }),
     sql: (query, params = []) => running.db.orm.em.fork().execute(query, params as never[]),
+    async newOrg(name, quotas) {
+      const fork = running.db.orm.em.fork();
+      const created = await createOrganizationWithKey(fork, name);
+      if (quotas) await setOrgQuota(fork, created.org_id, quotas);
+      return { orgId: created.org_id, keyId: created.key_id, apiKey: created.api_key };
+    },
     async stop() {
       await running.stop();
       await dropDatabase?.();
@@ -163,3 +171,8 @@ export async function startTestServer(
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 export const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 export const MISSING_ID = '01890a5d-ac96-774b-bcce-b302099a8057';
+
+/** The first instant of next month in UTC, as the quota headers give it. */
+export function nextMonthStart(now = new Date()): string {
+  return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)).toISOString();
+}

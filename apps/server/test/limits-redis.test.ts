@@ -2,14 +2,13 @@ import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { Writable } from 'node:stream';
-import { createOrganizationWithKey, setOrgQuota } from '@crm/api';
 import { loadConfig } from '@crm/config';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/logger.ts';
 import { type RunningServer, startServer } from '../src/server.ts';
-import { CONTRACT_RATE_LIMITS, DRIVERS, startTestServer, type TestOrg, type TestServer } from './harness.ts';
+import { CONTRACT_RATE_LIMITS, DRIVERS, startTestServer, type TestServer } from './harness.ts';
 
 const REDIS_URL = process.env.REDIS_URL;
 const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL;
@@ -83,13 +82,6 @@ describe.skipIf(!REDIS_URL || !TEST_DATABASE_URL)(
     let second: RunningServer;
     const keyPrefix = prefix();
 
-    async function freshOrg(quotas: { api_calls?: number } = {}): Promise<TestOrg> {
-      const em = s.running.db.orm.em.fork();
-      const created = await createOrganizationWithKey(em, 'Shared budget org');
-      if (quotas.api_calls !== undefined) await setOrgQuota(em, created.org_id, quotas);
-      return { orgId: created.org_id, keyId: created.key_id, apiKey: created.api_key };
-    }
-
     beforeAll(async () => {
       s = await startTestServer('postgresql', {
         ...CONTRACT_RATE_LIMITS,
@@ -107,7 +99,7 @@ describe.skipIf(!REDIS_URL || !TEST_DATABASE_URL)(
     });
 
     it('enforce one rate-limit budget: of 300 calls spread over both, exactly 200 are accepted', async () => {
-      const org = await freshOrg();
+      const org = await s.newOrg('Shared budget org');
       const urls = [s.url, second.url];
       const results = await inParallel(300, 20, (i) => call(urls[i % 2] as string, org.apiKey));
       const accepted = results.filter((r) => r.status === 200);
@@ -122,7 +114,7 @@ describe.skipIf(!REDIS_URL || !TEST_DATABASE_URL)(
     });
 
     it('enforce one monthly quota exactly, and the database ends up with every counted call', async () => {
-      const org = await freshOrg({ api_calls: 50 });
+      const org = await s.newOrg('Shared budget org', { api_calls: 50 });
       const urls = [s.url, second.url];
       const results = await inParallel(80, 16, (i) => call(urls[i % 2] as string, org.apiKey));
       const accepted = results.filter((r) => r.status === 200);

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createOrganizationWithKey, setOrgQuota } from '@crm/api';
+import { setOrgQuota } from '@crm/api';
 import { loadConfig } from '@crm/config';
 import { TRPCClientError } from '@trpc/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,8 +13,8 @@ import {
   DRIVERS,
   ISO,
   MISSING_ID,
+  nextMonthStart,
   startTestServer,
-  type TestOrg,
   type TestServer,
 } from './harness.ts';
 
@@ -26,11 +26,6 @@ const API_QUOTA_HEADERS = [
   'x-api-quota-reset',
 ];
 const AI_QUOTA_HEADERS = ['x-ai-quota-limit', 'x-ai-quota-used', 'x-ai-quota-remaining', 'x-ai-quota-reset'];
-
-/** The first instant of next month in UTC, as the quota headers give it. */
-function nextMonthStart(now = new Date()): string {
-  return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)).toISOString();
-}
 
 /** `"crud";r=57;t=13` → { name: 'crud', r: 57, t: 13 } */
 function parseItem(value: string | null): Record<string, string | number> {
@@ -94,13 +89,6 @@ async function burst(count: number, send: () => Promise<ApiResponse>, concurrenc
 for (const { driver, label, skip } of DRIVERS) {
   describe.skipIf(skip)(`rate limits and quotas on ${label}`, () => {
     let s: TestServer;
-    /** A fresh organization (own counters) with its key, optionally with its own monthly quotas. */
-    async function freshOrg(quotas: { api_calls?: number; ai_calls?: number } = {}): Promise<TestOrg> {
-      const em = s.running.db.orm.em.fork();
-      const created = await createOrganizationWithKey(em, 'Limits org');
-      if (Object.keys(quotas).length > 0) await setOrgQuota(em, created.org_id, quotas);
-      return { orgId: created.org_id, keyId: created.key_id, apiKey: created.api_key };
-    }
 
     beforeAll(async () => {
       s = await startTestServer(driver, { ...CONTRACT_RATE_LIMITS, CRM_USAGE_FLUSH_INTERVAL_MS: '200' });
@@ -111,7 +99,7 @@ for (const { driver, label, skip } of DRIVERS) {
 
     describe('headers', () => {
       it('every authenticated REST response carries its group’s RateLimit headers and the API quota headers, errors too', async () => {
-        const org = await freshOrg();
+        const org = await s.newOrg('Limits org');
         const key = org.apiKey;
         const responses: Array<[ApiResponse, string, number]> = [
           [await s.api('/deals', { key }), 'crud', 200],
@@ -161,7 +149,7 @@ for (const { driver, label, skip } of DRIVERS) {
       });
 
       it('a missing or invalid key answers 401 without quota headers: nothing is counted', async () => {
-        const org = await freshOrg();
+        const org = await s.newOrg('Limits org');
         const before = used(await s.api('/deals', { key: org.apiKey }));
         for (const key of [null, 'ck_invalidinvalidinvalidinvalidinvali']) {
           const res = await s.api('/deals', { key });
@@ -173,7 +161,7 @@ for (const { driver, label, skip } of DRIVERS) {
       });
 
       it('tRPC calls count against the same quota and carry the same headers, errors included', async () => {
-        const org = await freshOrg();
+        const org = await s.newOrg('Limits org');
         const first = used(await s.api('/deals', { key: org.apiKey }));
         const call = async (pathAndQuery: string) => {
           const res = await fetch(`${s.url}/trpc/${pathAndQuery}`, {
@@ -206,7 +194,7 @@ for (const { driver, label, skip } of DRIVERS) {
 
     describe('bursts over a group’s limit', () => {
       it('crud: the 201st call in the window answers 429 with the contract body, Retry-After and RateLimit r=0', async () => {
-        const org = await freshOrg();
+        const org = await s.newOrg('Limits org');
         const results = await burst(200, () => s.api('/deals?limit=1', { key: org.apiKey }));
         expect(results.map((r) => r.status)).toEqual(Array(200).fill(200));
         expect(
@@ -280,7 +268,7 @@ for (const { driver, label, skip } of DRIVERS) {
       });
 
       it('search: the 61st search in the window answers 429', async () => {
-        const org = await freshOrg();
+        const org = await s.newOrg('Limits org');
         const results = await burst(61, () => s.api('/search?q=nothing-here', { key: org.apiKey }));
         expect(results.filter((r) => r.status === 200)).toHaveLength(60);
         const rejected = results.filter((r) => r.status === 429);
@@ -295,7 +283,7 @@ for (const { driver, label, skip } of DRIVERS) {
       });
 
       it('default: the 301st call of other operations in the window answers 429', async () => {
-        const org = await freshOrg();
+        const org = await s.newOrg('Limits org');
         const results = await burst(301, () => s.api('/pipeline/health', { key: org.apiKey }), 20);
         expect(results.filter((r) => r.status === 200)).toHaveLength(300);
         const rejected = results.find((r) => r.status === 429) as ApiResponse;
@@ -314,7 +302,7 @@ for (const { driver, label, skip } of DRIVERS) {
 
     describe('monthly API quota', () => {
       it('the call after the last one of the quota answers 429 api_quota_exceeded until the next month, and changes nothing', async () => {
-        const org = await freshOrg({ api_calls: 5 });
+        const org = await s.newOrg('Limits org', { api_calls: 5 });
         const ok = await burst(5, () => s.api('/deals', { key: org.apiKey }), 1);
         expect(ok.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
         expect(ok.map(used)).toEqual([1, 2, 3, 4, 5]);
@@ -347,7 +335,7 @@ for (const { driver, label, skip } of DRIVERS) {
       });
 
       it('a raised quota applies within seconds, without a restart', async () => {
-        const org = await freshOrg({ api_calls: 1 });
+        const org = await s.newOrg('Limits org', { api_calls: 1 });
         expect((await s.api('/deals', { key: org.apiKey })).status).toBe(200);
         expectTooMany(await s.api('/deals', { key: org.apiKey }), 'api_quota_exceeded');
         await setOrgQuota(s.running.db.orm.em.fork(), org.orgId, { api_calls: 3 });
@@ -366,7 +354,7 @@ for (const { driver, label, skip } of DRIVERS) {
 
     describe('GET /usage', () => {
       it('reports the period, each quota, the rate-limit groups and no alerts for a fresh organization', async () => {
-        const org = await freshOrg({ ai_calls: 0 });
+        const org = await s.newOrg('Limits org', { ai_calls: 0 });
         await s.api('/deals', { key: org.apiKey });
         const res = await s.api('/usage', { key: org.apiKey });
         expect(res.status, res.text).toBe(200);
@@ -399,7 +387,7 @@ for (const { driver, label, skip } of DRIVERS) {
       });
 
       it('records the 80 % and 95 % alerts once each, and shows them', async () => {
-        const org = await freshOrg({ api_calls: 40 });
+        const org = await s.newOrg('Limits org', { api_calls: 40 });
         const usage = () => s.api('/usage', { key: org.apiKey });
         await burst(30, () => s.api('/deals?limit=1', { key: org.apiKey }));
         let res = await usage(); // call 31: 77.5 %
@@ -440,7 +428,7 @@ for (const { driver, label, skip } of DRIVERS) {
       });
 
       it('another organization’s counts and alerts never show', async () => {
-        const quiet = await freshOrg();
+        const quiet = await s.newOrg('Limits org');
         const res = await s.api('/usage', { key: quiet.apiKey });
         expect(res.body.data.quotas.api_calls.used).toBe(1);
         expect(res.body.data.alerts).toEqual([]);
