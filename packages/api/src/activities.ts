@@ -1,5 +1,5 @@
 import { type Deal, type EntityManager, type FieldChanges, sqlOf } from '@crm/db';
-import { v7 as uuidv7 } from 'uuid';
+import { uuidv7 } from 'uuidv7';
 
 export type ActivityType =
   | 'deal_created'

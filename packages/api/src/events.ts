@@ -1,5 +1,5 @@
 import { type EntityManager, type FieldChanges, sqlOf, type WebhookEventType } from '@crm/db';
-import { v7 as uuidv7 } from 'uuid';
+import { uuidv7 } from 'uuidv7';
 import { currentOrg } from './read-model.ts';
 
 /** A stage as stage events name it. */

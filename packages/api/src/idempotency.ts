@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { type EntityManager, transaction } from '@crm/db';
-import { v7 as uuidv7 } from 'uuid';
+import { uuidv7 } from 'uuidv7';
 import { type AuthedContext, headerValue } from './context.ts';
 import { ApiError } from './errors.ts';
 

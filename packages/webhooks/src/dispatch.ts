@@ -1,6 +1,6 @@
 import { type Orm, sqlOf, type WebhookEventType } from '@crm/db';
 import { sql } from 'kysely';
-import { v7 as uuidv7 } from 'uuid';
+import { uuidv7 } from 'uuidv7';
 
 /** Deliveries are inserted in chunks so that one statement stays well under PostgreSQL's parameter limit. */
 const INSERT_CHUNK = 1_000;

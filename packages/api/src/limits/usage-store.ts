@@ -1,5 +1,5 @@
 import { type Orm, type Quota, sqlOf } from '@crm/db';
-import { v7 as uuidv7 } from 'uuid';
+import { uuidv7 } from 'uuidv7';
 import type { Counts } from './quota-counters.ts';
 
 export interface CountRow {

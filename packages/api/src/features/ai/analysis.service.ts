@@ -1,6 +1,6 @@
 import type { AnalysisResult } from '@crm/ai';
 import { sqlOf } from '@crm/db';
-import { v7 as uuidv7 } from 'uuid';
+import { uuidv7 } from 'uuidv7';
 import { recordActivity } from '../../activities.ts';
 import type { AuthedContext } from '../../context.ts';
 import { notFound } from '../../errors.ts';

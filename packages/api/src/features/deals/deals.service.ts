@@ -1,5 +1,5 @@
 import { Deal, type EntityManager, type FieldChanges, Pipeline, PipelineStage } from '@crm/db';
-import { v7 as uuidv7 } from 'uuid';
+import { uuidv7 } from 'uuidv7';
 import { changeValue, recordActivity, sameValue } from '../../activities.ts';
 import type { AuthedContext } from '../../context.ts';
 import { notFound } from '../../errors.ts';

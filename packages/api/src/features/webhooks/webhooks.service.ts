@@ -1,7 +1,7 @@
 import { type EntityManager, sqlOf, WebhookDelivery, WebhookEndpoint } from '@crm/db';
 import { assertPublicTarget, generateSecret, RefusedTargetError, sealSecret } from '@crm/webhooks';
 import { sql } from 'kysely';
-import { v7 as uuidv7 } from 'uuid';
+import { uuidv7 } from 'uuidv7';
 import type { AuthedContext } from '../../context.ts';
 import { ApiError, notFound } from '../../errors.ts';
 import { currentOrg, isoSql, orgRows } from '../../read-model.ts';
