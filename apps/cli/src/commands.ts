@@ -1,15 +1,21 @@
 import {
+  ApiError,
+  CLI_ACTOR,
   createOrganizationWithKey,
+  createPerson,
   issueApiKey,
   listApiKeys,
   listOrganizations,
+  listPeople,
   orgQuotaReport,
+  removePerson,
+  resetPassword,
   revokeApiKey,
   setOrgQuota,
   UnknownOrganizationError,
 } from '@crm/api';
 import type { Config } from '@crm/config';
-import { type EntityManager, Organization } from '@crm/db';
+import { type EntityManager, Organization, USER_ROLES, type UserRole } from '@crm/db';
 import { z } from 'zod';
 import { CliError, UsageError } from './errors.ts';
 
@@ -53,6 +59,16 @@ async function asCliError<T>(run: () => Promise<T>): Promise<T> {
     return await run();
   } catch (err) {
     if (err instanceof UnknownOrganizationError) throw new CliError(err.message);
+    throw err;
+  }
+}
+
+/** The people functions speak in ApiErrors (the dashboard shares them); the CLI shows their message. */
+async function asCliMessage<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    if (err instanceof ApiError) throw new CliError(err.message);
     throw err;
   }
 }
@@ -158,6 +174,72 @@ export const COMMANDS: CommandSpec[] = [
         if (!(await revokeApiKey(em, keyId))) throw new CliError(`API key ${keyId} does not exist`);
         return [{ key_id: keyId, revoked: true }];
       };
+    },
+  },
+  {
+    name: 'user create',
+    positionals: [],
+    options: {
+      org: { type: 'string', required: true, description: 'org_id' },
+      email: { type: 'string', required: true, description: 'email' },
+      role: { type: 'string', description: 'admin|member' },
+      name: { type: 'string', description: 'display name' },
+    },
+    summary: 'Add a person who signs in to the dashboard; prints a generated password once',
+    prepare({ options }) {
+      const orgId = uuidArg(options.org ?? '', '--org');
+      const role = (options.role ?? 'admin') as UserRole;
+      if (!USER_ROLES.includes(role))
+        throw new CliError(`--role must be admin or member, got ${JSON.stringify(options.role)}`);
+      const email = options.email ?? '';
+      return async (em) => {
+        const created = await asCliMessage(() =>
+          createPerson(
+            em,
+            { orgId, email, role, ...(options.name ? { name: options.name } : {}) },
+            { actor: CLI_ACTOR },
+          ),
+        );
+        return [
+          { user_id: created.user_id, email: created.email, role: created.role, password: created.password },
+        ];
+      };
+    },
+  },
+  {
+    name: 'user list',
+    positionals: [],
+    options: { org: { type: 'string', description: 'org_id' } },
+    summary: 'List people, one per line (never their passwords)',
+    prepare({ options }) {
+      const orgId = options.org === undefined ? undefined : uuidArg(options.org, '--org');
+      return async (em) => {
+        if (orgId) await requireOrganization(em, orgId);
+        return listPeople(em, orgId);
+      };
+    },
+  },
+  {
+    name: 'user remove',
+    positionals: ['user_id'],
+    options: {},
+    summary: 'Remove a person and end their sessions (not the last admin of an organization)',
+    prepare({ positionals }) {
+      const userId = uuidArg(positionals[0] ?? '', 'user_id');
+      return async (em) => {
+        const removed = await asCliMessage(() => removePerson(em, userId, { actor: CLI_ACTOR }));
+        return [{ user_id: removed.user_id, email: removed.email, removed: true }];
+      };
+    },
+  },
+  {
+    name: 'user reset-password',
+    positionals: ['user_id'],
+    options: {},
+    summary: 'Give a person a new generated password (printed once) and end their sessions',
+    prepare({ positionals }) {
+      const userId = uuidArg(positionals[0] ?? '', 'user_id');
+      return async (em) => [await asCliMessage(() => resetPassword(em, userId, { actor: CLI_ACTOR }))];
     },
   },
   {

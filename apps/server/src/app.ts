@@ -15,6 +15,7 @@ import {
 import { bodyParser } from '@koa/bodyparser';
 import { nodeHTTPRequestHandler } from '@trpc/server/adapters/node-http';
 import Koa from 'koa';
+import { dashboardRoutes } from './dashboard.ts';
 import type { Logger } from './logger.ts';
 import { attachContext, contextOf } from './request-context.ts';
 import { MAX_BODY_BYTES, matchRoute, type Route, restHandler } from './rest-adapter.ts';
@@ -123,6 +124,9 @@ export function buildApp(services: Services, logger: Logger, state: AppState = {
         return next();
     }
   });
+
+  // The dashboard (/admin: pages, better-auth's endpoints, the admin tRPC router) and the root's redirect.
+  app.use(dashboardRoutes(services, logger));
 
   // Every API request gets its context (one unit of work) and is authenticated and admitted by its rate
   // limit and quotas before its body is read, so the order of answers is: 404/405 for the route, 401,

@@ -1,6 +1,15 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createOrganizationWithKey, Limits, pruneIdempotencyKeys, type Services } from '@crm/api';
+import {
+  createDashboardAuth,
+  createInvitation,
+  createOrganizationWithKey,
+  FIRST_ADMIN_TTL_MS,
+  INVITATION_PATH,
+  Limits,
+  pruneIdempotencyKeys,
+  type Services,
+} from '@crm/api';
 import type { Config } from '@crm/config';
 import { type Database, Organization, openDatabase } from '@crm/db';
 import type { WebhookWorker } from '@crm/webhooks';
@@ -23,16 +32,30 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
-/** On an empty database, creates an organization and shows its key once, so `npm start` is usable at once. */
-async function bootstrapOrganization(db: Database, logger: Logger): Promise<void> {
+/**
+ * On an empty database, creates an organization with an API key and a one-time sign-in link for its first
+ * admin, so `npm start` is usable at once. Returns what to print once the server listens.
+ */
+async function bootstrapOrganization(
+  db: Database,
+  logger: Logger,
+): Promise<((url: string) => void) | undefined> {
   const em = db.orm.em.fork();
-  if ((await em.count(Organization, {})) > 0) return;
-  const created = await createOrganizationWithKey(em, 'Default organization');
-  logger.info({ org_id: created.org_id, key_id: created.key_id }, 'created the default organization');
-  // The key goes to the terminal once, never into the log stream.
-  process.stderr.write(
-    `\nFirst start: created organization ${created.org_id}.\nIts API key (shown once, stored only as a hash):\n\n  ${created.api_key}\n\n`,
+  if ((await em.count(Organization, {})) > 0) return undefined;
+  const acting = { actor: 'first start' };
+  const created = await createOrganizationWithKey(em, 'Default organization', acting);
+  const invitation = await createInvitation(
+    em,
+    { orgId: created.org_id, role: 'admin', ttlMs: FIRST_ADMIN_TTL_MS },
+    acting,
   );
+  logger.info({ org_id: created.org_id, key_id: created.key_id }, 'created the default organization');
+  // The key and the link go to the terminal once, never into the log stream.
+  return (url) =>
+    process.stderr.write(
+      `\nFirst start: created organization ${created.org_id}.\nIts API key (shown once, stored only as a hash):\n\n  ${created.api_key}\n\n` +
+        `Sign in to the dashboard as its first admin with this one-time link (valid 24 hours):\n\n  ${url}${INVITATION_PATH}${invitation.token}\n\n`,
+    );
 }
 
 /** A worker-only process (`CRM_ROLE=worker`): no HTTP API, just webhook delivery. */
@@ -57,14 +80,16 @@ export async function startWorkerProcess(config: Config, logger: Logger): Promis
 export async function startServer(config: Config, logger: Logger): Promise<RunningServer> {
   const db = await openDatabase(config.database, 'server');
   let limits: Limits;
+  let services: Services;
+  let announce: ((url: string) => void) | undefined;
   try {
-    if (config.bootstrapOrg) await bootstrapOrganization(db, logger);
+    if (config.bootstrapOrg) announce = await bootstrapOrganization(db, logger);
     limits = await Limits.create(config.limits, db.orm, logger);
+    services = { orm: db.orm, config, limits, dashboardAuth: await createDashboardAuth(db.orm, config) };
   } catch (err) {
     await db.close();
     throw err;
   }
-  const services: Services = { orm: db.orm, config, limits };
   const state: AppState = { draining: false };
   const app = buildApp(services, logger, state);
   const server = app.listen({ port: config.port, host: config.host });
@@ -77,6 +102,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${address.port}`;
+  announce?.(config.admin.publicUrl ?? url);
 
   // Stored Idempotency-Key responses are kept for their 24-hour window only.
   const prune = () =>

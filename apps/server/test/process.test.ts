@@ -31,6 +31,39 @@ describe('the server process', () => {
     expect(server.stdout.join('\n')).not.toContain(apiKey);
   });
 
+  it('prints a one-time sign-in link for the first admin, outside the log, that makes an admin of the new organization', async () => {
+    const link = new RegExp(`${server.url}/admin/invite/([A-Za-z0-9_-]{32})`).exec(server.stderr());
+    expect(link, server.stderr()).not.toBeNull();
+    expect(server.stdout.join('\n')).not.toContain(link?.[1]);
+    const token = link?.[1] as string;
+    const described = await fetch(
+      `${server.url}/admin/trpc/invitation.get?input=${encodeURIComponent(JSON.stringify({ token }))}`,
+    );
+    const invitation = (
+      (await described.json()) as { result: { data: { role: string; expires_at: string } } }
+    ).result.data;
+    expect(invitation.role).toBe('admin');
+    const hours = (Date.parse(invitation.expires_at) - Date.now()) / 3600_000;
+    expect(hours).toBeGreaterThan(23.9);
+    expect(hours).toBeLessThanOrEqual(24);
+    const accepted = await fetch(`${server.url}/admin/trpc/invitation.accept`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: server.url },
+      body: JSON.stringify({
+        token,
+        name: 'First Admin',
+        email: 'first@example.com',
+        password: 'first-admin-password',
+      }),
+    });
+    expect(accepted.status).toBe(200);
+    const cookie = accepted.headers.getSetCookie()[0]?.split(';')[0] ?? '';
+    const me = await fetch(`${server.url}/admin/trpc/me`, { headers: { cookie } });
+    const body = (await me.json()) as { result: { data: { user: { role: string }; org: { name: string } } } };
+    expect(body.result.data.user.role).toBe('admin');
+    expect(body.result.data.org.name).toBe('Default organization');
+  });
+
   it('answers /healthz and /readyz outside the versioned path', async () => {
     expect(await (await fetch(`${server.url}/healthz`)).json()).toEqual({ status: 'ok' });
     const ready = await fetch(`${server.url}/readyz`);

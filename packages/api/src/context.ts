@@ -1,5 +1,6 @@
 import type { Config } from '@crm/config';
 import type { EntityManager, Orm } from '@crm/db';
+import type { DashboardAuth, DashboardSession } from './admin/dashboard-auth.ts';
 import type { Admission, Limits } from './limits/limits.ts';
 
 /** What every request handler can reach: built once at start-up. */
@@ -8,6 +9,8 @@ export interface Services {
   config: Config;
   /** Rate limits and monthly quotas. */
   limits: Limits;
+  /** Sessions and passwords of the dashboard (better-auth). */
+  dashboardAuth: DashboardAuth;
 }
 
 /** Who is calling: set by the auth middleware from the API key, never from the request body. */
@@ -28,9 +31,14 @@ export interface Context {
   principal?: Principal;
   /** Set when the HTTP edge already checked and counted this call (REST: one call per request). */
   admission?: Admission;
+  /** The signed-in person of a dashboard call (`/admin/trpc`), set by the session middleware. */
+  dashboard?: DashboardSession;
 }
 
 export type AuthedContext = Context & { principal: Principal };
+
+/** What a service that acts for an organization needs, whichever door the call came through (API key or dashboard). */
+export type OrgScope = Pick<Context, 'services' | 'em'> & { principal: Pick<Principal, 'orgId'> };
 
 export function createRequestContext(
   services: Services,

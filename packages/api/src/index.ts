@@ -1,5 +1,10 @@
+export { type AdminRouter, adminRouter } from './admin/admin.router.ts';
 export * from './admin/api-keys.ts';
+export * from './admin/audit.ts';
+export * from './admin/dashboard-auth.ts';
+export * from './admin/invitations.ts';
 export * from './admin/organizations.ts';
+export * from './admin/people.ts';
 export { authenticate } from './auth.ts';
 export * from './context.ts';
 export * from './errors.ts';

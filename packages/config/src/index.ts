@@ -73,6 +73,16 @@ const EnvSchema = z.object({
   CRM_AI_BASE_URL: z.url({ protocol: /^https?$/ }).optional(),
   CRM_AI_API_KEY: z.string().min(1).optional(),
   CRM_AI_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(8_000),
+  CRM_PUBLIC_URL: z.url({ protocol: /^https?$/ }).optional(),
+  CRM_AUTH_SECRET: z.string().min(32, 'must be at least 32 characters (openssl rand -base64 32)').optional(),
+  CRM_SESSION_HOURS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(24 * 90)
+    .default(12),
+  CRM_SIGN_IN_ATTEMPTS_PER_ADDRESS: z.coerce.number().int().min(1).max(1_000_000).default(30),
+  CRM_SIGN_IN_ATTEMPTS_PER_ACCOUNT: z.coerce.number().int().min(1).max(1_000_000).default(10),
 });
 
 export type Config = Readonly<{
@@ -89,6 +99,21 @@ export type Config = Readonly<{
   webhooks: WebhooksConfig;
   /** The optional OpenAI-compatible language model that words the AI features' narrative; unset: built-in text. */
   languageModel: LanguageModelConfig | undefined;
+  admin: AdminConfig;
+}>;
+
+/** The dashboard's sign-in: sessions, cookies and the links the server prints. */
+export type AdminConfig = Readonly<{
+  /**
+   * Where people reach the server (`https://crm.example.com`), for the links it prints and, when https,
+   * `Secure` cookies. Unset: the listening address, and the browser's own origin is trusted.
+   */
+  publicUrl: string | undefined;
+  /** Signs session cookies; unset, a random secret is made once and kept in the database. */
+  authSecret: string | undefined;
+  sessionHours: number;
+  /** Sign-in attempts allowed per 15 minutes from one client address, and for one account. */
+  signInAttempts: Readonly<{ perAddress: number; perAccount: number }>;
 }>;
 
 export type LanguageModelConfig = Readonly<{
@@ -194,5 +219,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
           timeoutMs: e.CRM_AI_TIMEOUT_MS,
         }
       : undefined,
+    admin: Object.freeze({
+      publicUrl: e.CRM_PUBLIC_URL?.replace(/\/+$/, ''),
+      authSecret: e.CRM_AUTH_SECRET,
+      sessionHours: e.CRM_SESSION_HOURS,
+      signInAttempts: {
+        perAddress: e.CRM_SIGN_IN_ATTEMPTS_PER_ADDRESS,
+        perAccount: e.CRM_SIGN_IN_ATTEMPTS_PER_ACCOUNT,
+      },
+    }),
   });
 }

@@ -48,6 +48,8 @@ export const ApiKey = defineEntity({
     /** First characters of the key, kept so an admin can tell keys apart; never enough to use it. */
     prefix: p.string(),
     keyHash: p.string().unique(),
+    /** Who made it: the person's e-mail (dashboard), "CLI", or "first start"; null for keys made before. */
+    createdBy: p.string().nullable(),
     createdAt: createdAt(),
     lastUsedAt: p.datetime().nullable(),
     revokedAt: p.datetime().nullable(),
@@ -211,6 +213,9 @@ export const WEBHOOK_EVENT_TYPES = [
   'analysis.completed',
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+/** Sent to one endpoint on request (the dashboard's "Send test event"); nobody subscribes to it. */
+export const TEST_EVENT_TYPE = 'webhook.test';
+const OUTBOX_EVENT_TYPES = [...WEBHOOK_EVENT_TYPES, TEST_EVENT_TYPE] as const;
 
 /**
  * The transactional outbox: a domain event, written in the same transaction as the change that caused
@@ -226,7 +231,7 @@ export const OutboxEvent = defineEntity({
   properties: {
     id: id(),
     orgId: p.uuid(),
-    type: p.enum(WEBHOOK_EVENT_TYPES),
+    type: p.enum(OUTBOX_EVENT_TYPES),
     payload: p.text(),
     createdAt: createdAt(),
     dispatchedAt: p.datetime().nullable(),
@@ -378,6 +383,93 @@ export const DealAnalysis = defineEntity({
 });
 export type DealAnalysis = InferEntity<typeof DealAnalysis>;
 
+export const USER_ROLES = ['admin', 'member'] as const;
+export type UserRole = (typeof USER_ROLES)[number];
+
+/**
+ * A person who signs in to the dashboard, in one organization. The table is better-auth's user table
+ * (see `@crm/api` admin/auth) with `org_id` and `role` added; sessions, accounts (the password hash) and
+ * verifications are better-auth's own and not mapped here.
+ */
+export const User = defineEntity({
+  name: 'User',
+  tableName: 'users',
+  properties: {
+    id: id(),
+    orgId: p.uuid(),
+    role: p.enum(USER_ROLES),
+    name: p.text(),
+    email: p.text().unique(),
+    emailVerified: p.boolean().default(false),
+    image: p.text().nullable(),
+    createdAt: createdAt(),
+    updatedAt: p
+      .datetime()
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
+  },
+});
+export type User = InferEntity<typeof User>;
+
+/** A link that lets someone join an organization once, until it expires. Only the token's hash is kept. */
+export const Invitation = defineEntity({
+  name: 'Invitation',
+  tableName: 'invitations',
+  properties: {
+    id: id(),
+    orgId: p.uuid(),
+    tokenHash: p.string().unique(),
+    role: p.enum(USER_ROLES),
+    email: p.text().nullable(),
+    invitedBy: p.text().nullable(),
+    createdAt: createdAt(),
+    expiresAt: p.datetime(),
+    acceptedAt: p.datetime().nullable(),
+  },
+});
+export type Invitation = InferEntity<typeof Invitation>;
+
+/** Who did what to the organization's keys, webhooks and people, and when. Append only. */
+export const AuditEntry = defineEntity({
+  name: 'AuditEntry',
+  tableName: 'audit_log',
+  properties: {
+    id: id(),
+    orgId: p.uuid(),
+    at: p.datetime(),
+    actor: p.text(),
+    action: p.string(),
+    target: p.text().nullable(),
+    details: p.text().nullable(),
+  },
+});
+export type AuditEntry = InferEntity<typeof AuditEntry>;
+
+/** Calls counted per organization, UTC day and quota, added to by the same flush as the month's counters. */
+export const UsageDay = defineEntity({
+  name: 'UsageDay',
+  tableName: 'usage_daily',
+  properties: {
+    orgId: p.uuid().primary(),
+    day: p.string().primary(),
+    quota: p.enum(QUOTAS).primary(),
+    used: p.bigint('number'),
+  },
+});
+export type UsageDay = InferEntity<typeof UsageDay>;
+
+/** Secrets the server made for itself once (the session-cookie key), shared by every instance. */
+export const ServerSecret = defineEntity({
+  name: 'ServerSecret',
+  tableName: 'server_secrets',
+  properties: {
+    name: p.string().primary(),
+    value: p.text(),
+    createdAt: createdAt(),
+  },
+});
+export type ServerSecret = InferEntity<typeof ServerSecret>;
+
 export const entities = [
   Organization,
   ApiKey,
@@ -395,4 +487,9 @@ export const entities = [
   WebhookDelivery,
   WebhookAttempt,
   DealAnalysis,
+  User,
+  Invitation,
+  AuditEntry,
+  UsageDay,
+  ServerSecret,
 ];

@@ -1,4 +1,4 @@
-import { type Orm, sqlOf, type WebhookEventType } from '@crm/db';
+import { type Orm, sqlOf } from '@crm/db';
 import { sql } from 'kysely';
 import { uuidv7 } from 'uuidv7';
 
@@ -40,7 +40,7 @@ export async function dispatchOutbox(orm: Orm, batchSize: number): Promise<numbe
         .filter(
           (endpoint) =>
             endpoint.org_id === event.org_id &&
-            (endpoint.events as readonly WebhookEventType[]).includes(event.type) &&
+            (endpoint.events as readonly string[]).includes(event.type) &&
             new Date(endpoint.created_at) <= new Date(event.created_at),
         )
         .map((endpoint) => ({

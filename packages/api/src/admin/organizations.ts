@@ -33,9 +33,10 @@ export async function createOrganization(em: EntityManager, name: string): Promi
 export async function createOrganizationWithKey(
   em: EntityManager,
   name: string,
+  acting?: { actor: string },
 ): Promise<{ org_id: string } & IssuedKey> {
   const org = await createOrganization(em, name);
-  const key = await issueApiKey(em, org.id, 'default');
+  const key = await issueApiKey(em, org.id, 'default', acting);
   return { org_id: org.id, ...key };
 }
 

@@ -155,6 +155,11 @@ export class Limits {
     return { period, quotas, rateLimits: LIMIT_GROUPS.map((g) => this.rate.limits[g]) };
   }
 
+  /** Calls per UTC day as stored (each flush adds to today's), the last `days` days, oldest first. */
+  dailyUsage(orgId: string, days: number) {
+    return this.store.daily(orgId, days, new Date(this.now()));
+  }
+
   /** Adds what this instance counted to the database; runs every flush interval and at shutdown. */
   flush(): Promise<void> {
     this.flushing ??= this.flushOnce().finally(() => {

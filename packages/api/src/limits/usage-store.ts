@@ -48,30 +48,81 @@ export class UsageStore {
     return counts;
   }
 
-  /** Adds each row's `used` to the stored count (one statement, upsert-add) and returns the new totals. */
+  /**
+   * Adds each row's `used` to the stored month's count (upsert-add) and to today's (UTC) day bucket, in
+   * one transaction, and returns the new monthly totals. Calls counted just before midnight and flushed
+   * just after it land on the new day: a flush interval's worth at most.
+   */
   async add(rows: readonly CountRow[]): Promise<CountRow[]> {
     if (rows.length === 0) return [];
     const now = new Date();
-    const totals = await this.db()
-      .insertInto('usage_counters')
-      .values(
-        rows.map((r) => ({
-          org_id: r.orgId,
-          period: r.period,
-          quota: r.quota,
-          used: r.used,
-          updated_at: now,
-        })),
-      )
-      .onConflict((oc) =>
-        oc.columns(['org_id', 'period', 'quota']).doUpdateSet((eb) => ({
-          used: eb('usage_counters.used', '+', eb.ref('excluded.used')),
-          updated_at: eb.ref('excluded.updated_at'),
-        })),
-      )
-      .returning(['org_id', 'period', 'quota', 'used'])
-      .execute();
+    const day = now.toISOString().slice(0, 10);
+    const totals = await this.orm.em.fork().transactional(async (em) => {
+      const db = sqlOf(em);
+      const daily = new Map<string, { org_id: string; day: string; quota: Quota; used: number }>();
+      for (const r of rows) {
+        const key = `${r.orgId}/${r.quota}`;
+        const bucket = daily.get(key);
+        if (bucket) bucket.used += r.used;
+        else daily.set(key, { org_id: r.orgId, day, quota: r.quota, used: r.used });
+      }
+      await db
+        .insertInto('usage_daily')
+        .values([...daily.values()])
+        .onConflict((oc) =>
+          oc
+            .columns(['org_id', 'day', 'quota'])
+            .doUpdateSet((eb) => ({ used: eb('usage_daily.used', '+', eb.ref('excluded.used')) })),
+        )
+        .execute();
+      return db
+        .insertInto('usage_counters')
+        .values(
+          rows.map((r) => ({
+            org_id: r.orgId,
+            period: r.period,
+            quota: r.quota,
+            used: r.used,
+            updated_at: now,
+          })),
+        )
+        .onConflict((oc) =>
+          oc.columns(['org_id', 'period', 'quota']).doUpdateSet((eb) => ({
+            used: eb('usage_counters.used', '+', eb.ref('excluded.used')),
+            updated_at: eb.ref('excluded.updated_at'),
+          })),
+        )
+        .returning(['org_id', 'period', 'quota', 'used'])
+        .execute();
+    });
     return totals.map((t) => ({ orgId: t.org_id, period: t.period, quota: t.quota, used: Number(t.used) }));
+  }
+
+  /** Calls per UTC day over the `days` days ending today, oldest first, every day present (zeros too). */
+  async daily(
+    orgId: string,
+    days: number,
+    today = new Date(),
+  ): Promise<Array<{ day: string; api_calls: number; ai_calls: number }>> {
+    const end = Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), today.getUTCDate());
+    const first = new Date(end - (days - 1) * 86_400_000).toISOString().slice(0, 10);
+    const rows = await this.db()
+      .selectFrom('usage_daily')
+      .select((eb) => [eb.fn<string>('to_char', ['day', eb.val('YYYY-MM-DD')]).as('day'), 'quota', 'used'])
+      .where('org_id', '=', orgId)
+      .where('day', '>=', first)
+      .execute();
+    const series = Array.from({ length: days }, (_, i) => ({
+      day: new Date(end - (days - 1 - i) * 86_400_000).toISOString().slice(0, 10),
+      api_calls: 0,
+      ai_calls: 0,
+    }));
+    const byDay = new Map(series.map((d) => [d.day, d]));
+    for (const row of rows) {
+      const bucket = byDay.get(row.day);
+      if (bucket) bucket[row.quota] += Number(row.used);
+    }
+    return series;
   }
 
   async ownQuotas(orgId: string): Promise<OwnQuotas> {

@@ -1,5 +1,5 @@
 import type { Quota } from '@crm/db';
-import type { AuthedContext } from '../../context.ts';
+import type { OrgScope } from '../../context.ts';
 import type { QuotaStatus } from '../../limits/limits.ts';
 import { isoSql, orgRows } from '../../read-model.ts';
 import type { UsageResponse } from './usage.schemas.ts';
@@ -24,7 +24,7 @@ function quotaUsage(status: QuotaStatus, resetAt: string): UsageResponse['quotas
 }
 
 /** The organization's usage this month: live counts, its limits, the rate-limit groups and the alerts. */
-export async function usageOf(ctx: AuthedContext): Promise<UsageResponse> {
+export async function usageOf(ctx: OrgScope): Promise<UsageResponse> {
   const snapshot = await ctx.services.limits.usage(ctx.principal.orgId);
   const { period } = snapshot;
   const alerts = await orgRows<AlertRow>(

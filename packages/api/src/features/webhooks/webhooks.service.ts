@@ -1,8 +1,15 @@
-import { type EntityManager, sqlOf, WebhookDelivery, WebhookEndpoint } from '@crm/db';
+import {
+  type EntityManager,
+  sqlOf,
+  TEST_EVENT_TYPE,
+  transaction,
+  WebhookDelivery,
+  WebhookEndpoint,
+} from '@crm/db';
 import { assertPublicTarget, generateSecret, RefusedTargetError, sealSecret } from '@crm/webhooks';
 import { sql } from 'kysely';
 import { uuidv7 } from 'uuidv7';
-import type { AuthedContext } from '../../context.ts';
+import type { OrgScope } from '../../context.ts';
 import { ApiError, notFound } from '../../errors.ts';
 import { currentOrg, isoSql, orgRows } from '../../read-model.ts';
 import { toIso } from '../../schemas.ts';
@@ -44,7 +51,7 @@ export async function listWebhooks(em: EntityManager): Promise<WebhookDto[]> {
  * allowed, the URL's host must resolve, and only to public addresses (checked again on every delivery);
  * that lookup happens before the transaction, so no connection waits on DNS.
  */
-export async function createWebhook(ctx: AuthedContext, input: WebhookCreateInput) {
+export async function createWebhook(ctx: OrgScope, input: WebhookCreateInput) {
   const settings = ctx.services.config.webhooks;
   if (!settings.allowPrivate) {
     try {
@@ -159,6 +166,15 @@ export async function replayDelivery(
       'webhook_inactive',
       `Webhook ${endpoint.id} is inactive: re-activate it (POST /webhooks/${endpoint.id}/activate) before replaying`,
     );
+  return queueDelivery(em, endpoint.id, original.eventId);
+}
+
+/** A new pending delivery of an existing event to one endpoint, due now, as the API shows it. */
+async function queueDelivery(
+  em: EntityManager,
+  endpointId: string,
+  eventId: string,
+): Promise<WebhookDeliveryDto> {
   const id = uuidv7();
   const at = new Date();
   await sqlOf(em)
@@ -166,8 +182,8 @@ export async function replayDelivery(
     .values({
       id,
       org_id: currentOrg(em),
-      endpoint_id: endpoint.id,
-      event_id: original.eventId,
+      endpoint_id: endpointId,
+      event_id: eventId,
       status: 'pending',
       attempt_count: 0,
       next_attempt_at: sql<Date>`now()`,
@@ -181,4 +197,56 @@ export async function replayDelivery(
     [id],
   );
   return (await withAttempts(em, rows))[0] as WebhookDeliveryDto;
+}
+
+/**
+ * Sends a `webhook.test` event to one endpoint, whatever it subscribed to: signed, retried and logged like
+ * any other delivery. The event is written as already fanned out, so no other endpoint receives it.
+ */
+export async function sendTestEvent(em: EntityManager, id: string): Promise<WebhookDeliveryDto> {
+  const endpoint = await findWebhook(em, id);
+  if (!endpoint.isActive)
+    throw new ApiError(
+      'webhook_inactive',
+      `Webhook ${endpoint.id} is inactive: re-activate it before testing`,
+    );
+  return transaction(em, async (tx) => {
+    const eventId = uuidv7();
+    const at = new Date();
+    await sqlOf(tx)
+      .insertInto('outbox_events')
+      .values({
+        id: eventId,
+        org_id: currentOrg(tx),
+        type: TEST_EVENT_TYPE,
+        payload: JSON.stringify({
+          type: TEST_EVENT_TYPE,
+          timestamp: at.toISOString(),
+          data: {
+            webhook_id: endpoint.id,
+            message: 'A test event: this endpoint receives and verifies webhooks',
+          },
+        }),
+        created_at: at,
+        dispatched_at: at,
+      })
+      .execute();
+    return queueDelivery(tx, endpoint.id, eventId);
+  });
+}
+
+/** Each endpoint's newest delivery: its status and when it last changed. */
+export async function lastDeliveries(
+  em: EntityManager,
+): Promise<Map<string, { status: WebhookDeliveryDto['status']; at: string }>> {
+  const rows = await orgRows<{ endpoint_id: string; status: WebhookDeliveryDto['status']; at: string }>(
+    em,
+    `select e.id as endpoint_id, d.status, ${isoSql('d.updated_at')} as at
+       from webhook_endpoints e
+       cross join lateral (select status, updated_at from webhook_deliveries
+                            where endpoint_id = e.id order by created_at desc, id desc limit 1) d
+      where e.org_id = ?`,
+    [],
+  );
+  return new Map(rows.map((r) => [r.endpoint_id, { status: r.status, at: r.at }]));
 }

@@ -1,0 +1,65 @@
+import type { ReactNode } from 'react';
+import { errorMessage } from '../api.ts';
+
+export function Loading({ label = 'Loading…' }: { label?: string }) {
+  return (
+    <p className="loading" role="status">
+      {label}
+    </p>
+  );
+}
+
+export function ErrorState({ error, onRetry }: { error: unknown; onRetry: () => void }) {
+  return (
+    <div className="error-state" role="alert">
+      <p>{errorMessage(error)}</p>
+      <button type="button" className="btn" onClick={onRetry}>
+        Try again
+      </button>
+    </div>
+  );
+}
+
+export function EmptyState({ title, children }: { title: string; children?: ReactNode }) {
+  return (
+    <div className="empty-state">
+      <p className="empty-title">{title}</p>
+      {children && <div className="empty-body">{children}</div>}
+    </div>
+  );
+}
+
+export type NoticeMessage = { kind: 'success' | 'error'; text: ReactNode };
+
+/** The outcome of the last action on a page: a success note, or the server's message when it failed. */
+export function Notice({ notice, onDismiss }: { notice: NoticeMessage | null; onDismiss: () => void }) {
+  if (!notice) return <div className="notice-slot" role="status" />;
+  return (
+    <div className={`notice notice-${notice.kind}`} role={notice.kind === 'error' ? 'alert' : 'status'}>
+      <p>{notice.text}</p>
+      <button type="button" className="btn btn-small btn-ghost" onClick={onDismiss}>
+        Dismiss
+      </button>
+    </div>
+  );
+}
+
+export function PageHeader({
+  title,
+  description,
+  actions,
+}: {
+  title: string;
+  description?: ReactNode;
+  actions?: ReactNode;
+}) {
+  return (
+    <div className="page-header">
+      <div>
+        <h1>{title}</h1>
+        {description && <p className="page-description">{description}</p>}
+      </div>
+      {actions && <div className="page-actions">{actions}</div>}
+    </div>
+  );
+}

@@ -1,0 +1,193 @@
+import { useQueryClient } from '@tanstack/react-query';
+import { type FormEvent, useState } from 'react';
+import { useLocation } from 'wouter';
+import { authClient, authErrorMessage, MIN_PASSWORD_LENGTH } from '../auth.ts';
+import { Modal } from '../components/Modal.tsx';
+import { Notice, type NoticeMessage, PageHeader } from '../components/States.tsx';
+import { useMe, usePageTitle } from '../hooks.ts';
+
+const NETWORK_ERROR = { status: 0, message: undefined };
+
+function ChangePasswordForm({ onNotice }: { onNotice: (n: NoticeMessage) => void }) {
+  const [current, setCurrent] = useState('');
+  const [next, setNext] = useState('');
+  const [confirm, setConfirm] = useState('');
+  const [pending, setPending] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+
+  async function onSubmit(event: FormEvent<HTMLFormElement>) {
+    event.preventDefault();
+    if (next.length < MIN_PASSWORD_LENGTH) {
+      setError(`The new password needs at least ${MIN_PASSWORD_LENGTH} characters.`);
+      return;
+    }
+    if (next !== confirm) {
+      setError('The two new passwords do not match.');
+      return;
+    }
+    setPending(true);
+    setError(null);
+    const result = await authClient
+      .changePassword({ currentPassword: current, newPassword: next, revokeOtherSessions: true })
+      .catch(() => ({ error: NETWORK_ERROR }));
+    setPending(false);
+    if (result.error) {
+      setError(authErrorMessage(result.error, 'Could not change the password.'));
+      return;
+    }
+    setCurrent('');
+    setNext('');
+    setConfirm('');
+    onNotice({ kind: 'success', text: 'Password changed. Your other sessions have been signed out.' });
+  }
+
+  return (
+    <form className="form form-narrow" onSubmit={onSubmit}>
+      <div className="field">
+        <label htmlFor="current-password">Current password</label>
+        <input
+          id="current-password"
+          className="input"
+          type="password"
+          autoComplete="current-password"
+          required
+          value={current}
+          onChange={(e) => setCurrent(e.target.value)}
+        />
+      </div>
+      <div className="field">
+        <label htmlFor="new-password">New password</label>
+        <input
+          id="new-password"
+          className="input"
+          type="password"
+          autoComplete="new-password"
+          required
+          minLength={MIN_PASSWORD_LENGTH}
+          aria-describedby="new-password-hint"
+          value={next}
+          onChange={(e) => setNext(e.target.value)}
+        />
+        <p className="hint" id="new-password-hint">
+          At least {MIN_PASSWORD_LENGTH} characters.
+        </p>
+      </div>
+      <div className="field">
+        <label htmlFor="confirm-password">Confirm new password</label>
+        <input
+          id="confirm-password"
+          className="input"
+          type="password"
+          autoComplete="new-password"
+          required
+          minLength={MIN_PASSWORD_LENGTH}
+          value={confirm}
+          onChange={(e) => setConfirm(e.target.value)}
+        />
+      </div>
+      {error && (
+        <p className="form-error" role="alert">
+          {error}
+        </p>
+      )}
+      <div>
+        <button type="submit" className="btn btn-primary" disabled={pending}>
+          {pending ? 'Changing…' : 'Change password'}
+        </button>
+      </div>
+    </form>
+  );
+}
+
+function SignOutEverywhereDialog({ onClose }: { onClose: () => void }) {
+  const queryClient = useQueryClient();
+  const [, navigate] = useLocation();
+  const [pending, setPending] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+
+  async function confirm() {
+    setPending(true);
+    setError(null);
+    const result = await authClient.revokeSessions().catch(() => ({ error: NETWORK_ERROR }));
+    setPending(false);
+    if (result.error) {
+      setError(authErrorMessage(result.error, 'Could not sign out of all sessions.'));
+      return;
+    }
+    queryClient.clear();
+    navigate('/sign-in', { replace: true });
+  }
+
+  return (
+    <Modal title="Sign out of all sessions" onClose={onClose} busy={pending}>
+      {(close) => (
+        <>
+          <div className="modal-body">
+            <p>Every session of your account is ended, on every device, including this one.</p>
+            {error && (
+              <p className="form-error" role="alert">
+                {error}
+              </p>
+            )}
+          </div>
+          <div className="modal-actions">
+            <button type="button" className="btn" onClick={close} disabled={pending}>
+              Cancel
+            </button>
+            <button type="button" className="btn btn-danger" onClick={confirm} disabled={pending}>
+              Sign out everywhere
+            </button>
+          </div>
+        </>
+      )}
+    </Modal>
+  );
+}
+
+export function AccountPage() {
+  usePageTitle('Account');
+  const { user, org } = useMe();
+  const [notice, setNotice] = useState<NoticeMessage | null>(null);
+  const [confirming, setConfirming] = useState(false);
+
+  return (
+    <>
+      <PageHeader title="Account" />
+      <Notice notice={notice} onDismiss={() => setNotice(null)} />
+      <section className="card" aria-labelledby="profile-heading">
+        <h2 id="profile-heading" className="card-title">
+          Profile
+        </h2>
+        <dl className="details-list">
+          <dt>Name</dt>
+          <dd>{user.name}</dd>
+          <dt>Email</dt>
+          <dd>{user.email}</dd>
+          <dt>Role</dt>
+          <dd>
+            {user.role === 'admin' ? 'Admin' : 'Member'} of {org.name}
+          </dd>
+        </dl>
+      </section>
+      <section className="card" aria-labelledby="password-heading">
+        <h2 id="password-heading" className="card-title">
+          Change password
+        </h2>
+        <p className="muted">Changing it signs out your other sessions.</p>
+        <ChangePasswordForm onNotice={setNotice} />
+      </section>
+      <section className="card" aria-labelledby="sessions-heading">
+        <h2 id="sessions-heading" className="card-title">
+          Sessions
+        </h2>
+        <p className="muted">
+          Lost a device, or signed in on a shared computer? End every session of your account.
+        </p>
+        <button type="button" className="btn btn-danger-outline" onClick={() => setConfirming(true)}>
+          Sign out of all sessions
+        </button>
+      </section>
+      {confirming && <SignOutEverywhereDialog onClose={() => setConfirming(false)} />}
+    </>
+  );
+}

@@ -1,0 +1,74 @@
+import { keepPreviousData, useQuery } from '@tanstack/react-query';
+import { type ReactNode, useState } from 'react';
+import { queries } from '../api.ts';
+import { Pager } from '../components/Pager.tsx';
+import { EmptyState, ErrorState, Loading, PageHeader } from '../components/States.tsx';
+import { formatDateTime } from '../format.ts';
+import { usePageTitle } from '../hooks.ts';
+
+const PAGE_SIZE = 50;
+
+export function AuditPage() {
+  usePageTitle('Audit log');
+  const [offset, setOffset] = useState(0);
+  const audit = useQuery({
+    ...queries.audit({ limit: PAGE_SIZE, offset }),
+    placeholderData: keepPreviousData,
+  });
+
+  let body: ReactNode;
+  if (audit.isPending) body = <Loading />;
+  else if (audit.isError) body = <ErrorState error={audit.error} onRetry={() => audit.refetch()} />;
+  else if (audit.data.data.length === 0 && offset === 0) body = <EmptyState title="Nothing recorded yet" />;
+  else {
+    const { data, meta } = audit.data;
+    body = (
+      <>
+        <div className="table-wrap">
+          <table className="table">
+            <caption className="visually-hidden">Audit log</caption>
+            <thead>
+              <tr>
+                <th scope="col">Time</th>
+                <th scope="col">Actor</th>
+                <th scope="col">Action</th>
+                <th scope="col">Target</th>
+                <th scope="col">Details</th>
+              </tr>
+            </thead>
+            <tbody>
+              {data.map((entry) => (
+                <tr key={entry.id}>
+                  <th scope="row" className="nowrap">
+                    {formatDateTime(entry.at)}
+                  </th>
+                  <td>{entry.actor}</td>
+                  <td>
+                    <code>{entry.action}</code>
+                  </td>
+                  <td className="break">{entry.target ?? <span className="muted">—</span>}</td>
+                  <td className="break">{entry.details ?? <span className="muted">—</span>}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+        <Pager
+          offset={meta.offset}
+          limit={meta.limit}
+          total={meta.total}
+          shown={data.length}
+          onChange={setOffset}
+          busy={audit.isPlaceholderData}
+        />
+      </>
+    );
+  }
+
+  return (
+    <>
+      <PageHeader title="Audit log" description="Who did what in this organization, newest first." />
+      {body}
+    </>
+  );
+}

@@ -1,0 +1,174 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { type FormEvent, type ReactNode, useState } from 'react';
+import { Link, useLocation, useParams } from 'wouter';
+import { api, errorMessage, httpStatusOf, type Outputs, queries } from '../api.ts';
+import { MIN_PASSWORD_LENGTH } from '../auth.ts';
+import { ErrorState, Loading } from '../components/States.tsx';
+import { formatDateTime } from '../format.ts';
+import { usePageTitle } from '../hooks.ts';
+import { HOME } from '../session.ts';
+
+type Invitation = Outputs['invitation']['get'];
+
+function AcceptForm({ token, invitation }: { token: string; invitation: Invitation }) {
+  const queryClient = useQueryClient();
+  const [, navigate] = useLocation();
+  const [name, setName] = useState('');
+  const [email, setEmail] = useState(invitation.email ?? '');
+  const [password, setPassword] = useState('');
+  const [confirm, setConfirm] = useState('');
+  const [problem, setProblem] = useState<string | null>(null);
+  const accept = useMutation({
+    mutationFn: (input: { token: string; name: string; email: string; password: string }) =>
+      api.invitation.accept.mutate(input),
+    gcTime: 0,
+    onSuccess: () => {
+      queryClient.clear();
+      navigate(HOME, { replace: true });
+    },
+  });
+
+  function onSubmit(event: FormEvent<HTMLFormElement>) {
+    event.preventDefault();
+    if (password.length < MIN_PASSWORD_LENGTH) {
+      setProblem(`The password needs at least ${MIN_PASSWORD_LENGTH} characters.`);
+      return;
+    }
+    if (password !== confirm) {
+      setProblem('The two passwords do not match.');
+      return;
+    }
+    setProblem(null);
+    accept.mutate({ token, name: name.trim(), email: (invitation.email ?? email).trim(), password });
+  }
+
+  const error = problem ?? (accept.isError ? errorMessage(accept.error) : null);
+  return (
+    <form onSubmit={onSubmit} className="form">
+      <div className="field">
+        <label htmlFor="invite-name">Your name</label>
+        <input
+          id="invite-name"
+          className="input"
+          name="name"
+          autoComplete="name"
+          required
+          maxLength={200}
+          value={name}
+          onChange={(e) => setName(e.target.value)}
+        />
+      </div>
+      <div className="field">
+        <label htmlFor="invite-email">Email</label>
+        <input
+          id="invite-email"
+          className="input"
+          type="email"
+          name="email"
+          autoComplete="username"
+          required
+          readOnly={invitation.email !== null}
+          aria-describedby={invitation.email !== null ? 'invite-email-hint' : undefined}
+          value={email}
+          onChange={(e) => setEmail(e.target.value)}
+        />
+        {invitation.email !== null && (
+          <p className="hint" id="invite-email-hint">
+            This invitation is for this address.
+          </p>
+        )}
+      </div>
+      <div className="field">
+        <label htmlFor="invite-password">Password</label>
+        <input
+          id="invite-password"
+          className="input"
+          type="password"
+          name="password"
+          autoComplete="new-password"
+          required
+          minLength={MIN_PASSWORD_LENGTH}
+          aria-describedby="invite-password-hint"
+          value={password}
+          onChange={(e) => setPassword(e.target.value)}
+        />
+        <p className="hint" id="invite-password-hint">
+          At least {MIN_PASSWORD_LENGTH} characters.
+        </p>
+      </div>
+      <div className="field">
+        <label htmlFor="invite-confirm">Confirm password</label>
+        <input
+          id="invite-confirm"
+          className="input"
+          type="password"
+          name="confirm-password"
+          autoComplete="new-password"
+          required
+          minLength={MIN_PASSWORD_LENGTH}
+          value={confirm}
+          onChange={(e) => setConfirm(e.target.value)}
+        />
+      </div>
+      {error && (
+        <p className="form-error" role="alert">
+          {error}
+        </p>
+      )}
+      <button type="submit" className="btn btn-primary btn-block" disabled={accept.isPending}>
+        Join {invitation.org_name}
+      </button>
+    </form>
+  );
+}
+
+export function InvitePage() {
+  usePageTitle('Join your team');
+  const { token = '' } = useParams<{ token: string }>();
+  const invitation = useQuery(queries.invitation(token));
+
+  let body: ReactNode;
+  let title = 'Invitation';
+  if (invitation.isPending) {
+    body = <Loading />;
+  } else if (invitation.isError) {
+    const status = httpStatusOf(invitation.error);
+    if (status === 404 || status === 400) {
+      title = 'This invitation cannot be used';
+      body = (
+        <>
+          <p>
+            The link is invalid, has expired, or has already been used. Ask an admin of your organization for
+            a new one.
+          </p>
+          <p>
+            Already have an account? <Link href="/sign-in">Sign in</Link>.
+          </p>
+        </>
+      );
+    } else {
+      body = <ErrorState error={invitation.error} onRetry={() => invitation.refetch()} />;
+    }
+  } else {
+    const { org_name, role, expires_at } = invitation.data;
+    title = `Join ${org_name} as ${role}`;
+    body = (
+      <>
+        <p className="muted">
+          Create your account to join. This invitation is valid until {formatDateTime(expires_at)}.
+        </p>
+        <AcceptForm token={token} invitation={invitation.data} />
+      </>
+    );
+  }
+
+  return (
+    <main id="main" className="auth-page">
+      <div className="auth-card">
+        <p className="auth-brand">Headless CRM</p>
+        <h1>{title}</h1>
+        {body}
+      </div>
+    </main>
+  );
+}

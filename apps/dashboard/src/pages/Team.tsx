@@ -1,0 +1,330 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { type FormEvent, type ReactNode, useState } from 'react';
+import { api, errorMessage, type Invitation, type Member, queries, type Role } from '../api.ts';
+import { ConfirmDialog } from '../components/ConfirmDialog.tsx';
+import { Modal } from '../components/Modal.tsx';
+import { SecretField } from '../components/SecretField.tsx';
+import {
+  EmptyState,
+  ErrorState,
+  Loading,
+  Notice,
+  type NoticeMessage,
+  PageHeader,
+} from '../components/States.tsx';
+import { formatDate, formatDateTime } from '../format.ts';
+import { useIsAdmin, useMe, usePageTitle } from '../hooks.ts';
+import { isSignedOut, redirectToSignIn } from '../session.ts';
+
+const ROLE_LABELS: Record<Role, string> = { admin: 'Admin', member: 'Member' };
+
+/** Creates an invitation, then shows its link once (component state only). */
+function InviteDialog({ onClose }: { onClose: () => void }) {
+  const queryClient = useQueryClient();
+  const [role, setRole] = useState<Role>('member');
+  const [email, setEmail] = useState('');
+  const [pending, setPending] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const [created, setCreated] = useState<{ url: string; expiresAt: string } | null>(null);
+
+  async function onSubmit(event: FormEvent<HTMLFormElement>) {
+    event.preventDefault();
+    setPending(true);
+    setError(null);
+    try {
+      const trimmed = email.trim();
+      const result = await api.team.invite.mutate(trimmed ? { role, email: trimmed } : { role });
+      // The server may answer with a path; show a full link that can be sent as it is.
+      setCreated({ url: new URL(result.url, window.location.origin).href, expiresAt: result.expires_at });
+      void queryClient.invalidateQueries({ queryKey: queries.team().queryKey });
+    } catch (e) {
+      if (isSignedOut(e)) redirectToSignIn();
+      setError(errorMessage(e));
+    } finally {
+      setPending(false);
+    }
+  }
+
+  return (
+    <Modal title={created ? 'Invitation link' : 'Invite a teammate'} onClose={onClose} busy={pending}>
+      {(close) =>
+        created ? (
+          <div>
+            <div className="modal-body">
+              <p>Send this link to the person you invite. Opening it lets them create their account.</p>
+              <SecretField label="Invitation link" value={created.url} />
+              <p className="warning-text">
+                Valid until {formatDateTime(created.expiresAt)}, for one use. The link is shown once: copy it
+                now.
+              </p>
+            </div>
+            <div className="modal-actions">
+              <button type="button" className="btn btn-primary" onClick={close}>
+                Done
+              </button>
+            </div>
+          </div>
+        ) : (
+          <form onSubmit={onSubmit}>
+            <div className="modal-body">
+              <div className="field">
+                <label htmlFor="invitation-role">Role</label>
+                <select
+                  id="invitation-role"
+                  className="input select"
+                  value={role}
+                  onChange={(e) => setRole(e.target.value as Role)}
+                  aria-describedby="invitation-role-hint"
+                >
+                  <option value="member">Member</option>
+                  <option value="admin">Admin</option>
+                </select>
+                <p className="hint" id="invitation-role-hint">
+                  Members can see everything; only admins can create, revoke, delete, invite and change roles.
+                </p>
+              </div>
+              <div className="field">
+                <label htmlFor="invitation-email">Email (optional)</label>
+                <input
+                  id="invitation-email"
+                  className="input"
+                  type="email"
+                  autoComplete="off"
+                  aria-describedby="invitation-email-hint"
+                  value={email}
+                  onChange={(e) => setEmail(e.target.value)}
+                />
+                <p className="hint" id="invitation-email-hint">
+                  If set, only this address can accept the invitation.
+                </p>
+              </div>
+              {error && (
+                <p className="form-error" role="alert">
+                  {error}
+                </p>
+              )}
+            </div>
+            <div className="modal-actions">
+              <button type="button" className="btn" onClick={close} disabled={pending}>
+                Cancel
+              </button>
+              <button type="submit" className="btn btn-primary" disabled={pending}>
+                {pending ? 'Creating…' : 'Create invitation'}
+              </button>
+            </div>
+          </form>
+        )
+      }
+    </Modal>
+  );
+}
+
+function RoleSelect({ member, onNotice }: { member: Member; onNotice: (n: NoticeMessage) => void }) {
+  const queryClient = useQueryClient();
+  const setRole = useMutation({
+    mutationFn: (role: Role) => api.team.setRole.mutate({ user_id: member.user_id, role }),
+    onSuccess: (_r, role) => {
+      onNotice({ kind: 'success', text: `${member.email} is now ${ROLE_LABELS[role].toLowerCase()}.` });
+      void queryClient.invalidateQueries({ queryKey: ['team'] });
+      void queryClient.invalidateQueries({ queryKey: ['me'] });
+    },
+    onError: (error) => onNotice({ kind: 'error', text: errorMessage(error) }),
+  });
+  const id = `role-${member.user_id}`;
+  return (
+    <>
+      <label htmlFor={id} className="visually-hidden">
+        Role of {member.email}
+      </label>
+      <select
+        id={id}
+        className="input select select-small"
+        value={setRole.isPending ? setRole.variables : member.role}
+        disabled={setRole.isPending}
+        onChange={(e) => setRole.mutate(e.target.value as Role)}
+      >
+        <option value="admin">Admin</option>
+        <option value="member">Member</option>
+      </select>
+    </>
+  );
+}
+
+export function TeamPage() {
+  usePageTitle('Team');
+  const me = useMe();
+  const isAdmin = useIsAdmin();
+  const queryClient = useQueryClient();
+  const team = useQuery(queries.team());
+  const [inviting, setInviting] = useState(false);
+  const [removing, setRemoving] = useState<Member | null>(null);
+  const [revoking, setRevoking] = useState<Invitation | null>(null);
+  const [notice, setNotice] = useState<NoticeMessage | null>(null);
+
+  let body: ReactNode;
+  if (team.isPending) body = <Loading />;
+  else if (team.isError) body = <ErrorState error={team.error} onRetry={() => team.refetch()} />;
+  else {
+    const { members, invitations } = team.data;
+    body = (
+      <>
+        <section aria-labelledby="members-heading" className="section">
+          <h2 id="members-heading" className="section-title">
+            Members
+          </h2>
+          <div className="table-wrap">
+            <table className="table">
+              <caption className="visually-hidden">Members</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Name</th>
+                  <th scope="col">Email</th>
+                  <th scope="col">Role</th>
+                  <th scope="col">Joined</th>
+                  {isAdmin && (
+                    <th scope="col">
+                      <span className="visually-hidden">Actions</span>
+                    </th>
+                  )}
+                </tr>
+              </thead>
+              <tbody>
+                {members.map((member) => (
+                  <tr key={member.user_id}>
+                    <th scope="row" className="cell-strong">
+                      {member.name}
+                      {member.user_id === me.user.id && <span className="muted"> (you)</span>}
+                    </th>
+                    <td>{member.email}</td>
+                    <td>
+                      {isAdmin ? (
+                        <RoleSelect member={member} onNotice={setNotice} />
+                      ) : (
+                        ROLE_LABELS[member.role]
+                      )}
+                    </td>
+                    <td>{formatDate(member.created_at)}</td>
+                    {isAdmin && (
+                      <td className="cell-actions">
+                        <button
+                          type="button"
+                          className="btn btn-small btn-danger-outline"
+                          onClick={() => setRemoving(member)}
+                        >
+                          Remove
+                        </button>
+                      </td>
+                    )}
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        </section>
+        <section aria-labelledby="invitations-heading" className="section">
+          <h2 id="invitations-heading" className="section-title">
+            Pending invitations
+          </h2>
+          {invitations.length === 0 ? (
+            <EmptyState title="No pending invitations" />
+          ) : (
+            <div className="table-wrap">
+              <table className="table">
+                <caption className="visually-hidden">Invitations</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">For</th>
+                    <th scope="col">Role</th>
+                    <th scope="col">Invited by</th>
+                    <th scope="col">Created</th>
+                    <th scope="col">Expires</th>
+                    {isAdmin && (
+                      <th scope="col">
+                        <span className="visually-hidden">Actions</span>
+                      </th>
+                    )}
+                  </tr>
+                </thead>
+                <tbody>
+                  {invitations.map((inv) => (
+                    <tr key={inv.id}>
+                      <th scope="row">{inv.email ?? <span className="muted">Anyone with the link</span>}</th>
+                      <td>{ROLE_LABELS[inv.role]}</td>
+                      <td>{inv.invited_by ?? <span className="muted">Unknown</span>}</td>
+                      <td>{formatDateTime(inv.created_at)}</td>
+                      <td>{formatDateTime(inv.expires_at)}</td>
+                      {isAdmin && (
+                        <td className="cell-actions">
+                          <button
+                            type="button"
+                            className="btn btn-small btn-danger-outline"
+                            onClick={() => setRevoking(inv)}
+                          >
+                            Revoke
+                          </button>
+                        </td>
+                      )}
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          )}
+        </section>
+      </>
+    );
+  }
+
+  return (
+    <>
+      <PageHeader
+        title="Team"
+        description={`The people who can sign in to ${me.org.name}'s dashboard.`}
+        actions={
+          isAdmin && (
+            <button type="button" className="btn btn-primary" onClick={() => setInviting(true)}>
+              Invite
+            </button>
+          )
+        }
+      />
+      <Notice notice={notice} onDismiss={() => setNotice(null)} />
+      {body}
+      {inviting && <InviteDialog onClose={() => setInviting(false)} />}
+      {removing && (
+        <ConfirmDialog
+          title="Remove member"
+          confirmLabel="Remove"
+          onConfirm={() => api.team.remove.mutate({ user_id: removing.user_id })}
+          onConfirmed={() => {
+            setNotice({ kind: 'success', text: `Removed ${removing.email}.` });
+            void queryClient.invalidateQueries({ queryKey: ['team'] });
+          }}
+          onClose={() => setRemoving(null)}
+        >
+          <p>
+            Remove <strong>{removing.email}</strong> from {me.org.name}? They will no longer be able to sign
+            in to its dashboard.
+          </p>
+        </ConfirmDialog>
+      )}
+      {revoking && (
+        <ConfirmDialog
+          title="Revoke invitation"
+          confirmLabel="Revoke"
+          onConfirm={() => api.team.revokeInvitation.mutate({ id: revoking.id })}
+          onConfirmed={() => {
+            setNotice({ kind: 'success', text: 'Invitation revoked.' });
+            void queryClient.invalidateQueries({ queryKey: ['team'] });
+          }}
+          onClose={() => setRevoking(null)}
+        >
+          <p>
+            Revoke the {ROLE_LABELS[revoking.role].toLowerCase()} invitation
+            {revoking.email ? ` for ${revoking.email}` : ''}? Its link stops working.
+          </p>
+        </ConfirmDialog>
+      )}
+    </>
+  );
+}

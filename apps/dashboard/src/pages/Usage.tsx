@@ -1,0 +1,178 @@
+import { useQuery } from '@tanstack/react-query';
+import { queries, type UsageSummary } from '../api.ts';
+import { alertSentence } from '../components/QuotaBanner.tsx';
+import { ErrorState, Loading, PageHeader } from '../components/States.tsx';
+import {
+  formatDate,
+  formatDateTime,
+  formatDay,
+  formatNumber,
+  formatPercent,
+  formatWindow,
+  QUOTA_LABELS,
+} from '../format.ts';
+import { usePageTitle } from '../hooks.ts';
+import { UsageChart } from './UsageChart.tsx';
+
+type Quotas = UsageSummary['usage']['quotas'];
+
+function QuotaCard({ quota, info }: { quota: keyof Quotas; info: Quotas[keyof Quotas] }) {
+  const label = QUOTA_LABELS[quota];
+  const headingId = `quota-${quota}`;
+  const percent = Math.max(0, info.percent_used);
+  const level = percent >= 95 ? 'danger' : percent >= 80 ? 'warning' : 'ok';
+  return (
+    <section className="card quota-card" aria-labelledby={headingId}>
+      <h2 id={headingId} className="card-title">
+        {label}
+      </h2>
+      <p className="quota-figure">
+        <span className="quota-used">{formatNumber(info.used)}</span> of {formatNumber(info.limit)} {label}
+      </p>
+      <progress
+        className={`quota-bar quota-${level}`}
+        max={Math.max(info.limit, 1)}
+        value={Math.min(info.used, Math.max(info.limit, 1))}
+        aria-labelledby={headingId}
+        aria-valuetext={`${formatPercent(percent)} used`}
+      />
+      <p className="quota-meta">
+        <span>{formatPercent(percent)} used</span>
+        <span>
+          {formatNumber(info.remaining)} left · resets on {formatDate(info.reset_at)}
+        </span>
+      </p>
+    </section>
+  );
+}
+
+function CallsPerDay({ daily }: { daily: UsageSummary['daily'] }) {
+  return (
+    <section className="card" aria-labelledby="calls-per-day">
+      <h2 id="calls-per-day" className="card-title">
+        Calls per day
+      </h2>
+      <p className="muted">The last 30 days.</p>
+      <UsageChart daily={daily} />
+      <details className="table-details">
+        <summary>Show as table</summary>
+        <div className="table-wrap">
+          <table className="table table-compact">
+            <caption className="visually-hidden">Calls per day</caption>
+            <thead>
+              <tr>
+                <th scope="col">Day</th>
+                <th scope="col" className="num">
+                  API calls
+                </th>
+                <th scope="col" className="num">
+                  AI calls
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {daily.map((d) => (
+                <tr key={d.day}>
+                  <th scope="row">{formatDay(d.day, 'long')}</th>
+                  <td className="num">{formatNumber(d.api_calls)}</td>
+                  <td className="num">{formatNumber(d.ai_calls)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      </details>
+    </section>
+  );
+}
+
+export default function UsagePage() {
+  usePageTitle('Usage');
+  const summary = useQuery({ ...queries.usage(), refetchInterval: 60_000 });
+
+  if (summary.isPending)
+    return (
+      <>
+        <PageHeader title="Usage" />
+        <Loading />
+      </>
+    );
+  if (summary.isError)
+    return (
+      <>
+        <PageHeader title="Usage" />
+        <ErrorState error={summary.error} onRetry={() => summary.refetch()} />
+      </>
+    );
+
+  const { usage, daily } = summary.data;
+  const alerts = [...usage.alerts].sort((a, b) => b.recorded_at.localeCompare(a.recorded_at));
+  return (
+    <>
+      <PageHeader
+        title="Usage"
+        description={`This billing period: ${formatDate(usage.period.start)} to ${formatDate(usage.period.end)}.`}
+      />
+      <div className="quota-grid">
+        <QuotaCard quota="api_calls" info={usage.quotas.api_calls} />
+        <QuotaCard quota="ai_calls" info={usage.quotas.ai_calls} />
+      </div>
+      <CallsPerDay daily={daily} />
+      <div className="two-columns">
+        <section className="card" aria-labelledby="rate-limits">
+          <h2 id="rate-limits" className="card-title">
+            Rate limits
+          </h2>
+          {usage.rate_limits.length === 0 ? (
+            <p className="muted">No rate limits apply.</p>
+          ) : (
+            <div className="table-wrap">
+              <table className="table table-compact">
+                <caption className="visually-hidden">Rate limits</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Group</th>
+                    <th scope="col" className="num">
+                      Limit
+                    </th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {usage.rate_limits.map((r) => (
+                    <tr key={r.group}>
+                      <th scope="row">
+                        <code>{r.group}</code>
+                      </th>
+                      <td className="num">
+                        {formatNumber(r.limit)} per {formatWindow(r.window_seconds)}
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          )}
+        </section>
+        <section className="card" aria-labelledby="alerts">
+          <h2 id="alerts" className="card-title">
+            Alerts this month
+          </h2>
+          {usage.alerts.length === 0 ? (
+            <p className="muted">No alerts this month.</p>
+          ) : (
+            <ul className="alert-list">
+              {alerts.map((a) => (
+                <li key={`${a.quota}-${a.threshold_percent}`}>
+                  <span className={`badge ${a.threshold_percent >= 95 ? 'badge-danger' : 'badge-warning'}`}>
+                    {a.threshold_percent}%
+                  </span>{' '}
+                  {alertSentence(a)} <span className="muted">Reached {formatDateTime(a.recorded_at)}.</span>
+                </li>
+              ))}
+            </ul>
+          )}
+        </section>
+      </div>
+    </>
+  );
+}

@@ -1,0 +1,254 @@
+import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { type ReactNode, useState } from 'react';
+import { Link, useParams } from 'wouter';
+import { api, DELIVERY_STATUSES, type Delivery, type DeliveryStatus, errorMessage, queries } from '../api.ts';
+import { ActiveBadge, DeliveryStatusBadge, deliveryStatusLabel } from '../components/Badges.tsx';
+import { Pager } from '../components/Pager.tsx';
+import {
+  EmptyState,
+  ErrorState,
+  Loading,
+  Notice,
+  type NoticeMessage,
+  PageHeader,
+} from '../components/States.tsx';
+import { formatDateTime, formatDuration, formatNumber } from '../format.ts';
+import { useIsAdmin, usePageTitle } from '../hooks.ts';
+import { useWebhookActions } from './Webhooks.tsx';
+
+const PAGE_SIZE = 20;
+const EXCERPT_LENGTH = 300;
+
+function excerpt(text: string): string {
+  return text.length > EXCERPT_LENGTH ? `${text.slice(0, EXCERPT_LENGTH)}…` : text;
+}
+
+function Attempts({ delivery }: { delivery: Delivery }) {
+  if (delivery.attempts.length === 0) {
+    return (
+      <p className="muted attempts-empty">
+        No attempt yet
+        {delivery.next_attempt_at ? `; the first is due ${formatDateTime(delivery.next_attempt_at)}.` : '.'}
+      </p>
+    );
+  }
+  return (
+    <table className="table table-compact attempts">
+      <caption className="visually-hidden">Attempts of delivery {delivery.id}</caption>
+      <thead>
+        <tr>
+          <th scope="col">Attempt</th>
+          <th scope="col">Time</th>
+          <th scope="col">HTTP status</th>
+          <th scope="col" className="num">
+            Duration
+          </th>
+          <th scope="col">Response</th>
+        </tr>
+      </thead>
+      <tbody>
+        {delivery.attempts.map((a) => (
+          <tr key={a.attempt}>
+            <th scope="row">
+              #{a.attempt}{' '}
+              <span className={a.succeeded ? 'text-success' : 'text-danger'}>
+                {a.succeeded ? 'OK' : 'Failed'}
+              </span>
+            </th>
+            <td>{formatDateTime(a.attempted_at)}</td>
+            <td>{a.response_status ?? <span className="muted">No response</span>}</td>
+            <td className="num">{formatDuration(a.duration_ms)}</td>
+            <td className="cell-response">
+              {a.error && <p className="text-danger">{a.error}</p>}
+              {a.response_body ? (
+                <pre className="response-body">{excerpt(a.response_body)}</pre>
+              ) : (
+                !a.error && <span className="muted">Empty body</span>
+              )}
+            </td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+export function WebhookDeliveriesPage() {
+  usePageTitle('Webhook deliveries');
+  const { id = '' } = useParams<{ id: string }>();
+  const isAdmin = useIsAdmin();
+  const queryClient = useQueryClient();
+  const [status, setStatus] = useState<DeliveryStatus | ''>('');
+  const [offset, setOffset] = useState(0);
+  const [notice, setNotice] = useState<NoticeMessage | null>(null);
+  const webhooks = useQuery(queries.webhooks());
+  const webhook = webhooks.data?.find((w) => w.id === id);
+  const deliveries = useQuery({
+    ...queries.deliveries({ id, limit: PAGE_SIZE, offset, ...(status ? { status } : {}) }),
+    placeholderData: keepPreviousData,
+  });
+  const { sendTest, activate } = useWebhookActions(setNotice);
+  const replay = useMutation({
+    mutationFn: (delivery: Delivery) => api.webhooks.replay.mutate({ id, delivery_id: delivery.id }),
+    onSuccess: (_result, delivery) => {
+      setNotice({ kind: 'success', text: `Replayed the ${delivery.event_type} event.` });
+      void queryClient.invalidateQueries({ queryKey: ['webhooks'] });
+    },
+    onError: (error) => setNotice({ kind: 'error', text: errorMessage(error) }),
+  });
+
+  let body: ReactNode;
+  if (deliveries.isPending) body = <Loading />;
+  else if (deliveries.isError)
+    body = <ErrorState error={deliveries.error} onRetry={() => deliveries.refetch()} />;
+  else if (deliveries.data.data.length === 0)
+    body = (
+      <EmptyState
+        title={status ? `No ${deliveryStatusLabel(status).toLowerCase()} deliveries` : 'No deliveries yet'}
+      >
+        {status ? 'Choose another status to see more.' : 'Deliveries appear here when an event is sent.'}
+      </EmptyState>
+    );
+  else {
+    const { data, meta } = deliveries.data;
+    body = (
+      <>
+        <div className="table-wrap">
+          <table className="table deliveries">
+            <caption className="visually-hidden">Deliveries</caption>
+            <thead>
+              <tr>
+                <th scope="col">Event</th>
+                <th scope="col">Status</th>
+                <th scope="col" className="num">
+                  Attempts
+                </th>
+                <th scope="col">Created</th>
+                <th scope="col">Next attempt</th>
+                {isAdmin && (
+                  <th scope="col">
+                    <span className="visually-hidden">Actions</span>
+                  </th>
+                )}
+              </tr>
+            </thead>
+            {data.map((delivery) => (
+              <tbody key={delivery.id} className="delivery-group">
+                <tr className="delivery-row">
+                  <th scope="row" className="cell-strong">
+                    <code>{delivery.event_type}</code>
+                    <span className="cell-sub">Event {delivery.event_id}</span>
+                  </th>
+                  <td>
+                    <DeliveryStatusBadge status={delivery.status} />
+                  </td>
+                  <td className="num">{formatNumber(delivery.attempt_count)}</td>
+                  <td>{formatDateTime(delivery.created_at)}</td>
+                  <td>{formatDateTime(delivery.next_attempt_at)}</td>
+                  {isAdmin && (
+                    <td className="cell-actions">
+                      <button
+                        type="button"
+                        className="btn btn-small"
+                        disabled={replay.isPending}
+                        onClick={() => replay.mutate(delivery)}
+                      >
+                        Replay
+                      </button>
+                    </td>
+                  )}
+                </tr>
+                <tr className="attempts-row">
+                  <td colSpan={isAdmin ? 6 : 5}>
+                    <Attempts delivery={delivery} />
+                  </td>
+                </tr>
+              </tbody>
+            ))}
+          </table>
+        </div>
+        <Pager
+          offset={meta.offset}
+          limit={meta.limit}
+          total={meta.total}
+          shown={data.length}
+          onChange={setOffset}
+          busy={deliveries.isPlaceholderData}
+        />
+      </>
+    );
+  }
+
+  return (
+    <>
+      <p className="breadcrumb">
+        <Link href="/webhooks">← All webhooks</Link>
+      </p>
+      <PageHeader
+        title="Webhook deliveries"
+        description={
+          webhook ? (
+            <>
+              <span className="break">{webhook.url}</span> <ActiveBadge active={webhook.is_active} />
+            </>
+          ) : webhooks.isSuccess ? (
+            'This webhook does not exist, or has been deleted.'
+          ) : undefined
+        }
+        actions={
+          isAdmin &&
+          webhook && (
+            <>
+              {!webhook.is_active && (
+                <button
+                  type="button"
+                  className="btn"
+                  disabled={activate.isPending}
+                  onClick={() => activate.mutate(webhook)}
+                >
+                  Re-activate
+                </button>
+              )}
+              <button
+                type="button"
+                className="btn btn-primary"
+                disabled={sendTest.isPending}
+                onClick={() => sendTest.mutate(webhook)}
+              >
+                Send test event
+              </button>
+            </>
+          )
+        }
+      />
+      <Notice notice={notice} onDismiss={() => setNotice(null)} />
+      <div className="toolbar">
+        <div className="field field-inline">
+          <label htmlFor="delivery-status">Status</label>
+          <select
+            id="delivery-status"
+            className="input select"
+            value={status}
+            onChange={(e) => {
+              setStatus(e.target.value as DeliveryStatus | '');
+              setOffset(0);
+            }}
+          >
+            <option value="">All</option>
+            {DELIVERY_STATUSES.map((s) => (
+              <option key={s} value={s}>
+                {deliveryStatusLabel(s)}
+              </option>
+            ))}
+          </select>
+        </div>
+        {deliveries.data?.data.some((d) => d.status === 'pending') && (
+          <p className="muted small" role="status">
+            Refreshing every few seconds while deliveries are pending.
+          </p>
+        )}
+      </div>
+      {body}
+    </>
+  );
+}

@@ -1,0 +1,223 @@
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import {
+  ApiError,
+  adminRouter,
+  createRequestContext,
+  DASHBOARD_AUTH_PATH,
+  type Services,
+  toErrorResponse,
+} from '@crm/api';
+import { nodeHTTPRequestHandler } from '@trpc/server/adapters/node-http';
+import type { Context as KoaContext, Middleware } from 'koa';
+import helmet from 'koa-helmet';
+import send from 'koa-send';
+import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import getRawBody from 'raw-body';
+import type { Logger } from './logger.ts';
+import { attachContext, contextOf } from './request-context.ts';
+
+export const DASHBOARD_PREFIX = '/admin';
+const ADMIN_TRPC_PREFIX = `${DASHBOARD_PREFIX}/trpc`;
+const AUTH_BODY_LIMIT = '64kb';
+
+const require = createRequire(import.meta.url);
+/** The dashboard's built files (`vite build`, run by `npm install` and `npm start` through turbo). */
+export const DASHBOARD_DIST = path.join(path.dirname(require.resolve('@crm/dashboard/package.json')), 'dist');
+
+/**
+ * Sign-in attempts are counted per client address and per account over this window, so neither guessing
+ * one person's password from many addresses nor many people's from one address gets far. A successful
+ * sign-in clears its account's count. Counted in memory per instance (N instances allow N times as many).
+ */
+const SIGN_IN_WINDOW_SECONDS = 15 * 60;
+
+/** Pages and their scripts: no inline code, nothing from another origin, never in a frame. */
+const securityHeaders = helmet({
+  contentSecurityPolicy: {
+    useDefaults: false,
+    directives: {
+      defaultSrc: ["'self'"],
+      scriptSrc: ["'self'"],
+      styleSrc: ["'self'"],
+      imgSrc: ["'self'", 'data:'],
+      connectSrc: ["'self'"],
+      fontSrc: ["'self'"],
+      objectSrc: ["'none'"],
+      baseUri: ["'none'"],
+      formAction: ["'self'"],
+      frameAncestors: ["'none'"],
+    },
+  },
+  crossOriginEmbedderPolicy: false,
+  // HSTS only makes sense behind HTTPS, which the proxy in front decides.
+  strictTransportSecurity: false,
+});
+
+/**
+ * better-auth also puts the session token in sign-in answers' JSON (for bearer clients); the dashboard uses
+ * only the HttpOnly cookie, so the token is taken out where page scripts could read it.
+ */
+function withoutSessionToken(body: Buffer): Buffer {
+  if (!body.includes('"token"')) return body;
+  try {
+    const parsed = JSON.parse(body.toString('utf8')) as Record<string, unknown>;
+    if (parsed && typeof parsed === 'object' && 'token' in parsed) {
+      delete parsed.token;
+      return Buffer.from(JSON.stringify(parsed));
+    }
+  } catch {
+    // Not JSON: passed on as it is.
+  }
+  return body;
+}
+
+function refuse(
+  ctx: KoaContext,
+  status: number,
+  body: Record<string, unknown>,
+  headers: Record<string, string> = {},
+) {
+  ctx.status = status;
+  ctx.set(headers);
+  ctx.body = body;
+}
+
+export function dashboardRoutes(services: Services, logger: Logger): Middleware {
+  const auth = services.dashboardAuth;
+  const attempts = services.config.admin.signInAttempts;
+  const byAddress = new RateLimiterMemory({ points: attempts.perAddress, duration: SIGN_IN_WINDOW_SECONDS });
+  const byAccount = new RateLimiterMemory({ points: attempts.perAccount, duration: SIGN_IN_WINDOW_SECONDS });
+  const built = existsSync(path.join(DASHBOARD_DIST, 'index.html'));
+
+  /** better-auth's endpoints, behind the sign-in limits. */
+  async function authEndpoint(ctx: KoaContext): Promise<void> {
+    const hasBody = ctx.method !== 'GET' && ctx.method !== 'HEAD';
+    const body = hasBody ? await getRawBody(ctx.req, { limit: AUTH_BODY_LIMIT }) : undefined;
+    if (ctx.path === `${DASHBOARD_AUTH_PATH}/sign-in/email` && ctx.method === 'POST') {
+      let email = '';
+      try {
+        email = String((JSON.parse(body?.toString('utf8') || '{}') as { email?: unknown }).email ?? '')
+          .trim()
+          .toLowerCase();
+      } catch {
+        // better-auth answers a malformed body itself.
+      }
+      try {
+        await byAddress.consume(ctx.request.ip || 'unknown');
+        if (email) await byAccount.consume(email);
+      } catch (err) {
+        if (!(err instanceof RateLimiterRes)) throw err;
+        const seconds = Math.max(1, Math.ceil(err.msBeforeNext / 1000));
+        const message = `Too many sign-in attempts: try again in ${seconds} s`;
+        refuse(
+          ctx,
+          429,
+          { error: message, message, code: 'rate_limited', retry_after_seconds: seconds },
+          {
+            'Retry-After': String(seconds),
+          },
+        );
+        return;
+      }
+      const response = await forward(ctx, body);
+      if (response.ok && email) await byAccount.delete(email);
+      return;
+    }
+    await forward(ctx, body);
+  }
+
+  async function forward(ctx: KoaContext, body: Buffer | undefined): Promise<Response> {
+    const headers = new Headers();
+    for (const [name, value] of Object.entries(ctx.req.headers)) {
+      if (typeof value === 'string') headers.set(name, value);
+      else if (Array.isArray(value)) for (const v of value) headers.append(name, v);
+    }
+    const request = new Request(`${ctx.protocol}://${ctx.host}${ctx.url}`, {
+      method: ctx.method,
+      headers,
+      ...(body && body.length > 0 ? { body: new Uint8Array(body) } : {}),
+    });
+    const response = await auth.handler(request);
+    ctx.status = response.status;
+    for (const [name, value] of response.headers) if (name !== 'set-cookie') ctx.set(name, value);
+    const cookies = response.headers.getSetCookie();
+    if (cookies.length > 0) ctx.set('Set-Cookie', cookies);
+    ctx.body = withoutSessionToken(Buffer.from(await response.arrayBuffer()));
+    return response;
+  }
+
+  async function trpcEndpoint(ctx: KoaContext): Promise<void> {
+    const context = createRequestContext(services, {
+      requestId: ctx.state.requestId,
+      headers: ctx.req.headers,
+    });
+    attachContext(ctx.req, context);
+    ctx.respond = false;
+    ctx.res.statusCode = 200;
+    await nodeHTTPRequestHandler({
+      router: adminRouter,
+      req: ctx.req,
+      res: ctx.res,
+      path: ctx.path.slice(ADMIN_TRPC_PREFIX.length + 1),
+      maxBodySize: 1024 * 1024,
+      createContext: ({ req }) => contextOf(req),
+      onError: ({ error }) => {
+        if (error.code === 'INTERNAL_SERVER_ERROR' && !(error.cause instanceof ApiError))
+          logger.error({ req_id: ctx.state.requestId, err: error.cause ?? error }, 'request failed');
+      },
+      responseMeta: ({ ctx: c, errors }) => {
+        const headers = { ...c?.response.headers, 'Cache-Control': 'no-store' };
+        if (!errors[0]) return { headers };
+        return { status: toErrorResponse(errors[0]).status, headers };
+      },
+    });
+    ctx.status = ctx.res.statusCode;
+  }
+
+  /** The single-page app: hashed assets cached for a year, every other path its index.html, never cached. */
+  async function page(ctx: KoaContext): Promise<void> {
+    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') throw new ApiError('method_not_allowed', 'Use GET');
+    if (!built) {
+      ctx.status = 503;
+      ctx.type = 'text/plain';
+      ctx.body = 'The dashboard is not built: run `npm run build` (npm install and npm start do it).';
+      return;
+    }
+    const rest = ctx.path.slice(DASHBOARD_PREFIX.length);
+    if (rest.startsWith('/assets/')) {
+      const served = await send(ctx, rest, {
+        root: DASHBOARD_DIST,
+        immutable: true,
+        maxage: 365 * 86_400_000,
+      }).catch(() => undefined);
+      if (!served) throw new ApiError('not_found', `No such file: ${ctx.path}`);
+      return;
+    }
+    if (rest === '/favicon.svg') {
+      await send(ctx, rest, { root: DASHBOARD_DIST, maxage: 86_400_000 });
+      return;
+    }
+    ctx.set('Cache-Control', 'no-cache');
+    await send(ctx, 'index.html', { root: DASHBOARD_DIST });
+  }
+
+  return async (ctx, next) => {
+    if (ctx.path === '/' && (ctx.method === 'GET' || ctx.method === 'HEAD')) {
+      ctx.redirect(`${DASHBOARD_PREFIX}/`);
+      return;
+    }
+    if (ctx.path === '/favicon.ico') {
+      ctx.redirect(`${DASHBOARD_PREFIX}/favicon.svg`);
+      return;
+    }
+    if (ctx.path !== DASHBOARD_PREFIX && !ctx.path.startsWith(`${DASHBOARD_PREFIX}/`)) return next();
+    await securityHeaders(ctx, async () => {
+      ctx.set('Referrer-Policy', 'no-referrer');
+      if (ctx.path.startsWith(`${DASHBOARD_AUTH_PATH}/`)) return authEndpoint(ctx);
+      if (ctx.path.startsWith(`${ADMIN_TRPC_PREFIX}/`)) return trpcEndpoint(ctx);
+      return page(ctx);
+    });
+  };
+}

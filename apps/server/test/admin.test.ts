@@ -1,0 +1,508 @@
+import { Writable } from 'node:stream';
+import { setOrgQuota } from '@crm/api';
+import { pino } from 'pino';
+import { Webhook } from 'standardwebhooks';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  addPerson,
+  type DashboardUser,
+  dashboardClient,
+  failure,
+  sessionCookie,
+  signedIn,
+  signIn,
+  signInRequest,
+} from './dashboard-client.ts';
+import { DRIVERS, MISSING_ID, startTestServer, type TestServer } from './harness.ts';
+import { eventually, type Receiver, startReceiver } from './webhook-receiver.ts';
+
+for (const { driver, label, skip } of DRIVERS) {
+  describe.skipIf(skip)(`the dashboard's server side on ${label}`, () => {
+    let s: TestServer;
+    let receiver: Receiver;
+    const logLines: string[] = [];
+    let admin: DashboardUser;
+    let member: DashboardUser;
+    let otherAdmin: DashboardUser;
+
+    beforeAll(async () => {
+      const sink = new Writable({
+        write(chunk, _encoding, done) {
+          logLines.push(chunk.toString());
+          done();
+        },
+      });
+      s = await startTestServer(
+        driver,
+        {
+          CRM_WEBHOOKS_ALLOW_PRIVATE: 'true',
+          CRM_WEBHOOKS_POLL_INTERVAL_MS: '50',
+          CRM_USAGE_FLUSH_INTERVAL_MS: '100',
+        },
+        { logger: pino({ level: 'debug' }, sink) },
+      );
+      receiver = await startReceiver();
+      admin = await signedIn(s, s.orgA.orgId, 'admin');
+      member = await signedIn(s, s.orgA.orgId, 'member');
+      otherAdmin = await signedIn(s, s.orgB.orgId, 'admin');
+    });
+    afterAll(async () => {
+      await receiver?.close();
+      await s?.stop();
+    });
+
+    describe('signing in', () => {
+      it('gives an HttpOnly, SameSite session cookie, and no token a page script could read', async () => {
+        const person = await addPerson(s, s.orgA.orgId);
+        const res = await signInRequest(s, person.email, person.password);
+        expect(res.status).toBe(200);
+        const cookie = res.headers.getSetCookie().find((c) => c.startsWith('crm.session_token='));
+        expect(cookie).toMatch(/HttpOnly/);
+        expect(cookie).toMatch(/SameSite=Lax/);
+        const body = (await res.json()) as { token?: string; user: { email: string } };
+        expect(body.token).toBeUndefined();
+        expect(body.user.email).toBe(person.email);
+      });
+
+      it('answers a wrong password and an unknown e-mail alike', async () => {
+        const person = await addPerson(s, s.orgA.orgId);
+        const wrong = await signInRequest(s, person.email, 'not-the-password-at-all');
+        const unknown = await signInRequest(s, 'nobody-here@example.com', 'not-the-password-at-all');
+        expect(wrong.status).toBe(401);
+        expect(unknown.status).toBe(401);
+        const message = async (r: Response) => ((await r.json()) as { message: string }).message;
+        expect(await message(wrong)).toBe(await message(unknown));
+      });
+
+      it('limits attempts per account: the 11th in 15 minutes is 429 with Retry-After, even with the right password', async () => {
+        const person = await addPerson(s, s.orgA.orgId);
+        for (let i = 0; i < 10; i++)
+          expect((await signInRequest(s, person.email, `wrong-password-${i}`)).status).toBe(401);
+        const limited = await signInRequest(s, person.email, person.password);
+        expect(limited.status).toBe(429);
+        expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+        expect(((await limited.json()) as { code: string }).code).toBe('rate_limited');
+        // Another account from the same address is not held up.
+        const other = await addPerson(s, s.orgA.orgId);
+        expect((await signInRequest(s, other.email, other.password)).status).toBe(200);
+      });
+
+      it('stores passwords only as a memory-hard hash', async () => {
+        const person = await addPerson(s, s.orgA.orgId);
+        const rows = await s.sql<{ password: string }>(
+          'select a.password from accounts a join users u on u.id = a.user_id where u.email = ?',
+          [person.email],
+        );
+        expect(rows[0]?.password).not.toContain(person.password);
+        expect(rows[0]?.password).toMatch(/^[0-9a-f]{32}:[0-9a-f]{128}$/); // scrypt: salt and key
+      });
+
+      it('an expired session answers 401, as does no session at all', async () => {
+        const user = await signedIn(s, s.orgA.orgId);
+        expect((await user.trpc.me.query()).user.email).toBe(user.email);
+        await s.sql(
+          "update sessions set expires_at = now() - interval '1 minute' where user_id = (select id from users where email = ?)",
+          [user.email],
+        );
+        expect(await failure(user.trpc.me.query())).toMatchObject({ status: 401, code: 'not_signed_in' });
+        expect(await failure(dashboardClient(s, '').keys.list.query())).toMatchObject({
+          status: 401,
+          code: 'not_signed_in',
+        });
+      });
+
+      it('changing the password with revokeOtherSessions ends the other sessions; revoke-sessions ends all', async () => {
+        const person = await addPerson(s, s.orgA.orgId);
+        const first = await signIn(s, person.email, person.password);
+        const second = await signIn(s, person.email, person.password);
+        const newPassword = 'a-brand-new-password-42';
+        const changed = await fetch(`${s.url}/admin/auth/change-password`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', origin: s.url, cookie: second.cookie },
+          body: JSON.stringify({ currentPassword: person.password, newPassword, revokeOtherSessions: true }),
+        });
+        expect(changed.status).toBe(200);
+        expect(await failure(first.trpc.me.query())).toMatchObject({ status: 401 });
+        expect((await signInRequest(s, person.email, person.password)).status).toBe(401);
+        const third = await signIn(s, person.email, newPassword);
+        const revoked = await fetch(`${s.url}/admin/auth/revoke-sessions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', origin: s.url, cookie: third.cookie },
+          body: '{}',
+        });
+        expect(revoked.status).toBe(200);
+        expect(await failure(third.trpc.me.query())).toMatchObject({ status: 401 });
+      });
+
+      it("better-auth's own endpoints refuse a foreign Origin too", async () => {
+        const person = await addPerson(s, s.orgA.orgId);
+        const user = await signIn(s, person.email, person.password);
+        const forged = await fetch(`${s.url}/admin/auth/change-password`, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            origin: 'https://evil.example',
+            cookie: user.cookie,
+          },
+          body: JSON.stringify({ currentPassword: person.password, newPassword: 'hijacked-password-1' }),
+        });
+        expect(forged.status).toBe(403);
+        expect((await signInRequest(s, person.email, person.password)).status).toBe(200);
+      });
+
+      it('nobody can sign themselves up', async () => {
+        const res = await fetch(`${s.url}/admin/auth/sign-up/email`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', origin: s.url },
+          body: JSON.stringify({
+            email: 'self@example.com',
+            password: 'a-long-enough-password',
+            name: 'Self',
+          }),
+        });
+        expect(res.status).toBeGreaterThanOrEqual(400);
+        expect(await s.sql("select id from users where email = 'self@example.com'")).toEqual([]);
+      });
+    });
+
+    describe('API keys', () => {
+      it('an admin creates a key, sees it once, and it works against the REST API', async () => {
+        const created = await admin.trpc.keys.create.mutate({ name: 'from the dashboard' });
+        expect(created.api_key).toMatch(/^ck_[A-Za-z0-9_-]{32}$/);
+        const deals = await s.api('/deals', { key: created.api_key });
+        expect(deals.status).toBe(200);
+        const listed = await admin.trpc.keys.list.query();
+        const row = listed.find((k) => k.key_id === created.key_id);
+        expect(row).toMatchObject({ name: 'from the dashboard', created_by: admin.email, revoked_at: null });
+        expect(JSON.stringify(listed)).not.toContain(created.api_key);
+        const stored = await s.sql('select * from api_keys where id = ?', [created.key_id]);
+        expect(JSON.stringify(stored)).not.toContain(created.api_key);
+      });
+
+      it('a revoked key answers 401 at once, and the audit log names who did both', async () => {
+        const created = await admin.trpc.keys.create.mutate({ name: 'short-lived' });
+        expect((await s.api('/deals', { key: created.api_key })).status).toBe(200);
+        const revoked = await admin.trpc.keys.revoke.mutate({ key_id: created.key_id });
+        expect(revoked.revoked_at).toEqual(expect.any(String));
+        const res = await s.api('/deals', { key: created.api_key });
+        expect(res.status).toBe(401);
+        expect(res.body.code).toBe('invalid_api_key');
+        const audit = await admin.trpc.audit.list.query({ limit: 10, offset: 0 });
+        const actions = audit.data
+          .filter((e) => e.target?.includes('short-lived'))
+          .map((e) => [e.action, e.actor]);
+        expect(actions).toEqual([
+          ['api_key.revoked', admin.email],
+          ['api_key.created', admin.email],
+        ]);
+      });
+
+      it('a member sees the keys but cannot create or revoke one (403 from the server)', async () => {
+        expect((await member.trpc.keys.list.query()).length).toBeGreaterThan(0);
+        expect(await failure(member.trpc.keys.create.mutate({ name: 'nope' }))).toMatchObject({
+          status: 403,
+          code: 'forbidden',
+        });
+        expect(await failure(member.trpc.keys.revoke.mutate({ key_id: s.orgA.keyId }))).toMatchObject({
+          status: 403,
+        });
+        expect((await s.api('/deals')).status).toBe(200);
+      });
+
+      it("another organization's key answers 404 exactly like a missing one, and stays valid", async () => {
+        const other = await failure(otherAdmin.trpc.keys.revoke.mutate({ key_id: s.orgA.keyId }));
+        const missing = await failure(otherAdmin.trpc.keys.revoke.mutate({ key_id: MISSING_ID }));
+        expect(other).toEqual(missing);
+        expect(other.status).toBe(404);
+        expect((await s.api('/deals')).status).toBe(200);
+        const theirs = await otherAdmin.trpc.keys.list.query();
+        expect(theirs.map((k) => k.key_id)).not.toContain(s.orgA.keyId);
+      });
+
+      it('a change without the dashboard’s own Origin is refused and changes nothing', async () => {
+        const forged = dashboardClient(s, admin.cookie, 'https://evil.example');
+        expect(await failure(forged.keys.create.mutate({ name: 'csrf' }))).toMatchObject({ status: 403 });
+        expect(await s.sql("select id from api_keys where name = 'csrf'")).toEqual([]);
+      });
+    });
+
+    describe('usage', () => {
+      it('shows the same numbers as GET /usage, and today in the per-day chart', async () => {
+        const org = await s.newOrg('Usage org');
+        const person = await addPerson(s, org.orgId);
+        const user = await signIn(s, person.email, person.password);
+        for (let i = 0; i < 5; i++) expect((await s.api('/deals', { key: org.apiKey })).status).toBe(200);
+        const rest = (await s.api('/usage', { key: org.apiKey })).body.data;
+        const summary = await user.trpc.usage.summary.query();
+        // GET /usage counts itself; the dashboard's reads count nothing.
+        expect(summary.usage.quotas).toEqual(rest.quotas);
+        expect(summary.usage.rate_limits).toEqual(rest.rate_limits);
+        expect(summary.daily).toHaveLength(30);
+        const today = new Date().toISOString().slice(0, 10);
+        expect(summary.daily.at(-1)?.day).toBe(today);
+        await eventually('the day bucket', async () => {
+          const daily = (await user.trpc.usage.summary.query()).daily.at(-1);
+          return daily?.api_calls === 6 ? daily : undefined;
+        });
+      });
+
+      it('a lowered quota brings the 80% and then the 95% alert to every page (me)', async () => {
+        const org = await s.newOrg('Alert org');
+        const person = await addPerson(s, org.orgId);
+        const user = await signIn(s, person.email, person.password);
+        for (let i = 0; i < 8; i++) await s.api('/deals', { key: org.apiKey });
+        expect((await user.trpc.me.query()).alerts).toEqual([]);
+        await setOrgQuota(s.running.db.orm.em.fork(), org.orgId, { api_calls: 10 });
+        await eventually(
+          'the 80% alert',
+          async () => {
+            const alerts = (await user.trpc.me.query()).alerts;
+            return alerts.length === 1 ? alerts : undefined;
+          },
+          15_000,
+        );
+        await s.api('/deals', { key: org.apiKey });
+        await s.api('/deals', { key: org.apiKey });
+        const alerts = await eventually('the 95% alert', async () => {
+          const got = (await user.trpc.me.query()).alerts;
+          return got.length === 2 ? got : undefined;
+        });
+        expect(alerts.map((a) => [a.quota, a.threshold_percent])).toEqual([
+          ['api_calls', 80],
+          ['api_calls', 95],
+        ]);
+      });
+    });
+
+    describe('webhooks', () => {
+      it('create (secret once), send a test event to a local receiver, see its attempt, replay it', async () => {
+        const path = `/dash-${driver}`;
+        const created = await admin.trpc.webhooks.create.mutate({
+          url: receiver.url(path),
+          events: ['deal.created'],
+        });
+        expect(created.secret).toMatch(/^whsec_/);
+        receiver.secretFor(path, created.secret);
+        expect(JSON.stringify(await admin.trpc.webhooks.list.query())).not.toContain(created.secret);
+
+        const delivery = await admin.trpc.webhooks.sendTest.mutate({ id: created.id });
+        const [got] = await receiver.waitFor(path, (r) => r.length >= 1);
+        expect(got?.verifyError).toBeUndefined();
+        expect(got?.payload.type).toBe('webhook.test');
+        expect(got?.headers['webhook-id']).toBe(delivery.event_id);
+
+        const log = await eventually('the attempt in the log', async () => {
+          const page = await admin.trpc.webhooks.deliveries.query({ id: created.id });
+          return page.data[0]?.status === 'succeeded' ? page : undefined;
+        });
+        expect(log.data[0]?.attempts[0]).toMatchObject({ response_status: 200, succeeded: true });
+        const listed = (await admin.trpc.webhooks.list.query()).find((w) => w.id === created.id);
+        expect(listed?.last_delivery?.status).toBe('succeeded');
+
+        await admin.trpc.webhooks.replay.mutate({ id: created.id, delivery_id: delivery.id });
+        const again = await receiver.waitFor(path, (r) => r.length >= 2);
+        expect(again[1]?.headers['webhook-id']).toBe(delivery.event_id);
+        expect(again[1]?.verifyError).toBeUndefined();
+
+        // Nobody else received the test event.
+        expect(
+          await s.sql(
+            "select count(*)::int as n from webhook_deliveries d join outbox_events o on o.id = d.event_id where o.type = 'webhook.test' and d.endpoint_id <> ?",
+            [created.id],
+          ),
+        ).toEqual([{ n: 0 }]);
+      });
+
+      it('a member reads webhooks but cannot create, delete or test them; another org sees 404', async () => {
+        const created = await admin.trpc.webhooks.create.mutate({
+          url: receiver.url('/member'),
+          events: ['deal.won'],
+        });
+        expect((await member.trpc.webhooks.list.query()).some((w) => w.id === created.id)).toBe(true);
+        expect(await failure(member.trpc.webhooks.delete.mutate({ id: created.id }))).toMatchObject({
+          status: 403,
+        });
+        expect(await failure(member.trpc.webhooks.sendTest.mutate({ id: created.id }))).toMatchObject({
+          status: 403,
+        });
+        expect(
+          await failure(
+            member.trpc.webhooks.create.mutate({ url: receiver.url('/x'), events: ['deal.won'] }),
+          ),
+        ).toMatchObject({ status: 403 });
+        const other = await failure(otherAdmin.trpc.webhooks.delete.mutate({ id: created.id }));
+        expect(other).toEqual(await failure(otherAdmin.trpc.webhooks.delete.mutate({ id: MISSING_ID })));
+        expect(other.status).toBe(404);
+        await admin.trpc.webhooks.delete.mutate({ id: created.id });
+        const audit = await admin.trpc.audit.list.query();
+        expect(audit.data.slice(0, 2).map((e) => e.action)).toEqual(['webhook.deleted', 'webhook.created']);
+      });
+
+      it('verifies the test event with the standardwebhooks package and the secret shown once', async () => {
+        const path = `/verify-${driver}`;
+        const created = await admin.trpc.webhooks.create.mutate({
+          url: receiver.url(path),
+          events: ['deal.won'],
+        });
+        await admin.trpc.webhooks.sendTest.mutate({ id: created.id });
+        const [got] = await receiver.waitFor(path, (r) => r.length >= 1);
+        const payload = new Webhook(created.secret).verify(got?.body ?? '', got?.headers ?? {}) as {
+          data: { webhook_id: string };
+        };
+        expect(payload.data.webhook_id).toBe(created.id);
+      });
+    });
+
+    describe('team', () => {
+      it('an invitation link lets someone join once, signed in at once, with the role it names', async () => {
+        const invite = await admin.trpc.team.invite.mutate({ role: 'member' });
+        expect(invite.url).toMatch(new RegExp(`^${s.url}/admin/invite/[A-Za-z0-9_-]{32}$`));
+        const token = invite.url.split('/').at(-1) as string;
+        const anonymous = dashboardClient(s, '');
+        expect(await anonymous.invitation.get.query({ token })).toMatchObject({
+          org_name: 'Org A',
+          role: 'member',
+        });
+        const res = await fetch(`${s.url}/admin/trpc/invitation.accept`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', origin: s.url },
+          body: JSON.stringify({
+            token,
+            name: 'New Person',
+            email: 'New.Person@Example.com',
+            password: 'a-long-password-123',
+          }),
+        });
+        expect(res.status, await res.clone().text()).toBe(200);
+        const joined = dashboardClient(s, sessionCookie(res));
+        expect((await joined.me.query()).user).toMatchObject({
+          email: 'new.person@example.com',
+          role: 'member',
+        });
+        // Used: the link no longer works.
+        expect(await failure(anonymous.invitation.get.query({ token }))).toMatchObject({ status: 404 });
+        expect(
+          await failure(
+            anonymous.invitation.accept.mutate({
+              token,
+              name: 'Again',
+              email: 'again@example.com',
+              password: 'a-long-password-123',
+            }),
+          ),
+        ).toMatchObject({ status: 404 });
+        const audit = await admin.trpc.audit.list.query();
+        expect(audit.data.map((e) => e.action)).toEqual(
+          expect.arrayContaining(['member.invited', 'member.joined']),
+        );
+      });
+
+      it('an expired invitation does not work', async () => {
+        const invite = await admin.trpc.team.invite.mutate({ role: 'admin' });
+        await s.sql("update invitations set expires_at = now() - interval '1 second' where id = ?", [
+          invite.id,
+        ]);
+        const token = invite.url.split('/').at(-1) as string;
+        expect(await failure(dashboardClient(s, '').invitation.get.query({ token }))).toMatchObject({
+          status: 404,
+        });
+      });
+
+      it('the last admin can be neither removed nor demoted; a member cannot invite', async () => {
+        const org = await s.newOrg('Solo org');
+        const solo = await signedIn(s, org.orgId, 'admin');
+        const { members } = await solo.trpc.team.list.query();
+        const me = members[0]?.user_id as string;
+        expect(await failure(solo.trpc.team.remove.mutate({ user_id: me }))).toMatchObject({
+          status: 409,
+          code: 'last_admin',
+        });
+        expect(await failure(solo.trpc.team.setRole.mutate({ user_id: me, role: 'member' }))).toMatchObject({
+          status: 409,
+          code: 'last_admin',
+        });
+        expect(await failure(member.trpc.team.invite.mutate({ role: 'admin' }))).toMatchObject({
+          status: 403,
+        });
+        // With a second admin, the first can step down.
+        const second = await addPerson(s, org.orgId, 'admin');
+        expect(await solo.trpc.team.setRole.mutate({ user_id: me, role: 'member' })).toMatchObject({
+          role: 'member',
+        });
+        expect(await failure(solo.trpc.team.invite.mutate({ role: 'member' }))).toMatchObject({
+          status: 403,
+        });
+        expect(second.user_id).toEqual(expect.any(String));
+      });
+
+      it("another organization's member id answers 404 like a missing one", async () => {
+        const { members } = await admin.trpc.team.list.query();
+        const target = members.find((m) => m.role === 'member')?.user_id as string;
+        const other = await failure(otherAdmin.trpc.team.remove.mutate({ user_id: target }));
+        expect(other).toEqual(await failure(otherAdmin.trpc.team.remove.mutate({ user_id: MISSING_ID })));
+        expect(other.status).toBe(404);
+        expect((await otherAdmin.trpc.team.list.query()).members.map((m) => m.user_id)).not.toContain(target);
+      });
+
+      it('a removed person is signed out at once', async () => {
+        const person = await signedIn(s, s.orgA.orgId, 'member');
+        const id = (await admin.trpc.team.list.query()).members.find((m) => m.email === person.email)
+          ?.user_id as string;
+        await admin.trpc.team.remove.mutate({ user_id: id });
+        expect(await failure(person.trpc.me.query())).toMatchObject({ status: 401 });
+      });
+    });
+
+    describe('the edge', () => {
+      it('/ leads to /admin/, and /favicon.ico is not an error', async () => {
+        const root = await fetch(`${s.url}/`, { redirect: 'manual' });
+        expect(root.status).toBe(302);
+        expect(root.headers.get('location')).toBe('/admin/');
+        const icon = await fetch(`${s.url}/favicon.ico`, { redirect: 'manual' });
+        expect(icon.status).toBeLessThan(400);
+      });
+
+      it('pages carry a CSP without unsafe-inline, frame-ancestors none and nosniff; index.html is not cached', async () => {
+        const page = await fetch(`${s.url}/admin/keys`);
+        const csp = page.headers.get('content-security-policy') ?? '';
+        expect(csp).toContain("frame-ancestors 'none'");
+        expect(csp).toContain("script-src 'self'");
+        expect(csp).not.toContain('unsafe-inline');
+        expect(page.headers.get('x-content-type-options')).toBe('nosniff');
+        if (page.status === 200) {
+          expect(page.headers.get('cache-control')).toBe('no-cache');
+          const html = await page.text();
+          expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/); // no inline script
+          const asset = /\/admin\/assets\/[^"]+\.js/.exec(html)?.[0];
+          if (asset) {
+            const js = await fetch(`${s.url}${asset}`);
+            expect(js.status).toBe(200);
+            expect(js.headers.get('cache-control')).toContain('immutable');
+          }
+        } else {
+          expect(page.status).toBe(503); // not built in this checkout
+        }
+      });
+
+      it('never logs a plaintext key, password or signing secret', async () => {
+        const person = await addPerson(s, s.orgA.orgId);
+        const user = await signIn(s, person.email, person.password);
+        const key = await user.trpc.keys.create.mutate({ name: 'log check' });
+        const hook = await user.trpc.webhooks.create.mutate({
+          url: receiver.url('/log'),
+          events: ['deal.won'],
+        });
+        const invite = await user.trpc.team.invite.mutate({ role: 'member' });
+        const log = logLines.join('');
+        expect(log.length).toBeGreaterThan(0);
+        for (const secret of [
+          key.api_key,
+          person.password,
+          hook.secret,
+          invite.url.split('/').at(-1) as string,
+        ])
+          expect(log).not.toContain(secret);
+      });
+    });
+  });
+}

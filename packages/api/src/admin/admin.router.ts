@@ -1,0 +1,266 @@
+import { ORG_FILTER, USER_ROLES, WEBHOOK_EVENT_TYPES } from '@crm/db';
+import { z } from 'zod';
+import { type Context, headerValue } from '../context.ts';
+import { ApiError, notFound } from '../errors.ts';
+import { usageOf } from '../features/usage/usage.service.ts';
+import { WebhookCreateInput, WebhookDeliveryListQuery } from '../features/webhooks/webhook.schemas.ts';
+import {
+  activateWebhook,
+  createWebhook,
+  deleteWebhook,
+  lastDeliveries,
+  listDeliveries,
+  listWebhooks,
+  replayDelivery,
+  sendTestEvent,
+} from '../features/webhooks/webhooks.service.ts';
+import { publicProcedure, router } from '../trpc.ts';
+import { issueApiKey, listApiKeys, revokeApiKey } from './api-keys.ts';
+import { listAudit, recordAudit } from './audit.ts';
+import { dashboardSessionOf } from './dashboard-auth.ts';
+import {
+  acceptInvitation,
+  createInvitation,
+  describeInvitation,
+  INVITATION_PATH,
+  listInvitations,
+  revokeInvitation,
+} from './invitations.ts';
+import { listPeople, removePerson, setPersonRole } from './people.ts';
+
+/** Days the usage chart covers. */
+const USAGE_CHART_DAYS = 30;
+
+/**
+ * A state change through the dashboard must come from the dashboard's own pages: the browser's Origin
+ * (or, without one, Fetch Metadata) has to name this server; cookies are SameSite=Lax besides.
+ */
+function fromOwnPages(ctx: Pick<Context, 'headers' | 'services'>): boolean {
+  const origin = headerValue(ctx, 'origin');
+  if (!origin) return headerValue(ctx, 'sec-fetch-site') === 'same-origin';
+  const publicUrl = ctx.services.config.admin.publicUrl;
+  if (publicUrl) return origin === publicUrl;
+  try {
+    return new URL(origin).host === headerValue(ctx, 'host');
+  } catch {
+    return false;
+  }
+}
+
+const dashboardProcedure = publicProcedure.use(({ ctx, type, next }) => {
+  if (type === 'mutation' && !fromOwnPages(ctx))
+    throw new ApiError(
+      'forbidden',
+      'Dashboard changes must come from the dashboard itself (Origin check failed)',
+    );
+  return next();
+});
+
+/**
+ * Dashboard calls: the person comes from the session cookie (never an API key) and the unit of work is
+ * scoped to their organization, so the feature services read and write only its rows. Dashboard calls
+ * are not API calls: they count against no rate limit or quota.
+ */
+const sessionProcedure = dashboardProcedure.use(async ({ ctx, next }) => {
+  const auth = ctx.services.dashboardAuth;
+  const session = auth ? await dashboardSessionOf(auth, ctx.headers) : undefined;
+  if (!session) throw new ApiError('not_signed_in', 'Sign in to use the dashboard');
+  ctx.em.setFilterParams(ORG_FILTER, { orgId: session.orgId });
+  return next({ ctx: { ...ctx, dashboard: session, principal: { orgId: session.orgId } } });
+});
+
+/** Changes only admins may make; a member is refused here, whatever the page showed. */
+const adminProcedure = sessionProcedure.use(({ ctx, next }) => {
+  if (ctx.dashboard.role !== 'admin')
+    throw new ApiError('forbidden', 'Only an admin can do this; ask an admin of your organization');
+  return next();
+});
+
+const Id = z.object({ id: z.uuid() });
+const Page = z.object({
+  limit: z.number().int().min(1).max(100).default(25),
+  offset: z.number().int().min(0).default(0),
+});
+
+/** The origin links are made for: the configured public URL, else the address the browser used. */
+function originOf(ctx: Pick<Context, 'headers' | 'services'>): string {
+  return ctx.services.config.admin.publicUrl ?? `http://${headerValue(ctx, 'host') ?? 'localhost'}`;
+}
+
+export const adminRouter = router({
+  me: sessionProcedure.query(async ({ ctx }) => {
+    // Reading usage records any alert it calls for, as GET /usage does: the banner is never behind.
+    const usage = await usageOf(ctx);
+    const org = await ctx.em
+      .getConnection()
+      .execute<{ name: string }[]>('select name from organizations where id = ?', [ctx.dashboard.orgId]);
+    const { userId, email, name, role, orgId } = ctx.dashboard;
+    return {
+      user: { id: userId, email, name, role },
+      org: { id: orgId, name: org[0]?.name ?? '' },
+      alerts: usage.alerts,
+    };
+  }),
+
+  keys: router({
+    list: sessionProcedure.query(async ({ ctx }) =>
+      (await listApiKeys(ctx.em, ctx.dashboard.orgId)).map(({ org_id: _org, ...key }) => key),
+    ),
+    create: adminProcedure
+      .input(z.object({ name: z.string().trim().min(1, 'name: required').max(100) }))
+      .mutation(async ({ ctx, input }) => {
+        const issued = await issueApiKey(ctx.em, ctx.dashboard.orgId, input.name, {
+          actor: ctx.dashboard.email,
+        });
+        return {
+          ...issued,
+          name: input.name,
+          prefix: issued.api_key.slice(0, 7),
+          created_at: new Date().toISOString(),
+        };
+      }),
+    revoke: adminProcedure.input(z.object({ key_id: z.uuid() })).mutation(async ({ ctx, input }) => {
+      const revoked = await revokeApiKey(ctx.em, input.key_id, {
+        actor: ctx.dashboard.email,
+        orgId: ctx.dashboard.orgId,
+      });
+      if (!revoked) throw notFound('API key');
+      return { key_id: revoked.key_id, revoked_at: revoked.revoked_at as string };
+    }),
+  }),
+
+  usage: router({
+    summary: sessionProcedure.query(async ({ ctx }) => ({
+      usage: await usageOf(ctx),
+      daily: await ctx.services.limits.dailyUsage(ctx.dashboard.orgId, USAGE_CHART_DAYS),
+    })),
+  }),
+
+  webhooks: router({
+    eventTypes: sessionProcedure.query(() => [...WEBHOOK_EVENT_TYPES]),
+    list: sessionProcedure.query(async ({ ctx }) => {
+      const [endpoints, last] = await Promise.all([listWebhooks(ctx.em), lastDeliveries(ctx.em)]);
+      return endpoints.map((e) => ({ ...e, last_delivery: last.get(e.id) ?? null }));
+    }),
+    create: adminProcedure.input(WebhookCreateInput).mutation(async ({ ctx, input }) => {
+      const created = await createWebhook(ctx, input);
+      await recordAudit(ctx.em, {
+        orgId: ctx.dashboard.orgId,
+        actor: ctx.dashboard.email,
+        action: 'webhook.created',
+        target: created.url,
+        details: created.events.join(', '),
+      });
+      return created;
+    }),
+    delete: adminProcedure.input(Id).mutation(async ({ ctx, input }) => {
+      const endpoint = (await listWebhooks(ctx.em)).find((e) => e.id === input.id);
+      await deleteWebhook(ctx.em, input.id);
+      await recordAudit(ctx.em, {
+        orgId: ctx.dashboard.orgId,
+        actor: ctx.dashboard.email,
+        action: 'webhook.deleted',
+        target: endpoint?.url ?? input.id,
+      });
+      return { success: true as const };
+    }),
+    activate: adminProcedure.input(Id).mutation(async ({ ctx, input }) => {
+      const endpoint = await activateWebhook(ctx.em, input.id);
+      await recordAudit(ctx.em, {
+        orgId: ctx.dashboard.orgId,
+        actor: ctx.dashboard.email,
+        action: 'webhook.activated',
+        target: endpoint.url,
+      });
+      return endpoint;
+    }),
+    sendTest: adminProcedure.input(Id).mutation(({ ctx, input }) => sendTestEvent(ctx.em, input.id)),
+    deliveries: sessionProcedure
+      .input(
+        WebhookDeliveryListQuery.extend({
+          limit: z.number().int().min(1).max(100).default(25),
+          offset: z.number().int().min(0).default(0),
+        }),
+      )
+      .query(({ ctx, input }) => listDeliveries(ctx.em, input)),
+    replay: adminProcedure
+      .input(z.object({ id: z.uuid(), delivery_id: z.uuid() }))
+      .mutation(({ ctx, input }) => replayDelivery(ctx.em, input)),
+  }),
+
+  team: router({
+    list: sessionProcedure.query(async ({ ctx }) => ({
+      members: (await listPeople(ctx.em, ctx.dashboard.orgId)).map(({ org_id: _org, ...p }) => p),
+      invitations: await listInvitations(ctx.em, ctx.dashboard.orgId),
+    })),
+    invite: adminProcedure
+      .input(z.object({ role: z.enum(USER_ROLES), email: z.email().optional() }))
+      .mutation(async ({ ctx, input }) => {
+        const created = await createInvitation(
+          ctx.em,
+          { orgId: ctx.dashboard.orgId, role: input.role, email: input.email ?? null },
+          { actor: ctx.dashboard.email },
+        );
+        return {
+          id: created.id,
+          url: `${originOf(ctx)}${INVITATION_PATH}${created.token}`,
+          expires_at: created.expires_at,
+        };
+      }),
+    revokeInvitation: adminProcedure.input(Id).mutation(async ({ ctx, input }) => {
+      await revokeInvitation(ctx.em, input.id, { actor: ctx.dashboard.email, orgId: ctx.dashboard.orgId });
+      return { success: true as const };
+    }),
+    remove: adminProcedure.input(z.object({ user_id: z.uuid() })).mutation(async ({ ctx, input }) => {
+      await removePerson(ctx.em, input.user_id, { actor: ctx.dashboard.email, orgId: ctx.dashboard.orgId });
+      return { success: true as const };
+    }),
+    setRole: adminProcedure
+      .input(z.object({ user_id: z.uuid(), role: z.enum(USER_ROLES) }))
+      .mutation(async ({ ctx, input }) => {
+        const { org_id: _org, ...person } = await setPersonRole(ctx.em, input.user_id, input.role, {
+          actor: ctx.dashboard.email,
+          orgId: ctx.dashboard.orgId,
+        });
+        return person;
+      }),
+  }),
+
+  audit: router({
+    list: sessionProcedure
+      .input(Page.optional())
+      .query(({ ctx, input }) => listAudit(ctx.em, ctx.dashboard.orgId, input ?? { limit: 25, offset: 0 })),
+  }),
+
+  /** Before anyone is signed in: the page an invitation link (or the first admin's link) opens. */
+  invitation: router({
+    get: dashboardProcedure
+      .input(z.object({ token: z.string().min(1).max(200) }))
+      .query(({ ctx, input }) => describeInvitation(ctx.em, input.token)),
+    accept: dashboardProcedure
+      .input(
+        z.object({
+          token: z.string().min(1).max(200),
+          name: z.string().trim().min(1, 'name: required').max(200),
+          email: z.string().max(254),
+          password: z.string().max(200),
+        }),
+      )
+      .mutation(async ({ ctx, input }) => {
+        const auth = ctx.services.dashboardAuth;
+        if (!auth) throw new ApiError('not_found', 'The dashboard is not served by this process');
+        const person = await acceptInvitation(ctx.em, input.token, input);
+        // Signed in at once: the session cookie comes back with this answer.
+        const signedIn = await auth.api.signInEmail({
+          body: { email: person.email, password: input.password },
+          headers: new Headers({ 'user-agent': headerValue(ctx, 'user-agent') ?? '' }),
+          returnHeaders: true,
+        });
+        const cookie = signedIn.headers.get('set-cookie');
+        if (cookie) ctx.response.headers['set-cookie'] = cookie;
+        return { ok: true as const };
+      }),
+  }),
+});
+
+export type AdminRouter = typeof adminRouter;

@@ -1,0 +1,82 @@
+import { type EntityManager, sqlOf } from '@crm/db';
+import { uuidv7 } from 'uuidv7';
+
+/** What the audit log records; the dashboard shows these names as they are. */
+export type AuditAction =
+  | 'api_key.created'
+  | 'api_key.revoked'
+  | 'webhook.created'
+  | 'webhook.deleted'
+  | 'webhook.activated'
+  | 'member.invited'
+  | 'member.joined'
+  | 'member.created'
+  | 'member.removed'
+  | 'member.role_changed'
+  | 'member.password_reset'
+  | 'invitation.revoked';
+
+/** Who acted: a person's e-mail from the dashboard, or "CLI" for the admin command line. */
+export const CLI_ACTOR = 'CLI';
+
+export interface AuditInput {
+  orgId: string;
+  actor: string;
+  action: AuditAction;
+  target?: string | null;
+  details?: string | null;
+}
+
+/** Appends to the organization's audit log, in the caller's transaction when `em` is one. */
+export async function recordAudit(em: EntityManager, entry: AuditInput): Promise<void> {
+  await sqlOf(em)
+    .insertInto('audit_log')
+    .values({
+      id: uuidv7(),
+      org_id: entry.orgId,
+      at: new Date(),
+      actor: entry.actor,
+      action: entry.action,
+      target: entry.target ?? null,
+      details: entry.details ?? null,
+    })
+    .execute();
+}
+
+export interface AuditEntryDto {
+  id: string;
+  at: string;
+  actor: string;
+  action: string;
+  target: string | null;
+  details: string | null;
+}
+
+/** The organization's audit log, newest first. */
+export async function listAudit(
+  em: EntityManager,
+  orgId: string,
+  page: { limit: number; offset: number },
+): Promise<{ data: AuditEntryDto[]; meta: { total: number; limit: number; offset: number } }> {
+  const db = sqlOf(em);
+  const [rows, counted] = await Promise.all([
+    db
+      .selectFrom('audit_log')
+      .select(['id', 'at', 'actor', 'action', 'target', 'details'])
+      .where('org_id', '=', orgId)
+      .orderBy('at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(page.limit)
+      .offset(page.offset)
+      .execute(),
+    db
+      .selectFrom('audit_log')
+      .select((eb) => eb.fn.countAll<string>().as('total'))
+      .where('org_id', '=', orgId)
+      .executeTakeFirstOrThrow(),
+  ]);
+  return {
+    data: rows.map((r) => ({ ...r, at: new Date(r.at).toISOString() })),
+    meta: { total: Number(counted.total), limit: page.limit, offset: page.offset },
+  };
+}

@@ -1,0 +1,157 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { type EntityManager, sqlOf, transaction, type UserRole } from '@crm/db';
+import { uuidv7 } from 'uuidv7';
+import { ApiError, notFound } from '../errors.ts';
+import { recordAudit } from './audit.ts';
+import { createPerson, normalizeEmail } from './people.ts';
+
+/** An admin's invitation link lasts a week; the first admin's sign-in link, printed at first start, a day. */
+export const INVITATION_TTL_MS = 7 * 24 * 3600_000;
+export const FIRST_ADMIN_TTL_MS = 24 * 3600_000;
+/** The dashboard page an invitation link opens. */
+export const INVITATION_PATH = '/admin/invite/';
+
+const hashToken = (token: string) => createHash('sha256').update(token).digest('hex');
+
+export interface InvitationDto {
+  id: string;
+  role: UserRole;
+  email: string | null;
+  created_at: string;
+  expires_at: string;
+  invited_by: string | null;
+}
+
+/** Creates a single-use link to join `orgId`; the token is returned once and only its hash is stored. */
+export async function createInvitation(
+  em: EntityManager,
+  input: { orgId: string; role: UserRole; email?: string | null; ttlMs?: number },
+  acting: { actor: string },
+): Promise<{ id: string; token: string; expires_at: string }> {
+  const email = input.email ? normalizeEmail(input.email) : null;
+  const token = randomBytes(24).toString('base64url');
+  const id = uuidv7();
+  const now = new Date();
+  const expiresAt = new Date(now.getTime() + (input.ttlMs ?? INVITATION_TTL_MS));
+  await transaction(em, async (tx) => {
+    await sqlOf(tx)
+      .insertInto('invitations')
+      .values({
+        id,
+        org_id: input.orgId,
+        token_hash: hashToken(token),
+        role: input.role,
+        email,
+        invited_by: acting.actor,
+        created_at: now,
+        expires_at: expiresAt,
+        accepted_at: null,
+      })
+      .execute();
+    await recordAudit(tx, {
+      orgId: input.orgId,
+      actor: acting.actor,
+      action: 'member.invited',
+      target: email,
+      details: `role ${input.role}, valid until ${expiresAt.toISOString()}`,
+    });
+  });
+  return { id, token, expires_at: expiresAt.toISOString() };
+}
+
+/** Pending invitations: not accepted, not expired. */
+export async function listInvitations(em: EntityManager, orgId: string): Promise<InvitationDto[]> {
+  const rows = await sqlOf(em)
+    .selectFrom('invitations')
+    .select(['id', 'role', 'email', 'created_at', 'expires_at', 'invited_by'])
+    .where('org_id', '=', orgId)
+    .where('accepted_at', 'is', null)
+    .where('expires_at', '>', new Date())
+    .orderBy('created_at', 'desc')
+    .execute();
+  return rows.map((r) => ({
+    ...r,
+    created_at: new Date(r.created_at).toISOString(),
+    expires_at: new Date(r.expires_at).toISOString(),
+  }));
+}
+
+export async function revokeInvitation(
+  em: EntityManager,
+  id: string,
+  acting: { actor: string; orgId: string },
+): Promise<void> {
+  await transaction(em, async (tx) => {
+    const deleted = await sqlOf(tx)
+      .deleteFrom('invitations')
+      .where('id', '=', id)
+      .where('org_id', '=', acting.orgId)
+      .where('accepted_at', 'is', null)
+      .returning(['email', 'role'])
+      .executeTakeFirst();
+    if (!deleted) throw notFound('Invitation');
+    await recordAudit(tx, {
+      orgId: acting.orgId,
+      actor: acting.actor,
+      action: 'invitation.revoked',
+      target: deleted.email,
+      details: `role ${deleted.role}`,
+    });
+  });
+}
+
+const INVALID = 'This invitation link is invalid, expired or already used';
+
+/** What the invitation page shows before someone accepts. */
+export async function describeInvitation(
+  em: EntityManager,
+  token: string,
+): Promise<{ org_name: string; role: UserRole; email: string | null; expires_at: string }> {
+  const row = await sqlOf(em)
+    .selectFrom('invitations as i')
+    .innerJoin('organizations as o', 'o.id', 'i.org_id')
+    .select(['o.name as org_name', 'i.role', 'i.email', 'i.expires_at'])
+    .where('i.token_hash', '=', hashToken(token))
+    .where('i.accepted_at', 'is', null)
+    .where('i.expires_at', '>', new Date())
+    .executeTakeFirst();
+  if (!row) throw new ApiError('not_found', INVALID);
+  return { ...row, expires_at: new Date(row.expires_at).toISOString() };
+}
+
+/**
+ * Uses an invitation once: marks it accepted and creates the person, in one transaction, so a link
+ * clicked twice at once makes one account.
+ */
+export async function acceptInvitation(
+  em: EntityManager,
+  token: string,
+  person: { name: string; email: string; password: string },
+): Promise<{ user_id: string; email: string; org_id: string }> {
+  return transaction(em, async (tx) => {
+    const invitation = await sqlOf(tx)
+      .updateTable('invitations')
+      .set({ accepted_at: new Date() })
+      .where('token_hash', '=', hashToken(token))
+      .where('accepted_at', 'is', null)
+      .where('expires_at', '>', new Date())
+      .returning(['org_id', 'role', 'email'])
+      .executeTakeFirst();
+    if (!invitation) throw new ApiError('not_found', INVALID);
+    const email = normalizeEmail(person.email);
+    if (invitation.email && invitation.email !== email)
+      throw new ApiError('invalid_request', `email: this invitation is for ${invitation.email}`);
+    const created = await createPerson(
+      tx,
+      {
+        orgId: invitation.org_id,
+        email,
+        name: person.name,
+        role: invitation.role,
+        password: person.password,
+      },
+      { actor: email, action: 'member.joined' },
+    );
+    return { user_id: created.user_id, email: created.email, org_id: invitation.org_id };
+  });
+}
