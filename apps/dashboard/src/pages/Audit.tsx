@@ -44,7 +44,7 @@ export function AuditPage() {
                   </th>
                   <td>{entry.actor}</td>
                   <td>
-                    <code>{entry.action}</code>
+                    <code className="nowrap">{entry.action}</code>
                   </td>
                   <td className="break">{entry.target ?? <span className="muted">—</span>}</td>
                   <td className="break">{entry.details ?? <span className="muted">—</span>}</td>

@@ -1,0 +1,312 @@
+import { existsSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { AxeBuilder } from '@axe-core/playwright';
+import { createInvitation, INVITATION_PATH, setOrgQuota } from '@crm/api';
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import { Webhook } from 'standardwebhooks';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DASHBOARD_DIST } from '../src/dashboard.ts';
+import { addPerson } from './dashboard-client.ts';
+import { DRIVERS, startTestServer, type TestServer } from './harness.ts';
+import { eventually, type Receiver, startReceiver } from './webhook-receiver.ts';
+
+const CHROMIUM = '/usr/bin/chromium';
+const missing = !existsSync(CHROMIUM)
+  ? `skipped: ${CHROMIUM} not found (apt-get install chromium)`
+  : !existsSync(path.join(DASHBOARD_DIST, 'index.html'))
+    ? 'skipped: the dashboard is not built (npm run build)'
+    : undefined;
+
+/** Where UPDATE_SCREENSHOTS=1 puts the screenshots of every page (the README shows them). */
+const SCREENSHOTS = fileURLToPath(new URL('../../../docs/screenshots', import.meta.url));
+
+async function checkAccessibility(page: Page, name: string): Promise<void> {
+  const results = await new AxeBuilder({ page }).analyze();
+  const serious = results.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  expect(serious.map((v) => `${name}: ${v.id} ${v.help}`)).toEqual([]);
+}
+
+/** Opens `url` and tells whether the quota banner says `text` once the page has loaded. */
+async function bannerShows(page: Page, url: string, text: RegExp): Promise<true | undefined> {
+  await page.goto(url);
+  await page.getByRole('heading', { level: 1 }).waitFor();
+  return page
+    .getByRole('status')
+    .filter({ hasText: text })
+    .waitFor({ timeout: 1500 })
+    .then(
+      () => true as const,
+      () => undefined,
+    );
+}
+
+for (const { driver, label, skip } of DRIVERS) {
+  const reason = skip ? label : missing;
+  describe.skipIf(Boolean(reason))(
+    `the dashboard in Chromium on ${reason ? `${label} (${reason})` : label}`,
+    () => {
+      let s: TestServer;
+      let receiver: Receiver;
+      let browser: Browser;
+      let admin: BrowserContext;
+      let page: Page;
+      const cspViolations: string[] = [];
+      // The README's pictures come from the embedded run; every other run keeps its own in the temporary folder.
+      const shots =
+        process.env.UPDATE_SCREENSHOTS && driver === 'pglite'
+          ? SCREENSHOTS
+          : path.join(tmpdir(), 'crm-dashboard-screenshots', driver);
+
+      const shoot = (p: Page, name: string) =>
+        p.screenshot({ path: path.join(shots, `${name}.png`), fullPage: true });
+
+      async function newPage(context: BrowserContext): Promise<Page> {
+        const p = await context.newPage();
+        p.on('console', (m) => {
+          if (/Content Security Policy/i.test(m.text())) cspViolations.push(m.text());
+        });
+        return p;
+      }
+
+      /** Opens an invitation link and joins through the page, as a person does. */
+      async function join(p: Page, link: string, email: string): Promise<void> {
+        await p.goto(link);
+        await p.getByLabel('Your name').fill('Test Person');
+        const emailField = p.getByLabel('Email');
+        if (await emailField.isEditable()) await emailField.fill(email);
+        await p.getByLabel('Password', { exact: true }).fill('correct-horse-battery');
+        await p.getByLabel('Confirm password').fill('correct-horse-battery');
+        await p.getByRole('button', { name: /^Join / }).click();
+        await p.waitForURL(/\/admin\/keys$/);
+      }
+
+      beforeAll(async () => {
+        mkdirSync(shots, { recursive: true });
+        s = await startTestServer(driver, {
+          CRM_WEBHOOKS_ALLOW_PRIVATE: 'true',
+          CRM_WEBHOOKS_POLL_INTERVAL_MS: '50',
+          CRM_USAGE_FLUSH_INTERVAL_MS: '100',
+        });
+        receiver = await startReceiver();
+        browser = await chromium.launch({
+          executablePath: CHROMIUM,
+          args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+        });
+        admin = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+        await admin.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: s.url });
+        page = await newPage(admin);
+      });
+      afterAll(async () => {
+        await browser?.close();
+        await receiver?.close();
+        await s?.stop();
+      });
+
+      it('the sign-in page comes first, and the first admin joins with the one-time link', async () => {
+        await page.goto(`${s.url}/`);
+        await page.waitForURL(/\/admin\/sign-in/);
+        await page.getByRole('heading', { level: 1 }).waitFor();
+        await checkAccessibility(page, 'sign-in');
+        await shoot(page, 'sign-in');
+        const invitation = await createInvitation(
+          s.running.db.orm.em.fork(),
+          { orgId: s.orgA.orgId, role: 'admin', ttlMs: 24 * 3600_000 },
+          { actor: 'first start' },
+        );
+        await page.goto(`${s.url}${INVITATION_PATH}${invitation.token}`);
+        await checkAccessibility(page, 'invitation');
+        await shoot(page, 'invitation');
+        await join(page, `${s.url}${INVITATION_PATH}${invitation.token}`, 'first.admin@example.com');
+        await page.getByText('first.admin@example.com').first().waitFor();
+      });
+
+      it('creates a key, shows it once, the key works, and after a reload it is nowhere on the page', async () => {
+        await page.getByRole('button', { name: 'Create API Key' }).click();
+        const dialog = page.getByRole('dialog');
+        await dialog.getByLabel('Name').fill('Website backend');
+        await dialog.getByRole('button', { name: 'Create', exact: true }).click();
+        const field = dialog.getByLabel('API key');
+        await field.waitFor();
+        const key = await field.inputValue();
+        expect(key).toMatch(/^ck_[A-Za-z0-9_-]{32}$/);
+        await dialog.getByText('This key will not be shown again').waitFor();
+        await checkAccessibility(page, 'key created');
+        await shoot(page, 'key-created');
+        await dialog.getByRole('button', { name: 'Copy' }).click();
+        // Page code is passed as text: this package is type-checked for Node, without the DOM's types.
+        await expect(page.evaluate('navigator.clipboard.readText()')).resolves.toBe(key);
+
+        expect((await s.api('/deals', { key })).status).toBe(200);
+        await dialog.getByRole('button', { name: 'Done' }).click();
+        await page.getByLabel('API key', { exact: true }).waitFor({ state: 'detached' });
+        expect(await page.content()).not.toContain(key);
+        await page.reload();
+        await page.getByRole('table', { name: 'API keys' }).waitFor();
+        expect(await page.content()).not.toContain(key);
+        await checkAccessibility(page, 'keys');
+        await shoot(page, 'keys');
+
+        // Revoke asks first; then the key answers 401.
+        await page
+          .getByRole('row', { name: /Website backend/ })
+          .getByRole('button', { name: 'Revoke' })
+          .click();
+        await page.getByRole('dialog').getByRole('button', { name: 'Revoke' }).click();
+        await eventually('the key revoked', async () =>
+          (await s.api('/deals', { key })).status === 401 ? true : undefined,
+        );
+        await page
+          .getByRole('row', { name: /Website backend/ })
+          .getByText('Revoked')
+          .waitFor();
+      });
+
+      it('usage shows the same numbers as GET /usage, and a lowered quota brings the 80% and then the 95% banner', async () => {
+        for (let i = 0; i < 3; i++) await s.api('/deals');
+        const rest = (await s.api('/usage')).body.data;
+        await page.goto(`${s.url}/admin/usage`);
+        const format = (n: number) => new Intl.NumberFormat('en-US').format(n);
+        await page
+          .getByText(
+            `${format(rest.quotas.api_calls.used)} of ${format(rest.quotas.api_calls.limit)} API calls`,
+          )
+          .waitFor();
+        await page.getByRole('img', { name: /calls per day/i }).waitFor();
+        await checkAccessibility(page, 'usage');
+        await shoot(page, 'usage');
+
+        // The calls so far (GET /usage counted itself) against a quota they are 80-95% of.
+        const used = rest.quotas.api_calls.used as number;
+        await setOrgQuota(s.running.db.orm.em.fork(), s.orgA.orgId, {
+          api_calls: Math.floor((used * 100) / 82),
+        });
+        await eventually(
+          'the 80% banner',
+          () => bannerShows(page, `${s.url}/admin/usage`, /reached 80%/),
+          20_000,
+        );
+        await shoot(page, 'usage-banner-80');
+        await setOrgQuota(s.running.db.orm.em.fork(), s.orgA.orgId, { api_calls: used });
+        await eventually(
+          'the 95% banner',
+          () => bannerShows(page, `${s.url}/admin/keys`, /reached 95%/),
+          20_000,
+        );
+        await shoot(page, 'keys-banner-95');
+        await setOrgQuota(s.running.db.orm.em.fork(), s.orgA.orgId, { api_calls: null });
+      });
+
+      it('a webhook to a local receiver gets the test event, its attempt shows in the log, and Replay sends it again', async () => {
+        const hookPath = `/e2e-${driver}`;
+        await page.goto(`${s.url}/admin/webhooks`);
+        await page.getByRole('button', { name: 'Create webhook' }).click();
+        const dialog = page.getByRole('dialog');
+        await dialog.getByLabel('Endpoint URL').fill(receiver.url(hookPath));
+        await dialog.getByLabel('deal.created').check();
+        await dialog.getByRole('button', { name: 'Create', exact: true }).click();
+        const secret = await dialog.getByLabel('Signing secret').inputValue();
+        expect(secret).toMatch(/^whsec_/);
+        receiver.secretFor(hookPath, secret);
+        await shoot(page, 'webhook-created');
+        await dialog.getByRole('button', { name: 'Done' }).click();
+        await page.getByLabel('Signing secret', { exact: true }).waitFor({ state: 'detached' });
+        expect(await page.content()).not.toContain(secret);
+
+        await page.getByRole('button', { name: 'Send test event' }).first().click();
+        const [got] = await receiver.waitFor(hookPath, (r) => r.length >= 1);
+        expect(got?.verifyError).toBeUndefined();
+        new Webhook(secret).verify(got?.body ?? '', got?.headers ?? {});
+        await checkAccessibility(page, 'webhooks');
+        await shoot(page, 'webhooks');
+
+        await page.getByRole('link', { name: 'Deliveries' }).first().click();
+        await page
+          .getByRole('table', { name: 'Deliveries' })
+          .getByText('200')
+          .first()
+          .waitFor({ timeout: 15_000 });
+        await checkAccessibility(page, 'deliveries');
+        await shoot(page, 'deliveries');
+        await page.getByRole('button', { name: 'Replay' }).first().click();
+        const again = await receiver.waitFor(hookPath, (r) => r.length >= 2);
+        expect(again[1]?.headers['webhook-id']).toBe(got?.headers['webhook-id']);
+      });
+
+      it('team and audit log: an invited member sees keys but no Create button, and the server refuses them too', async () => {
+        await page.goto(`${s.url}/admin/team`);
+        await page.getByRole('button', { name: 'Invite' }).click();
+        const dialog = page.getByRole('dialog');
+        await dialog.getByLabel('Role').selectOption('member');
+        await dialog.getByRole('button', { name: 'Create invitation' }).click();
+        const link = await dialog.getByLabel('Invitation link').inputValue();
+        await dialog.getByRole('button', { name: 'Done' }).click();
+
+        const memberContext = await browser.newContext();
+        const memberPage = await newPage(memberContext);
+        await join(memberPage, link, 'member.person@example.com');
+        await memberPage.getByRole('table', { name: 'API keys' }).waitFor();
+        expect(await memberPage.getByRole('button', { name: 'Create API Key' }).count()).toBe(0);
+        expect(await memberPage.getByRole('button', { name: 'Revoke' }).count()).toBe(0);
+        await shoot(memberPage, 'keys-as-member');
+        const status = await memberPage.evaluate(async () => {
+          const res = await fetch('/admin/trpc/keys.create', {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ name: 'sneaky' }),
+          });
+          return res.status;
+        });
+        expect(status).toBe(403);
+        await memberContext.close();
+
+        await page.reload();
+        await page.getByRole('cell', { name: 'member.person@example.com', exact: true }).waitFor();
+        await checkAccessibility(page, 'team');
+        await shoot(page, 'team');
+        await page.goto(`${s.url}/admin/audit`);
+        await page.getByRole('table', { name: 'Audit log' }).getByText('member.joined').first().waitFor();
+        await checkAccessibility(page, 'audit');
+        await shoot(page, 'audit');
+        await page.goto(`${s.url}/admin/account`);
+        await checkAccessibility(page, 'account');
+        await shoot(page, 'account');
+      });
+
+      it("an admin of another organization sees nothing of the first's keys, webhooks or people", async () => {
+        const person = await addPerson(s, s.orgB.orgId, 'admin');
+        const context = await browser.newContext();
+        const other = await newPage(context);
+        await other.goto(`${s.url}/admin/sign-in`);
+        await other.getByLabel('Email').fill(person.email);
+        await other.getByLabel('Password').fill(person.password);
+        await other.getByRole('button', { name: 'Sign in' }).click();
+        await other.waitForURL(/\/admin\/keys$/);
+        await other.getByRole('table', { name: 'API keys' }).waitFor();
+        expect(await other.content()).not.toContain('Website backend');
+        await other.goto(`${s.url}/admin/webhooks`);
+        await other.getByRole('heading', { level: 1 }).waitFor();
+        expect(await other.content()).not.toContain(receiver.url(''));
+        await other.goto(`${s.url}/admin/team`);
+        await other.getByRole('table', { name: 'Members' }).waitFor();
+        expect(await other.content()).not.toContain('first.admin@example.com');
+        await context.close();
+      });
+
+      it('works in a narrow window, and no page broke the Content-Security-Policy', async () => {
+        const context = await browser.newContext({ viewport: { width: 375, height: 740 } });
+        await context.addCookies(await admin.cookies());
+        const narrow = await newPage(context);
+        await narrow.goto(`${s.url}/admin/keys`);
+        await narrow.getByRole('table', { name: 'API keys' }).waitFor();
+        const overflow = await narrow.evaluate('document.documentElement.scrollWidth - window.innerWidth');
+        expect(overflow as number).toBeLessThanOrEqual(0);
+        await checkAccessibility(narrow, 'keys (narrow)');
+        await shoot(narrow, 'keys-narrow');
+        await context.close();
+        expect(cspViolations).toEqual([]);
+      });
+    },
+  );
+}
