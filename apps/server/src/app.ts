@@ -13,6 +13,7 @@ import {
   toErrorResponse,
 } from '@crm/api';
 import { bodyParser } from '@koa/bodyparser';
+import cors from '@koa/cors';
 import { nodeHTTPRequestHandler } from '@trpc/server/adapters/node-http';
 import Koa from 'koa';
 import { dashboardRoutes } from './dashboard.ts';
@@ -127,6 +128,27 @@ export function buildApp(services: Services, logger: Logger, state: AppState = {
 
   // The dashboard (/admin: pages, better-auth's endpoints, the admin tRPC router) and the root's redirect.
   app.use(dashboardRoutes(services, logger));
+
+  // CORS for browser apps, on the API paths only and only for the configured origins (off by default).
+  const origins = services.config.corsOrigins;
+  if (origins.length > 0) {
+    const apiCors = cors({
+      origin: (ctx) => {
+        const origin = ctx.get('origin');
+        return origins.includes('*') ? '*' : origins.includes(origin) ? origin : '';
+      },
+      allowMethods: 'GET,HEAD,POST,PATCH,DELETE',
+      allowHeaders: 'Authorization,Content-Type,Idempotency-Key,X-Request-Id',
+      exposeHeaders:
+        'X-Request-Id,RateLimit,RateLimit-Policy,Retry-After,Idempotent-Replayed,' +
+        'X-API-Quota-Limit,X-API-Quota-Used,X-API-Quota-Remaining,X-API-Quota-Reset,' +
+        'X-AI-Quota-Limit,X-AI-Quota-Used,X-AI-Quota-Remaining,X-AI-Quota-Reset',
+      maxAge: 600,
+    });
+    app.use((ctx, next) =>
+      ctx.path.startsWith(`${API_PREFIX}/`) || ctx.path.startsWith(`${TRPC_PREFIX}/`) ? apiCors(ctx, next) : next(),
+    );
+  }
 
   // Every API request gets its context (one unit of work) and is authenticated and admitted by its rate
   // limit and quotas before its body is read, so the order of answers is: 404/405 for the route, 401,

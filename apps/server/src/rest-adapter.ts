@@ -19,19 +19,38 @@ export interface Route {
   pathParams: string[];
   successStatus: number;
   rateLimit: LimitGroup;
+  /** The query parameters the operation reads (none for operations with a body). */
+  queryParams: ReadonlySet<string>;
+}
+
+/** The top-level keys of a procedure's zod input (an object schema), or none (`z.void()`). */
+function inputKeys(inputs: unknown[] | undefined): string[] {
+  const keys: string[] = [];
+  for (const input of inputs ?? []) {
+    const shape = (input as { shape?: Record<string, unknown> } | undefined)?.shape;
+    if (shape) keys.push(...Object.keys(shape));
+  }
+  return keys;
 }
 
 /** The documented routes, read from the procedures' OpenAPI meta: exact case, no trailing slash. */
 function collectRoutes(router: AppRouter): Route[] {
   const routes: Route[] = [];
   // tRPC keeps a flat record of every procedure, nested routers included.
-  const procedures = router._def.procedures as unknown as Record<string, { _def: { meta?: Meta } }>;
+  const procedures = router._def.procedures as unknown as Record<
+    string,
+    { _def: { meta?: Meta; inputs?: unknown[] } }
+  >;
   for (const procedure of Object.values(procedures)) {
     const meta = procedure._def.meta;
     if (!meta?.openapi) continue;
     const { method, path } = meta.openapi;
     const pattern = new RegExp(`^${path.replace(/\{[^}]+\}/g, '[^/]+')}$`);
     const pathParams = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1] as string);
+    const readsQuery = method === 'GET' || method === 'DELETE';
+    const queryParams = new Set(
+      readsQuery ? inputKeys(procedure._def.inputs).filter((k) => !pathParams.includes(k)) : [],
+    );
     routes.push({
       method,
       template: path,
@@ -39,6 +58,7 @@ function collectRoutes(router: AppRouter): Route[] {
       pathParams,
       successStatus: meta.successStatus ?? 200,
       rateLimit: meta.rateLimit ?? 'default',
+      queryParams,
     });
   }
   return routes;
@@ -55,9 +75,13 @@ export function matchRoute(prefix: string): Middleware {
     const path = ctx.path.slice(prefix.length);
     const matching = routes.filter((r) => r.pattern.test(path));
     if (matching.length === 0) throw new ApiError('not_found', `No such endpoint: ${ctx.method} ${ctx.path}`);
-    const route = matching.find((r) => r.method === ctx.method);
+    // HEAD is a GET whose body is not sent (Koa leaves it out).
+    const method = ctx.method === 'HEAD' ? 'GET' : ctx.method;
+    const route = matching.find((r) => r.method === method);
     if (!route) {
-      const allow = [...new Set(matching.map((r) => r.method))].join(', ');
+      const methods = matching.map((r) => r.method);
+      if (methods.includes('GET')) methods.push('HEAD');
+      const allow = [...new Set(methods)].join(', ');
       throw new ApiError(
         'method_not_allowed',
         `${ctx.method} is not allowed on ${ctx.path}; allowed: ${allow}`,
@@ -133,7 +157,9 @@ export function restHandler(prefix: string, onInternalError: (err: unknown) => v
     },
   });
 
-  return async (ctx) => {
+  return async (ctx, next) => {
+    // Anything outside the API falls through to the JSON 404 of the outermost middleware.
+    if (!ctx.path.startsWith(`${prefix}/`)) return next();
     const route = ctx.state.route as Route;
     const req = ctx.req as IncomingMessage & { body?: unknown };
     // Path parameters come from the path only: the same name in the body would be silently overridden.
@@ -142,12 +168,24 @@ export function restHandler(prefix: string, onInternalError: (err: unknown) => v
     if (shadowed.length > 0)
       throw new ApiError('invalid_request', `Unknown property: ${shadowed.join(', ')}`);
 
+    // A misspelt parameter (`?limt=1`) would otherwise be ignored and the default used without a word.
+    const unknown = Object.keys(ctx.query).filter((name) => !route.queryParams.has(name));
+    if (unknown.length > 0) {
+      const known = [...route.queryParams];
+      throw new ApiError(
+        'invalid_request',
+        `Unknown query parameter${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')}` +
+          (known.length > 0 ? ` (this operation reads ${known.join(', ')})` : ' (this operation reads none)'),
+      );
+    }
+
     // No documented query parameter is a list: a repeated one is a mistake, not a value to guess at.
     const repeated = Object.entries(ctx.query).find(([, value]) => Array.isArray(value));
     if (repeated) throw new ApiError('invalid_request', `${repeated[0]}: give this query parameter once`);
 
-    // trpc-to-openapi matches the path without our prefix.
+    // trpc-to-openapi matches the path without our prefix, and knows no HEAD.
     req.url = ctx.path.slice(prefix.length) + (ctx.querystring ? `?${ctx.querystring}` : '');
+    if (req.method === 'HEAD') req.method = 'GET';
     const captured = new CapturedResponse(ctx.res);
     await handler(req, captured as unknown as ServerResponse);
     await captured.finished();

@@ -105,6 +105,45 @@ for (const { driver, label, skip } of DRIVERS) {
         });
       }
 
+      it('a value that is a numeric string, a boolean, an empty string or an array is refused, not converted', async () => {
+        for (const value of ['100', true, '', [7]]) {
+          const title = `Coerced ${JSON.stringify(value)}`;
+          const created = await api('/deals', { method: 'POST', json: { title, value } });
+          expectError(created, 400, 'invalid_request', 'value');
+          expect(await count('deals where title = ?', [title])).toBe(0);
+        }
+        const deal = await createDeal({ title: 'Coerce on PATCH', value: 5 });
+        for (const value of ['100', true, '', [7]]) {
+          const patched = await api(`/deals/${deal.id}`, { method: 'PATCH', json: { value } });
+          expectError(patched, 400, 'invalid_request', 'value');
+        }
+        expect((await api(`/deals/${deal.id}`)).body.data.deal.value).toBe(5);
+        // The same through tRPC, after REST calls (the schema is shared, and stays as written).
+        const trpc = s.trpc(s.orgA);
+        await expect(
+          trpc.deals.create.mutate({ title: 'tRPC coerced', value: '100' as unknown as number }),
+        ).rejects.toThrow(/value/);
+      });
+
+      it('a wrong type says what was expected and what came, not "Required"', async () => {
+        const cases: Array<[string, RequestInit & { json?: unknown }, string]> = [
+          ['/deals', { method: 'POST', json: { title: 12 } }, 'title: expected string, got number'],
+          [
+            '/deals',
+            { method: 'POST', json: { title: 'Notes', notes: [] } },
+            'notes: expected string, got array',
+          ],
+          ['/deals?limit=abc', {}, 'limit: expected number, got NaN'],
+          ['/deals?limit=10.5', {}, 'limit: expected int, got number'],
+          ['/deals', { method: 'POST', json: { company_name: 'No title' } }, 'title: Required'],
+        ];
+        for (const [path, init, message] of cases) {
+          const res = await api(path, init);
+          expectError(res, 400, 'invalid_request');
+          expect(res.body.error, path).toContain(message);
+        }
+      });
+
       it('an empty body with Content-Type application/json answers 400 naming title', async () => {
         const before = await totals();
         const res = await raw('/deals', 'POST', '');
@@ -336,6 +375,29 @@ for (const { driver, label, skip } of DRIVERS) {
         });
       }
 
+      it('an unknown query parameter answers 400 naming it, on every kind of route', async () => {
+        const deal = await createDeal({ title: 'Query check' });
+        for (const [method, path, name] of [
+          ['GET', '/deals?limt=1', 'limt'],
+          ['GET', '/contacts?q=a&sort=name', 'sort'],
+          ['GET', '/search?q=acme&type=deal', 'type'],
+          ['GET', `/deals/${deal.id}?expand=contacts`, 'expand'],
+          ['GET', '/pipeline/stages?all=1', 'all'],
+          ['GET', '/usage?month=2026-10', 'month'],
+          ['POST', '/deals?dry_run=1', 'dry_run'],
+          ['DELETE', `/deals/${deal.id}?force=true`, 'force'],
+        ] as const) {
+          const res = await api(path, {
+            method,
+            ...(method === 'POST' ? { json: { title: 'Not stored' } } : {}),
+          });
+          expectError(res, 400, 'invalid_request');
+          expect(res.body.error).toContain(`Unknown query parameter: ${name}`);
+        }
+        expect(await count('deals where title = ?', ['Not stored'])).toBe(0);
+        expect((await api(`/deals/${deal.id}`)).status).toBe(200);
+      });
+
       it('the limits themselves (1 and 100) and offset 0 are accepted', async () => {
         for (const path of ['/deals?limit=1', '/deals?limit=100&offset=0', '/contacts?limit=100']) {
           expect((await api(path)).status).toBe(200);
@@ -460,12 +522,30 @@ for (const { driver, label, skip } of DRIVERS) {
         }
       });
 
+      it('a path outside the API, with or without a body, answers the same JSON 404, never a 500', async () => {
+        for (const [method, path] of [
+          ['GET', '/healthz/'],
+          ['GET', '/anything'],
+          ['POST', '/anything'],
+          ['GET', '/docs/nope'],
+          ['DELETE', '/readyz/x'],
+          ['GET', '/api/v1'],
+        ] as const) {
+          const res = await api(`${s.url}${path}`, {
+            method,
+            ...(method === 'POST' ? { json: { a: 1 } } : {}),
+          });
+          expectError(res, 404, 'not_found');
+          expect(res.body.error).toBe(`No such endpoint: ${method} ${path}`);
+        }
+      });
+
       it('a path in the wrong case (/DEALS) answers 404', async () => {
         expectError(await api('/DEALS'), 404, 'not_found');
         expectError(await api(`/Deals/${MISSING_ID}`), 404, 'not_found');
       });
 
-      it('PUT /deals answers a JSON 405 with Allow: GET, POST', async () => {
+      it('PUT /deals answers a JSON 405 with Allow: GET, HEAD, POST', async () => {
         const res = await api('/deals', { method: 'PUT', json: { title: 'Put' } });
         expectError(res, 405, 'method_not_allowed');
         expect(
@@ -474,11 +554,11 @@ for (const { driver, label, skip } of DRIVERS) {
             ?.split(',')
             .map((m) => m.trim())
             .sort(),
-        ).toEqual(['GET', 'POST']);
+        ).toEqual(['GET', 'HEAD', 'POST']);
         expect(await count('deals where title = ?', ['Put'])).toBe(0);
       });
 
-      it('DELETE /contacts/{id} answers a JSON 405 with Allow: GET, PATCH and deletes nothing', async () => {
+      it('DELETE /contacts/{id} answers a JSON 405 with Allow: GET, HEAD, PATCH and deletes nothing', async () => {
         const deal = await createDeal({ title: 'Keep contact' });
         const contact = await createContact({ name: 'Kept', deal_id: deal.id });
         const res = await api(`/contacts/${contact.id}`, { method: 'DELETE' });
@@ -489,7 +569,7 @@ for (const { driver, label, skip } of DRIVERS) {
             ?.split(',')
             .map((m) => m.trim())
             .sort(),
-        ).toEqual(['GET', 'PATCH']);
+        ).toEqual(['GET', 'HEAD', 'PATCH']);
         expect((await api(`/contacts/${contact.id}`)).status).toBe(200);
       });
     });

@@ -103,7 +103,13 @@ export function describeZodIssues(issues: readonly z.core.$ZodIssue[]): string {
         return `Unknown propert${issue.keys.length > 1 ? 'ies' : 'y'}${where}: ${issue.keys.join(', ')}`;
       }
       const field = describePath(issue.path);
-      if (issue.code === 'invalid_type' && issue.input === undefined) return `${field || 'body'}: Required`;
+      if (issue.code === 'invalid_type') {
+        // Zod words it "Invalid input: expected string, received number"; a missing field is "received undefined".
+        const received = /received (\w+)$/.exec(issue.message)?.[1];
+        if (received === 'undefined' || (received === undefined && issue.input === undefined))
+          return `${field || 'body'}: Required`;
+        return `${field || 'body'}: expected ${issue.expected}${received ? `, got ${received}` : ''}`;
+      }
       return field ? `${field}: ${issue.message}` : issue.message;
     })
     .join('; ');

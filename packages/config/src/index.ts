@@ -74,6 +74,11 @@ const EnvSchema = z.object({
   CRM_AI_API_KEY: z.string().min(1).optional(),
   CRM_AI_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(8_000),
   CRM_PUBLIC_URL: z.url({ protocol: /^https?$/ }).optional(),
+  CRM_CORS_ORIGINS: z
+    .string()
+    .transform((v) => v.split(',').map((o) => o.trim().replace(/\/+$/, '')).filter(Boolean))
+    .pipe(z.array(z.union([z.literal('*'), z.url({ protocol: /^https?$/ })])))
+    .optional(),
   CRM_AUTH_SECRET: z.string().min(32, 'must be at least 32 characters (openssl rand -base64 32)').optional(),
   CRM_SESSION_HOURS: z.coerce
     .number()
@@ -100,6 +105,8 @@ export type Config = Readonly<{
   /** The optional OpenAI-compatible language model that words the AI features' narrative; unset: built-in text. */
   languageModel: LanguageModelConfig | undefined;
   admin: AdminConfig;
+  /** Browser origins allowed to call the API (CORS); empty: none, `*`: any. */
+  corsOrigins: readonly string[];
 }>;
 
 /** The dashboard's sign-in: sessions, cookies and the links the server prints. */
@@ -219,6 +226,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
           timeoutMs: e.CRM_AI_TIMEOUT_MS,
         }
       : undefined,
+    corsOrigins: Object.freeze(e.CRM_CORS_ORIGINS ?? []),
     admin: Object.freeze({
       publicUrl: e.CRM_PUBLIC_URL?.replace(/\/+$/, ''),
       authSecret: e.CRM_AUTH_SECRET,

@@ -139,7 +139,8 @@ function options(orm: Orm, config: Config, secret: string) {
       database: { generateId: () => uuidv7(), validateSchema: false },
     },
     telemetry: { enabled: false },
-    logger: { disabled: config.env === 'test' },
+    // Its one start-up warning is about leaving baseURL unset, which is deliberate here (see trustedOrigins).
+    logger: { disabled: config.env === 'test', level: 'error' as const },
   };
 }
 
