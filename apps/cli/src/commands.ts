@@ -3,6 +3,7 @@ import {
   CLI_ACTOR,
   createOrganizationWithKey,
   createPerson,
+  deleteOrganization,
   issueApiKey,
   listApiKeys,
   listOrganizations,
@@ -96,6 +97,20 @@ export const COMMANDS: CommandSpec[] = [
     options: {},
     summary: 'List organizations, one per line',
     prepare: () => (em) => listOrganizations(em),
+  },
+  {
+    name: 'org delete',
+    positionals: ['org_id'],
+    options: {},
+    summary: 'Delete an organization and all its data; its keys stop working at once',
+    prepare({ positionals }) {
+      const orgId = uuidArg(positionals[0] ?? '', 'org_id');
+      return async (em) => {
+        if (!(await deleteOrganization(em, orgId)))
+          throw new CliError(`organization ${orgId} does not exist`);
+        return [{ org_id: orgId, deleted: true }];
+      };
+    },
   },
   {
     name: 'org quota',

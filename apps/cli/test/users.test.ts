@@ -117,4 +117,18 @@ describe('crm user … (people who sign in to the dashboard), on the embedded da
       'ada@example.com',
     ]);
   });
+
+  it('org delete removes an organization with its people and keys; a second time says it does not exist', async () => {
+    const other = (await crm('org', 'create', 'Short-lived')).lines[0] as { org_id: string; key_id: string };
+    await crm('user', 'create', '--org', other.org_id, '--email', 'temp@example.com');
+    const deleted = await crm('org', 'delete', other.org_id);
+    expect(deleted.code, deleted.stderr).toBe(0);
+    expect(deleted.lines).toEqual([{ org_id: other.org_id, deleted: true }]);
+    expect((await crm('org', 'list')).lines.map((o) => o.org_id)).not.toContain(other.org_id);
+    expect((await crm('user', 'list')).lines.map((p) => p.email)).not.toContain('temp@example.com');
+    expect((await crm('key', 'list')).lines.map((k) => k.key_id)).not.toContain(other.key_id);
+    const again = await crm('org', 'delete', other.org_id);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toBe(`error: organization ${other.org_id} does not exist`);
+  });
 });

@@ -146,7 +146,9 @@ export function buildApp(services: Services, logger: Logger, state: AppState = {
       maxAge: 600,
     });
     app.use((ctx, next) =>
-      ctx.path.startsWith(`${API_PREFIX}/`) || ctx.path.startsWith(`${TRPC_PREFIX}/`) ? apiCors(ctx, next) : next(),
+      ctx.path.startsWith(`${API_PREFIX}/`) || ctx.path.startsWith(`${TRPC_PREFIX}/`)
+        ? apiCors(ctx, next)
+        : next(),
     );
   }
 

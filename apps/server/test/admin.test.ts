@@ -1,5 +1,5 @@
 import { Writable } from 'node:stream';
-import { setOrgQuota } from '@crm/api';
+import { deleteOrganization, setOrgQuota } from '@crm/api';
 import { pino } from 'pino';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -217,6 +217,17 @@ for (const { driver, label, skip } of DRIVERS) {
         expect((await s.api('/deals')).status).toBe(200);
         const theirs = await otherAdmin.trpc.keys.list.query();
         expect(theirs.map((k) => k.key_id)).not.toContain(s.orgA.keyId);
+      });
+
+      it("a deleted organization's keys answer 401 from the next request on, and its people are signed out", async () => {
+        const org = await s.newOrg('Deleted while running');
+        const person = await signedIn(s, org.orgId, 'admin');
+        expect((await s.api('/deals', { key: org.apiKey })).status).toBe(200);
+        expect(await deleteOrganization(s.running.db.orm.em.fork(), org.orgId)).toBe(true);
+        const res = await s.api('/deals', { key: org.apiKey });
+        expect(res.status).toBe(401);
+        expect(await failure(person.trpc.me.query())).toMatchObject({ status: 401 });
+        expect((await s.api('/deals')).status).toBe(200);
       });
 
       it('a change without the dashboard’s own Origin is refused and changes nothing', async () => {

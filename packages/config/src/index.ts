@@ -76,7 +76,12 @@ const EnvSchema = z.object({
   CRM_PUBLIC_URL: z.url({ protocol: /^https?$/ }).optional(),
   CRM_CORS_ORIGINS: z
     .string()
-    .transform((v) => v.split(',').map((o) => o.trim().replace(/\/+$/, '')).filter(Boolean))
+    .transform((v) =>
+      v
+        .split(',')
+        .map((o) => o.trim().replace(/\/+$/, ''))
+        .filter(Boolean),
+    )
     .pipe(z.array(z.union([z.literal('*'), z.url({ protocol: /^https?$/ })])))
     .optional(),
   CRM_AUTH_SECRET: z.string().min(32, 'must be at least 32 characters (openssl rand -base64 32)').optional(),

@@ -46,3 +46,15 @@ export async function listOrganizations(
   const orgs = await em.find(Organization, {}, { orderBy: { createdAt: 'asc' } });
   return orgs.map((o) => ({ org_id: o.id, name: o.name, created_at: o.createdAt.toISOString() }));
 }
+
+/**
+ * Deletes an organization with everything it holds (deals, contacts, keys, people, webhooks, events,
+ * usage: every table's rows cascade from it). Its keys stop working at the next request on every
+ * instance, as keys are looked up on each request. Returns false when there is no such organization.
+ */
+export async function deleteOrganization(em: EntityManager, orgId: string): Promise<boolean> {
+  const deleted = await em
+    .getConnection()
+    .execute<{ id: string }[]>('delete from organizations where id = ? returning id', [orgId]);
+  return deleted.length > 0;
+}

@@ -174,6 +174,12 @@ export class Limits {
     clearInterval(this.timer);
     await this.flushing;
     await this.flush();
+    // A stop is clean only if the counts reached the database; say so when they did not.
+    if (this.pending.size > 0)
+      this.log.error(
+        { organizations: [...this.pending.values()].map((e) => e.orgId) },
+        'usage counts could not be stored at shutdown and are lost',
+      );
     await this.link?.close();
   }
 

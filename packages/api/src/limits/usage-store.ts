@@ -1,4 +1,5 @@
 import { type Orm, type Quota, sqlOf } from '@crm/db';
+import { sql } from 'kysely';
 import { uuidv7 } from 'uuidv7';
 import type { Counts } from './quota-counters.ts';
 
@@ -51,49 +52,41 @@ export class UsageStore {
   /**
    * Adds each row's `used` to the stored month's count (upsert-add) and to today's (UTC) day bucket, in
    * one transaction, and returns the new monthly totals. Calls counted just before midnight and flushed
-   * just after it land on the new day: a flush interval's worth at most.
+   * just after it land on the new day: a flush interval's worth at most. Rows of an organization that no
+   * longer exists are dropped in the statement itself, so a deleted organization never blocks the others.
    */
   async add(rows: readonly CountRow[]): Promise<CountRow[]> {
     if (rows.length === 0) return [];
     const now = new Date();
     const day = now.toISOString().slice(0, 10);
+    const daily = new Map<string, { orgId: string; quota: Quota; used: number }>();
+    for (const r of rows) {
+      const key = `${r.orgId}/${r.quota}`;
+      const bucket = daily.get(key);
+      if (bucket) bucket.used += r.used;
+      else daily.set(key, { orgId: r.orgId, quota: r.quota, used: r.used });
+    }
     const totals = await this.orm.em.fork().transactional(async (em) => {
       const db = sqlOf(em);
-      const daily = new Map<string, { org_id: string; day: string; quota: Quota; used: number }>();
-      for (const r of rows) {
-        const key = `${r.orgId}/${r.quota}`;
-        const bucket = daily.get(key);
-        if (bucket) bucket.used += r.used;
-        else daily.set(key, { org_id: r.orgId, day, quota: r.quota, used: r.used });
-      }
-      await db
-        .insertInto('usage_daily')
-        .values([...daily.values()])
-        .onConflict((oc) =>
-          oc
-            .columns(['org_id', 'day', 'quota'])
-            .doUpdateSet((eb) => ({ used: eb('usage_daily.used', '+', eb.ref('excluded.used')) })),
-        )
-        .execute();
-      return db
-        .insertInto('usage_counters')
-        .values(
-          rows.map((r) => ({
-            org_id: r.orgId,
-            period: r.period,
-            quota: r.quota,
-            used: r.used,
-            updated_at: now,
-          })),
-        )
-        .onConflict((oc) =>
-          oc.columns(['org_id', 'period', 'quota']).doUpdateSet((eb) => ({
-            used: eb('usage_counters.used', '+', eb.ref('excluded.used')),
-            updated_at: eb.ref('excluded.updated_at'),
-          })),
-        )
-        .returning(['org_id', 'period', 'quota', 'used'])
-        .execute();
+      const dayValues = sql.join(
+        [...daily.values()].map((d) => sql`(${d.orgId}::uuid, ${d.quota}, ${d.used}::bigint)`),
+      );
+      await sql`insert into usage_daily (org_id, day, quota, used)
+        select v.org_id, ${day}::date, v.quota, v.used from (values ${dayValues}) as v (org_id, quota, used)
+         where exists (select 1 from organizations o where o.id = v.org_id)
+        on conflict (org_id, day, quota) do update set used = usage_daily.used + excluded.used`.execute(db);
+      const monthValues = sql.join(
+        rows.map((r) => sql`(${r.orgId}::uuid, ${r.period}, ${r.quota}, ${r.used}::bigint)`),
+      );
+      const result = await sql<{ org_id: string; period: string; quota: Quota; used: string | number }>`
+        insert into usage_counters (org_id, period, quota, used, updated_at)
+        select v.org_id, v.period, v.quota, v.used, ${now}::timestamptz
+          from (values ${monthValues}) as v (org_id, period, quota, used)
+         where exists (select 1 from organizations o where o.id = v.org_id)
+        on conflict (org_id, period, quota) do update
+          set used = usage_counters.used + excluded.used, updated_at = excluded.updated_at
+        returning org_id, period, quota, used`.execute(db);
+      return result.rows;
     });
     return totals.map((t) => ({ orgId: t.org_id, period: t.period, quota: t.quota, used: Number(t.used) }));
   }
