@@ -138,7 +138,13 @@ if (created) {
       await benchOne(
         'PostgreSQL',
         { DATABASE_URL: url.toString() },
-        { kind: 'postgresql', url: url.toString(), poolMax: 10 },
+        {
+          kind: 'postgresql',
+          url: url.toString(),
+          poolMax: 10,
+          connectTimeoutMs: 10_000,
+          queryTimeoutMs: 600_000,
+        },
       ),
     );
   } finally {

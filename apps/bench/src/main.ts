@@ -258,7 +258,13 @@ async function postgres(): Promise<DatabaseReport> {
   try {
     return await benchDatabase({
       label,
-      seedConfig: { kind: 'postgresql', url: url.toString(), poolMax: 4 },
+      seedConfig: {
+        kind: 'postgresql',
+        url: url.toString(),
+        poolMax: 4,
+        connectTimeoutMs: 10_000,
+        queryTimeoutMs: 600_000,
+      },
       serviceEnv: { DATABASE_URL: url.toString() },
       baselineEnv: { BASELINE_DATABASE_URL: url.toString(), BASELINE_DATA_DIR: '' },
     });

@@ -25,6 +25,8 @@ export const API_PREFIX = '/api/v1/crm';
 export const TRPC_PREFIX = '/trpc';
 
 const REQUEST_ID = /^[\w.-]{1,128}$/;
+/** How long /readyz waits for the database before answering 503. */
+const READINESS_TIMEOUT_MS = 1_500;
 
 const require = createRequire(import.meta.url);
 /** The API reference page's script ships in the installed package: no CDN at run time. */
@@ -71,7 +73,10 @@ export function buildApp(services: Services, logger: Logger, state: AppState = {
         throw new ApiError('not_found', `No such endpoint: ${ctx.method} ${ctx.path}`);
     } catch (err) {
       const { status, body, headers } = toErrorResponse(err);
-      if (status >= 500) logger.error({ req_id: requestId, err }, 'request failed');
+      // An outage is one warning line per request, not a stack each; anything else unexpected is an error.
+      if (status === 503)
+        logger.warn({ req_id: requestId, reason: (err as Error).message }, 'database unavailable');
+      else if (status >= 500) logger.error({ req_id: requestId, err }, 'request failed');
       // Headers the call already earned (rate-limit and quota headers) go on its error too.
       const apiContext = ctx.state.apiContext as ReturnType<typeof createRequestContext> | undefined;
       if (apiContext) ctx.set(apiContext.response.headers);
@@ -102,7 +107,13 @@ export function buildApp(services: Services, logger: Logger, state: AppState = {
         ctx.body = { status: 'ok' };
         return;
       case '/readyz': {
-        const ok = !state.draining && (await services.orm.checkConnection()).ok;
+        // A hung database must not hang readiness: no answer within the bound is "not ready".
+        const ok =
+          !state.draining &&
+          (await Promise.race([
+            services.orm.checkConnection().then((c) => c.ok),
+            new Promise<false>((resolve) => setTimeout(() => resolve(false), READINESS_TIMEOUT_MS).unref()),
+          ]));
         ctx.status = ok ? 200 : 503;
         ctx.body = { status: ok ? 'ready' : 'unavailable' };
         return;

@@ -25,6 +25,7 @@ export const ERROR_CODES = {
   api_quota_exceeded: 429,
   ai_quota_exceeded: 429,
   internal_error: 500,
+  service_unavailable: 503,
 } as const;
 export type ErrorCode = keyof typeof ERROR_CODES;
 
@@ -76,6 +77,7 @@ const TRPC_CODE_BY_STATUS: Record<number, TRPC_ERROR_CODE_KEY> = {
   422: 'UNPROCESSABLE_CONTENT',
   429: 'TOO_MANY_REQUESTS',
   500: 'INTERNAL_SERVER_ERROR',
+  503: 'SERVICE_UNAVAILABLE',
 };
 
 /** Wraps an ApiError so tRPC carries it; `toErrorResponse` unwraps it again at the edge. */
@@ -134,9 +136,37 @@ function fromHttpLikeError(err: HttpLikeError): ApiError | undefined {
   return undefined;
 }
 
+/** Seconds a client is asked to wait when the database is not answering. */
+const UNAVAILABLE_RETRY_SECONDS = 5;
+
+const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH']);
+/** SQLSTATEs of a database that is unreachable, shutting down, full, or cut a statement off at its timeout. */
+const UNAVAILABLE_SQLSTATE = /^(08...|57014|57P0[123]|53300)$/;
+const UNAVAILABLE_MESSAGE =
+  /Query read timeout|timeout exceeded when trying to connect|Connection terminated|connection timeout|Connection ended unexpectedly/i;
+
+/** Whether `err` (or what caused it) says the database did not answer in time or cannot be reached. */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  for (
+    let e = err, depth = 0;
+    e && typeof e === 'object' && depth < 5;
+    e = (e as { cause?: unknown }).cause, depth++
+  ) {
+    const { code, message } = e as { code?: unknown; message?: unknown };
+    if (typeof code === 'string' && (UNREACHABLE_CODES.has(code) || UNAVAILABLE_SQLSTATE.test(code)))
+      return true;
+    if (typeof message === 'string' && UNAVAILABLE_MESSAGE.test(message)) return true;
+  }
+  return false;
+}
+
 /** Maps anything thrown while handling a request to the contract's status and body. Never leaks a stack. */
 export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
+  if (isDatabaseUnavailable(err) || (err instanceof TRPCError && isDatabaseUnavailable(err.cause)))
+    return new ApiError('service_unavailable', 'The database is not answering; try again shortly', {
+      headers: { 'Retry-After': String(UNAVAILABLE_RETRY_SECONDS) },
+    });
   if (err instanceof ZodError) return new ApiError('invalid_request', describeZodIssues(err.issues));
   if (err instanceof TRPCError) {
     if (err.cause instanceof ApiError) return err.cause;

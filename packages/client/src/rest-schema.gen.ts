@@ -599,7 +599,7 @@ export interface components {
             /** @description What went wrong, naming the field for invalid input */
             error: string;
             /** @enum {string} */
-            code?: "invalid_request" | "invalid_json" | "missing_api_key" | "invalid_api_key" | "not_signed_in" | "forbidden" | "not_found" | "method_not_allowed" | "idempotency_key_in_use" | "webhook_inactive" | "last_admin" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "api_quota_exceeded" | "ai_quota_exceeded" | "internal_error";
+            code?: "invalid_request" | "invalid_json" | "missing_api_key" | "invalid_api_key" | "not_signed_in" | "forbidden" | "not_found" | "method_not_allowed" | "idempotency_key_in_use" | "webhook_inactive" | "last_admin" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "api_quota_exceeded" | "ai_quota_exceeded" | "internal_error" | "service_unavailable";
             retry_after_seconds?: number;
             limit?: number;
             used?: number;

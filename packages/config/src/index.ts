@@ -45,6 +45,8 @@ const EnvSchema = z.object({
   DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/ }).optional(),
   CRM_DATA_DIR: z.string().min(1).default(DEFAULT_DATA_DIR),
   DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
+  DATABASE_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(2_000),
+  DATABASE_QUERY_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(10_000),
   CRM_STALE_THRESHOLD_DAYS: z.coerce.number().int().min(1).max(365).default(14),
   CRM_BOOTSTRAP_ORG: booleanFlag.default(true),
   CRM_SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).default(10_000),
@@ -100,7 +102,17 @@ export type Config = Readonly<{
   host: string;
   port: number;
   logLevel: z.infer<typeof EnvSchema>['LOG_LEVEL'];
-  database: { kind: 'pglite'; dataDir: string } | { kind: 'postgresql'; url: string; poolMax: number };
+  database:
+    | { kind: 'pglite'; dataDir: string }
+    | {
+        kind: 'postgresql';
+        url: string;
+        poolMax: number;
+        /** Connecting, and waiting for a free connection of the pool. */
+        connectTimeoutMs: number;
+        /** One statement, on the server and, should the server hang, on the client. */
+        queryTimeoutMs: number;
+      };
   staleThresholdDays: number;
   bootstrapOrg: boolean;
   shutdownTimeoutMs: number;
@@ -193,7 +205,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     port: e.PORT,
     logLevel: e.LOG_LEVEL,
     database: e.DATABASE_URL
-      ? { kind: 'postgresql' as const, url: e.DATABASE_URL, poolMax: e.DATABASE_POOL_MAX }
+      ? {
+          kind: 'postgresql' as const,
+          url: e.DATABASE_URL,
+          poolMax: e.DATABASE_POOL_MAX,
+          connectTimeoutMs: e.DATABASE_CONNECT_TIMEOUT_MS,
+          queryTimeoutMs: e.DATABASE_QUERY_TIMEOUT_MS,
+        }
       : { kind: 'pglite' as const, dataDir: e.CRM_DATA_DIR },
     staleThresholdDays: e.CRM_STALE_THRESHOLD_DAYS,
     bootstrapOrg: e.CRM_BOOTSTRAP_ORG,

@@ -133,6 +133,15 @@ export async function openDatabase(database: DatabaseConfig, role: string): Prom
       ...baseOptions(),
       clientUrl: database.url,
       pool: { min: 0, max: database.poolMax },
+      // A database that hangs must not hang every request: connecting and waiting for a pooled connection
+      // give up after the connect timeout, a statement after the query timeout, on the server
+      // (statement_timeout) and on the client too (query_timeout), which holds when the server answers nothing.
+      driverOptions: {
+        connectionTimeoutMillis: database.connectTimeoutMs,
+        statement_timeout: database.queryTimeoutMs,
+        query_timeout: database.queryTimeoutMs + 1_000,
+        keepAlive: true,
+      },
     })) as unknown as Orm;
   }
   try {

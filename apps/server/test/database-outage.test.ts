@@ -1,0 +1,82 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDatabase, startTestServer, type TestServer } from './harness.ts';
+import { type HangingProxy, startHangingProxy } from './tcp-proxy.ts';
+
+const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL;
+
+describe.skipIf(!TEST_DATABASE_URL)(
+  `a PostgreSQL that hangs${TEST_DATABASE_URL ? '' : ' (skipped: TEST_DATABASE_URL is not set)'}`,
+  () => {
+    let proxy: HangingProxy;
+    let s: TestServer;
+    let dropDatabase: () => Promise<void>;
+
+    beforeAll(async () => {
+      const created = await createDatabase(TEST_DATABASE_URL as string);
+      dropDatabase = created.drop;
+      const url = new URL(created.url);
+      proxy = await startHangingProxy({ host: url.hostname, port: Number(url.port || 5432) });
+      url.host = `127.0.0.1:${proxy.port}`;
+      // The server reaches its database only through the proxy (DATABASE_URL wins over the embedded default).
+      s = await startTestServer('pglite', {
+        DATABASE_URL: url.toString(),
+        DATABASE_CONNECT_TIMEOUT_MS: '1000',
+        DATABASE_QUERY_TIMEOUT_MS: '1500',
+        CRM_WEBHOOKS_POLL_INTERVAL_MS: '200',
+      });
+    });
+    afterAll(async () => {
+      proxy?.resume();
+      await s?.stop();
+      await proxy?.close();
+      await dropDatabase?.();
+    });
+
+    it('answers 503 service_unavailable with Retry-After within seconds, never hangs, and /readyz says 503 within 2 s', async () => {
+      expect((await s.api('/deals')).status).toBe(200);
+      proxy.hang();
+      try {
+        const started = Date.now();
+        const answers = await Promise.all(
+          Array.from({ length: 15 }, (_, i) =>
+            i % 2 === 0
+              ? s.api('/deals')
+              : s.api('/deals', { method: 'POST', json: { title: `During outage ${i}` } }),
+          ),
+        );
+        const elapsed = Date.now() - started;
+        for (const res of answers) {
+          expect(res.status, res.text).toBe(503);
+          expect(res.body.code).toBe('service_unavailable');
+          expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
+        }
+        expect(elapsed).toBeLessThan(8_000);
+
+        const ready = Date.now();
+        const readyz = await fetch(`${s.url}/readyz`);
+        expect(readyz.status).toBe(503);
+        expect(Date.now() - ready).toBeLessThan(2_000);
+        expect((await fetch(`${s.url}/healthz`)).status).toBe(200);
+      } finally {
+        proxy.resume();
+      }
+    });
+
+    it('recovers by itself once the database answers again, with nothing of the failed writes stored', async () => {
+      const deadline = Date.now() + 20_000;
+      let status = 0;
+      while (Date.now() < deadline) {
+        status = (await s.api('/deals')).status;
+        if (status === 200) break;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      expect(status).toBe(200);
+      expect((await fetch(`${s.url}/readyz`)).status).toBe(200);
+      const stored = await s.sql<{ n: number }>(
+        "select count(*)::int as n from deals where title like 'During outage%'",
+      );
+      // A write is answered 503 only if it did not commit; each one that did commit was answered 201.
+      expect(stored[0]?.n).toBe(0);
+    });
+  },
+);
