@@ -1,4 +1,6 @@
-import { ConfigError, loadConfig } from '@crm/config';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { type Config, ConfigError, loadConfig } from '@crm/config';
 import { DataDirLockedError } from '@crm/db';
 import { createLogger } from './logger.ts';
 import { startServer, startWorkerProcess } from './server.ts';
@@ -15,6 +17,27 @@ try {
 }
 const logger = createLogger(config);
 
+/** Says which database is opened, before the wait: a first embedded start creates it, which takes a while. */
+function announceDatabase(c: Config): void {
+  if (c.database.kind === 'postgresql') {
+    const url = new URL(c.database.url);
+    logger.info(
+      { database: 'postgresql' },
+      `connecting to PostgreSQL at ${url.host}${url.pathname} and migrating`,
+    );
+    return;
+  }
+  const dir = c.database.dataDir;
+  const fresh = !dir.startsWith('memory:') && !existsSync(path.join(dir, 'pglite', 'PG_VERSION'));
+  logger.info(
+    { database: 'pglite', data_dir: dir },
+    fresh
+      ? `creating the embedded database in ${dir} (first start: about half a minute)`
+      : `opening the embedded database in ${dir}`,
+  );
+}
+announceDatabase(config);
+
 try {
   let running: { stop(): Promise<void> };
   if (config.role === 'worker') {
@@ -25,7 +48,7 @@ try {
     running = server;
     logger.info(
       { url: server.url, role: config.role, database: config.database.kind },
-      `CRM API listening on ${server.url}/api/v1/crm (docs at ${server.url}/docs)`,
+      `ready: dashboard ${server.url}/admin, API ${server.url}/api/v1/crm, reference ${server.url}/docs`,
     );
   }
   const shutdown = (signal: string) => {

@@ -64,6 +64,16 @@ describe('the server process', () => {
     expect(body.result.data.org.name).toBe('Default organization');
   });
 
+  it('says, before the wait, that it creates the embedded database, and where it listens once ready', () => {
+    const messages = server.stdout.map((line) => (JSON.parse(line) as { msg: string }).msg);
+    expect(messages[0]).toBe(
+      `creating the embedded database in ${dataDir} (first start: about half a minute)`,
+    );
+    expect(messages).toContain(
+      `ready: dashboard ${server.url}/admin, API ${server.url}/api/v1/crm, reference ${server.url}/docs`,
+    );
+  });
+
   it('answers /healthz and /readyz outside the versioned path', async () => {
     expect(await (await fetch(`${server.url}/healthz`)).json()).toEqual({ status: 'ok' });
     const ready = await fetch(`${server.url}/readyz`);
