@@ -302,6 +302,20 @@ for (const { driver, label, skip } of DRIVERS) {
         expect(await dealState(deal.id)).toEqual(before);
       });
 
+      it('a lone surrogate answers 400 naming the field, so no write answers text a read would not return', async () => {
+        const before = await totals();
+        const created = await raw('/deals', 'POST', '{"title": "Broken \\ud800 text"}');
+        expectError(created, 400, 'invalid_request', 'title');
+        expect(created.body.error).toContain('lone surrogate');
+        expect(await totals()).toEqual(before);
+        const deal = await createDeal({ title: 'Surrogate patch' });
+        const patched = await raw(`/deals/${deal.id}`, 'PATCH', '{"notes": "\\udc00"}');
+        expectError(patched, 400, 'invalid_request', 'notes');
+        // A proper pair (an emoji) is text like any other, and reads back as it was written.
+        const emoji = await createDeal({ title: 'Rocket \u{1F680}' });
+        expect((await api(`/deals/${emoji.id}`)).body.data.deal.title).toBe('Rocket \u{1F680}');
+      });
+
       it('a NUL character in a contact name answers 400 naming name and stores nothing', async () => {
         const deal = await createDeal({ title: 'Nul contact home' });
         const before = await totals();

@@ -29,7 +29,12 @@ export const PaginationMeta = z.object({
 export const SuccessResponse = z.object({ success: z.literal(true) });
 
 /** Any text input: PostgreSQL text cannot hold NUL, so it is refused up front with the field's name. */
-export const Text = () => z.string().refine((v) => !v.includes('\u0000'), 'must not contain NUL characters');
+export const Text = () =>
+  z
+    .string()
+    .refine((v) => !v.includes('\u0000'), 'must not contain NUL characters')
+    // A lone surrogate ("\ud800") is no text: the database would store U+FFFD, not what was answered.
+    .refine((v) => v.isWellFormed(), 'must be valid Unicode text (it has a lone surrogate)');
 
 /** Optional free text in inputs: bounded so one field cannot fill the 1 MB body on its own. */
 export const ShortText = Text().max(1_000);
