@@ -190,6 +190,26 @@ for (const { driver, label, skip } of DRIVERS) {
       expect(released.body.data.lifecycle_stage).toBe('lost');
     });
 
+    it("stores a client's own lifecycle_stage as given (trimmed), pins it through stage moves, and filters by it", async () => {
+      const stages = (await s.api('/pipeline/stages')).body.data as Array<{ id: string; stage_type: string }>;
+      const deal = (await s.api('/deals', { method: 'POST', json: { title: 'Own lifecycle' } })).body.data;
+      const set = await s.api(`/deals/${deal.id}`, {
+        method: 'PATCH',
+        json: { lifecycle_stage: '  evaluation ' },
+      });
+      expect(set.status, set.text).toBe(200);
+      expect(set.body.data.lifecycle_stage).toBe('evaluation');
+      const won = stages.find((x) => x.stage_type === 'won');
+      const moved = await s.api(`/deals/${deal.id}`, { method: 'PATCH', json: { stage_id: won?.id } });
+      expect(moved.body.data).toMatchObject({ stage_type: 'won', lifecycle_stage: 'evaluation' });
+      expect((await s.api(`/deals/${deal.id}`)).body.data.deal.lifecycle_stage).toBe('evaluation');
+      const other = (await s.api('/deals', { method: 'POST', json: { title: 'Churn watch' } })).body.data;
+      await s.api(`/deals/${other.id}`, { method: 'PATCH', json: { lifecycle_stage: 'churn_risk' } });
+      const listed = await s.api('/deals?lifecycle_stage=churn_risk');
+      expect(listed.body.data.map((d: { id: string }) => d.id)).toEqual([other.id]);
+      expect(listed.body.meta.total).toBe(1);
+    });
+
     it('records no activity for a PATCH that changes nothing', async () => {
       const deal = (await s.api('/deals', { method: 'POST', json: { title: 'Same', value: 5 } })).body.data;
       const res = await s.api(`/deals/${deal.id}`, { method: 'PATCH', json: { title: 'Same', value: 5 } });

@@ -169,7 +169,8 @@ for (const { driver, label, skip } of DRIVERS) {
           { expected_close_date: '2026-13-01T00:00:00Z' },
           'expected_close_date',
         ],
-        ['an unknown lifecycle_stage', { lifecycle_stage: 'x' }, 'lifecycle_stage'],
+        ['an empty lifecycle_stage', { lifecycle_stage: '   ' }, 'lifecycle_stage'],
+        ['a lifecycle_stage over 64 characters', { lifecycle_stage: 'x'.repeat(65) }, 'lifecycle_stage'],
       ];
       for (const [what, json, field] of cases) {
         it(`${what} answers 400 naming ${field}`, async () => {
@@ -370,7 +371,7 @@ for (const { driver, label, skip } of DRIVERS) {
         ['/deals?limit=1.5', 'limit'],
         ['/deals?offset=-1', 'offset'],
         ['/deals?offset=abc', 'offset'],
-        ['/deals?lifecycle_stage=x', 'lifecycle_stage'],
+        ['/deals?lifecycle_stage=', 'lifecycle_stage'],
         ['/deals?pipeline_id=123', 'pipeline_id'],
         ['/contacts?limit=0', 'limit'],
         ['/contacts?limit=101', 'limit'],

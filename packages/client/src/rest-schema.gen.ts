@@ -621,7 +621,7 @@ export interface operations {
             query?: {
                 limit?: number;
                 offset?: number;
-                lifecycle_stage?: "lead" | "opportunity" | "customer" | "lost";
+                lifecycle_stage?: string;
                 pipeline_id?: string;
             };
             header?: never;
@@ -959,7 +959,7 @@ export interface operations {
                     /** Format: uuid */
                     stage_id?: string;
                     /** @description Set to pin the value; null returns it to following the stage */
-                    lifecycle_stage?: ("lead" | "opportunity" | "customer" | "lost") | null;
+                    lifecycle_stage?: string | null;
                     description?: string | null;
                 };
             };

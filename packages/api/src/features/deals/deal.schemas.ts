@@ -10,9 +10,14 @@ import {
   Uuid,
 } from '../../schemas.ts';
 
-/** lifecycle_stage values; each pipeline stage implies one unless a client set it (README, "Lifecycle"). */
+/** The lifecycle_stage values pipeline stages imply, unless a client set one itself (README, "Lifecycle"). */
 export const LIFECYCLE_STAGES = ['lead', 'opportunity', 'customer', 'lost'] as const;
-export const LifecycleStage = z.enum(LIFECYCLE_STAGES);
+/** Free text in the contract: a client's own value (`evaluation`, `churn_risk`) is stored as given, trimmed. */
+export const LifecycleStage = Text()
+  .trim()
+  .min(1, 'must not be empty')
+  .max(64)
+  .describe('Free text; lead, opportunity, customer and lost follow the stage unless a value is set');
 
 const Title = Text().trim().min(1).max(500);
 /** Stored as numeric(18,2): more decimals would come back rounded, so they are refused instead. */
