@@ -163,6 +163,15 @@ class PrivateRedis {
     });
   }
 
+  /** SIGSTOP: the connection stays open and nothing answers, as a hung Redis does. */
+  pause(): void {
+    this.child?.kill('SIGSTOP');
+  }
+
+  resume(): void {
+    this.child?.kill('SIGCONT');
+  }
+
   async stop(): Promise<void> {
     const child = this.child;
     if (!child || child.exitCode !== null) return;
@@ -245,6 +254,80 @@ for (const { driver, label, skip } of DRIVERS) {
         expect(after).toEqual(range(32, 36).map((used) => ({ status: 200, used })));
         expect(messages(/Redis is unavailable/)).toHaveLength(1);
         expect(messages(/Redis is back/)).toHaveLength(1);
+      });
+    },
+  );
+}
+
+for (const { driver, label, skip } of DRIVERS) {
+  describe.skipIf(skip || !HAS_REDIS_SERVER)(
+    `Redis that hangs (SIGSTOP) on ${label}${HAS_REDIS_SERVER ? '' : ' (skipped: redis-server is not on the PATH)'}`,
+    () => {
+      let redis: PrivateRedis;
+      let s: TestServer;
+      const logLines: Array<{ level: number; msg: string }> = [];
+
+      beforeAll(async () => {
+        redis = new PrivateRedis(await freePort());
+        await redis.start();
+        const sink = new Writable({
+          write(chunk, _encoding, done) {
+            for (const line of String(chunk).split('\n').filter(Boolean)) logLines.push(JSON.parse(line));
+            done();
+          },
+        });
+        s = await startTestServer(
+          driver,
+          {
+            ...CONTRACT_RATE_LIMITS,
+            CRM_RATE_LIMIT_CRUD: '100',
+            CRM_INSTANCE_COUNT: '4',
+            REDIS_URL: redis.url,
+          },
+          { logger: pino({ level: 'info' }, sink) },
+        );
+      });
+      afterAll(async () => {
+        redis?.resume();
+        await s?.stop();
+        await redis?.stop();
+      });
+
+      const messages = (pattern: RegExp) => logLines.filter((l) => pattern.test(l.msg));
+
+      it('costs one command timeout, then calls skip Redis at once under the instance’s share, and it is used again once it answers', async () => {
+        const key = s.orgA.apiKey;
+        const policy = async () => (await s.api('/deals?limit=1', { key })).headers.get('ratelimit-policy');
+        expect(await policy()).toBe('"crud";q=100;w=60');
+
+        redis.pause();
+        try {
+          const timings: number[] = [];
+          const statuses: number[] = [];
+          let limited: { limit?: number } | undefined;
+          for (let i = 0; i < 30; i++) {
+            const started = performance.now();
+            const res = await s.api('/deals?limit=1', { key });
+            timings.push(performance.now() - started);
+            statuses.push(res.status);
+            if (res.status === 429) limited = res.body;
+          }
+          // The first call notices the hang (one 250 ms timeout); the others do not wait for Redis at all.
+          const rest = timings.slice(1).sort((a, b) => a - b);
+          expect(rest[Math.floor(rest.length / 2)]).toBeLessThan(100);
+          expect(Math.max(...rest)).toBeLessThan(240);
+          // This instance's share of 100 among 4 is 25, and a 429 names the limit it enforced.
+          expect(statuses.filter((x) => x === 200)).toHaveLength(25);
+          expect(limited?.limit).toBe(25);
+          expect(messages(/Redis is unavailable/)).toHaveLength(1);
+        } finally {
+          redis.resume();
+        }
+        await until(
+          'the service to notice Redis answers again',
+          () => messages(/Redis is back/).length === 1,
+        );
+        expect(await policy()).toBe('"crud";q=100;w=60');
       });
     },
   );

@@ -194,6 +194,8 @@ export class RedisCounters implements QuotaCounters {
   }
 
   charge(orgId: string, period: Period, charges: readonly Charge[]): Promise<ChargeResult> {
+    // While Redis is down (or hangs) a call does not wait for it: the per-instance counts serve.
+    if (!this.link.available) return this.fallback.charge(orgId, period, charges);
     const keys = charges.map((c) => this.key(orgId, period, c.quota));
     const limits = charges.map((c) => c.limit);
     // Sent before the first await, so it travels with the rate limiter's command (one round trip).
@@ -234,6 +236,7 @@ export class RedisCounters implements QuotaCounters {
   }
 
   async uncharge(orgId: string, period: Period, quotas: readonly Quota[]): Promise<void> {
+    if (!this.link.available) return this.fallback.uncharge(orgId, period, quotas);
     const keys = quotas.map((q) => this.key(orgId, period, q));
     try {
       await this.link.client.crmQuotaUncharge(keys.length, ...keys);
@@ -244,6 +247,7 @@ export class RedisCounters implements QuotaCounters {
   }
 
   async peek(orgId: string, period: Period): Promise<Counts> {
+    if (!this.link.available) return this.fallback.peek(orgId, period);
     try {
       const [api, ai] = await this.link.client.mget(
         this.key(orgId, period, 'api_calls'),

@@ -21,13 +21,26 @@ type Limiter = RateLimiterMemory | RateLimiterRedis;
 export class RateLimits {
   readonly limits: Record<LimitGroup, GroupLimit>;
   private readonly limiters: Record<LimitGroup, Limiter>;
+  /** Cluster mode: each instance's share while Redis is unavailable, and the limits it then enforces. */
+  private readonly insurance: Record<LimitGroup, RateLimiterMemory> | undefined;
+  private readonly shares: Record<LimitGroup, GroupLimit>;
+  private readonly redis: RedisLink | undefined;
 
   constructor(config: LimitsConfig, redis?: RedisLink) {
     this.limits = groupLimits(config);
+    this.redis = redis;
     const limiters = {} as Record<LimitGroup, Limiter>;
+    const insurance = {} as Record<LimitGroup, RateLimiterMemory>;
+    const shares = {} as Record<LimitGroup, GroupLimit>;
     for (const group of LIMIT_GROUPS) {
       const { limit, windowSeconds } = this.limits[group];
       const keyPrefix = `${config.redis?.keyPrefix ?? ''}rl:${group}`;
+      shares[group] = { group, windowSeconds, limit: Math.max(1, Math.ceil(limit / config.instanceCount)) };
+      insurance[group] = new RateLimiterMemory({
+        keyPrefix,
+        points: shares[group].limit,
+        duration: windowSeconds,
+      });
       limiters[group] = redis
         ? new RateLimiterRedis({
             storeClient: redis.client,
@@ -35,21 +48,29 @@ export class RateLimits {
             points: limit,
             duration: windowSeconds,
             rejectIfRedisNotReady: true,
-            insuranceLimiter: new RateLimiterMemory({
-              keyPrefix,
-              points: Math.max(1, Math.ceil(limit / config.instanceCount)),
-              duration: windowSeconds,
-            }),
+            insuranceLimiter: insurance[group],
           })
         : new RateLimiterMemory({ keyPrefix, points: limit, duration: windowSeconds });
     }
     this.limiters = limiters;
+    this.insurance = redis ? insurance : undefined;
+    this.shares = shares;
+  }
+
+  /**
+   * The limiter for this call: Redis's, or while Redis is unavailable (down, or hanging since its last
+   * timeout) this instance's share in memory, without waiting for Redis; its answers then name the share.
+   */
+  private pick(group: LimitGroup): { limiter: Limiter; limit: GroupLimit } {
+    if (this.insurance && this.redis && !this.redis.available)
+      return { limiter: this.insurance[group], limit: this.shares[group] };
+    return { limiter: this.limiters[group], limit: this.limits[group] };
   }
 
   /** Counts one request of the key in the group. Issues its Redis command before returning (pipelining). */
   consume(group: LimitGroup, apiKeyId: string): Promise<RateDecision> {
-    const limit = this.limits[group];
-    return this.limiters[group].consume(apiKeyId).then(
+    const { limiter, limit } = this.pick(group);
+    return limiter.consume(apiKeyId).then(
       (res) => ({ allowed: true, limit, remaining: res.remainingPoints, msBeforeReset: res.msBeforeNext }),
       (res: unknown) => {
         if (!(res instanceof RateLimiterRes)) throw res;
@@ -60,6 +81,6 @@ export class RateLimits {
 
   /** Gives back the request's point when it was rejected for another reason (a quota). */
   async refund(group: LimitGroup, apiKeyId: string): Promise<void> {
-    await this.limiters[group].reward(apiKeyId);
+    await this.pick(group).limiter.reward(apiKeyId);
   }
 }

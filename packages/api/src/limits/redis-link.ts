@@ -5,11 +5,15 @@ import type { Log } from './log.ts';
 const COMMAND_TIMEOUT_MS = 250;
 /** How long start-up waits for a first connection before serving on the fallback. */
 const CONNECT_WAIT_MS = 3_000;
+/** While Redis is considered down, how often one PING checks whether it answers again. */
+const PROBE_INTERVAL_MS = 1_000;
 
 /**
  * The cluster-mode Redis connection, and whether it is usable. Commands fail at once while it is down
  * (no offline queue), so a request never waits for Redis to come back; the outage is logged once when
- * it starts and once when it ends, however many requests notice it.
+ * it starts and once when it ends, however many requests notice it. A Redis that hangs (its connection
+ * open, no answers) costs one command timeout: after it, callers skip Redis (`available` is false) and
+ * a background PING, once a second, tells when it answers again.
  */
 export class RedisLink {
   readonly client: Redis;
@@ -17,6 +21,7 @@ export class RedisLink {
   private closing = false;
   private readonly log: Log;
   private readonly recoveryListeners: Array<() => void> = [];
+  private probe: NodeJS.Timeout | undefined;
 
   constructor(url: string, log: Log) {
     this.log = log;
@@ -63,14 +68,34 @@ export class RedisLink {
       { err: err.message },
       'Redis is unavailable: rate limits and quota counts fall back to per-instance memory',
     );
+    this.startProbing();
   }
 
   /** Called on every answer Redis gives; the first after an outage ends it. */
   succeeded(): void {
     if (!this.down || this.closing || !this.isReady()) return;
     this.down = false;
+    this.stopProbing();
     this.log.info({}, 'Redis is back: rate limits and quota counts are shared again');
     for (const listener of this.recoveryListeners) listener();
+  }
+
+  /** A connection that stays open while Redis answers nothing never emits 'ready' again: ask it. */
+  private startProbing(): void {
+    if (this.probe) return;
+    this.probe = setInterval(() => {
+      if (!this.isReady()) return; // reconnecting: 'ready' will say when it is back
+      this.client.ping().then(
+        () => this.succeeded(),
+        () => undefined,
+      );
+    }, PROBE_INTERVAL_MS);
+    this.probe.unref();
+  }
+
+  private stopProbing(): void {
+    clearInterval(this.probe);
+    this.probe = undefined;
   }
 
   onRecovered(listener: () => void): void {
@@ -79,6 +104,7 @@ export class RedisLink {
 
   async close(): Promise<void> {
     this.closing = true;
+    this.stopProbing();
     if (this.client.status === 'ready') await this.client.quit().catch(() => this.client.disconnect());
     else this.client.disconnect();
   }
