@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { openDatabase } from '@crm/db';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type CliResult, crm as runCli } from './crm.ts';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const NODE = path.join(ROOT, 'node_modules/.bin/node');
@@ -14,11 +15,20 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** Each CLI run opens the database (PGlite takes seconds), so tests get plenty of time. */
 const SLOW = { timeout: 60_000 };
 
-type Result = { code: number | null; stdout: string; stderr: string; lines: Array<Record<string, unknown>> };
 type Database = { CRM_DATA_DIR: string } | { DATABASE_URL: string };
 
-/** Runs the real CLI the way `npm run --silent crm -- ...` does, against the given database only. */
-function crm(database: Database, ...args: string[]): Promise<Result> {
+/** Runs the CLI in this process, as `npm run --silent crm -- ...` would, against the given database only. */
+function crm(database: Database, ...args: string[]): Promise<CliResult> {
+  return runCli({ LOG_LEVEL: 'silent', ...database }, ...args);
+}
+
+type ProcessResult = { code: number | null; stdout: string; stderr: string };
+
+/**
+ * Runs the real `node apps/cli/src/main.ts`, for the few tests about the process itself: what it
+ * writes and its exit code, and a data directory held by another process.
+ */
+function crmProcess(database: Database, ...args: string[]): Promise<ProcessResult> {
   const env: NodeJS.ProcessEnv = { ...process.env, ...database };
   if (!('DATABASE_URL' in database)) delete env.DATABASE_URL;
   return new Promise((resolve, reject) => {
@@ -33,18 +43,7 @@ function crm(database: Database, ...args: string[]): Promise<Result> {
     });
     child.on('error', reject);
     child.on('close', (code) => {
-      resolve({
-        code,
-        stdout,
-        stderr,
-        // Parsed on use, so that a test about usage text can read stdout that is not JSON.
-        get lines() {
-          return stdout
-            .split('\n')
-            .filter(Boolean)
-            .map((line) => JSON.parse(line) as Record<string, unknown>);
-        },
-      });
+      resolve({ code, stdout, stderr });
     });
   });
 }
@@ -96,8 +95,11 @@ async function roundTrip(db: Database): Promise<void> {
 describe('command line', () => {
   it('prints usage on stdout and exits 0 for help or no arguments', async () => {
     const db = { CRM_DATA_DIR: path.join(tmpdir(), 'crm-cli-never-opened') };
-    for (const args of [[], ['help'], ['--help']]) {
-      const result = await crm(db, ...args);
+    // No arguments at all is run as the real process: it checks what main.ts takes from process.argv,
+    // that it prints on stdout and exits with what run() returns, and that nothing else (a warning
+    // from Node) reaches the terminal. The other two are the same code path, so they run in this process.
+    const results = [await crmProcess(db), await crm(db, 'help'), await crm(db, '--help')];
+    for (const result of results) {
       expect(result.code).toBe(0);
       expect(result.stdout).toMatch(/^Usage: /);
       expect(result.stdout).toContain('key revoke <key_id>');
@@ -201,11 +203,14 @@ describe('embedded database (PGlite)', () => {
     expect(missing.stderr).toBe('error: organization 0190a0a0-0000-7000-8000-000000000000 does not exist\n');
   });
 
+  // The CLI runs as a separate process here, as it does next to a running server: the lock is between
+  // processes, and the real process's stderr (no stack trace, no warning) and exit code are what the
+  // user gets. The server holds this suite's data directory, which exists already (a new one would cost
+  // a second initdb and all migrations).
   it('refuses, with one clear line, a data directory the server holds', SLOW, async () => {
-    const lockedDir = freshDataDir();
-    const server = await openDatabase({ kind: 'pglite', dataDir: lockedDir }, 'server');
+    const server = await openDatabase({ kind: 'pglite', dataDir }, 'server');
     try {
-      const result = await crm({ CRM_DATA_DIR: lockedDir }, 'org', 'list');
+      const result = await crmProcess(db, 'org', 'list');
       expect(result.code).toBe(1);
       expect(result.stdout).toBe('');
       expect(result.stderr).toMatch(/^error: The embedded database at .* is in use by the server \(pid \d+/);
@@ -213,7 +218,6 @@ describe('embedded database (PGlite)', () => {
       expect(result.stderr.trim().split('\n')).toHaveLength(1);
     } finally {
       await server.close();
-      rmSync(lockedDir, { recursive: true, force: true });
     }
   });
 });

@@ -4,24 +4,14 @@ import path from 'node:path';
 import { openDatabase } from '@crm/db';
 import { verifyPassword } from 'better-auth/crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { run } from '../src/cli.ts';
+import { crm as runCli } from './crm.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** The CLI in this process (what `npm run --silent crm -- …` runs), on one embedded database. */
 describe('crm user … (people who sign in to the dashboard), on the embedded database', () => {
   let dataDir: string;
-  const env = () => ({ CRM_DATA_DIR: dataDir, LOG_LEVEL: 'silent' });
-  async function crm(...args: string[]) {
-    const stdout: string[] = [];
-    const stderr: string[] = [];
-    const code = await run(args, env(), { stdout: (l) => stdout.push(l), stderr: (l) => stderr.push(l) });
-    return {
-      code,
-      stderr: stderr.join('\n'),
-      lines: stdout.map((l) => JSON.parse(l) as Record<string, string>),
-    };
-  }
+  const crm = (...args: string[]) => runCli({ CRM_DATA_DIR: dataDir, LOG_LEVEL: 'silent' }, ...args);
   async function storedHash(userId: string): Promise<string> {
     const db = await openDatabase({ kind: 'pglite', dataDir }, 'test');
     try {
@@ -84,7 +74,7 @@ describe('crm user … (people who sign in to the dashboard), on the embedded da
   it('refuses a taken e-mail, a bad role and a bad e-mail with one line each', async () => {
     const taken = await crm('user', 'create', '--org', orgId, '--email', 'ADA@example.com');
     expect(taken.code).toBe(1);
-    expect(taken.stderr).toBe('error: email: ada@example.com already has an account');
+    expect(taken.stderr).toBe('error: email: ada@example.com already has an account\n');
     const role = await crm('user', 'create', '--org', orgId, '--email', 'c@example.com', '--role', 'owner');
     expect(role.code).toBe(1);
     expect(role.stderr).toContain('--role must be admin or member');
@@ -129,6 +119,6 @@ describe('crm user … (people who sign in to the dashboard), on the embedded da
     expect((await crm('key', 'list')).lines.map((k) => k.key_id)).not.toContain(other.key_id);
     const again = await crm('org', 'delete', other.org_id);
     expect(again.code).toBe(1);
-    expect(again.stderr).toBe(`error: organization ${other.org_id} does not exist`);
+    expect(again.stderr).toBe(`error: organization ${other.org_id} does not exist\n`);
   });
 });

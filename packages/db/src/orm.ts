@@ -1,4 +1,5 @@
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { connect, createServer, type Server } from 'node:net';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import type { Config } from '@crm/config';
@@ -9,7 +10,6 @@ import { Migrator } from '@mikro-orm/migrations';
 import { MikroORM as PgliteMikroORM } from '@mikro-orm/pglite';
 import { MikroORM as PostgreSqlMikroORM } from '@mikro-orm/postgresql';
 import type { AbstractSqlDriver, InferKyselyDB, Kysely, MikroORM, SqlEntityManager } from '@mikro-orm/sql';
-import lockfile from 'proper-lockfile';
 import { entities } from './entities.ts';
 import { migrationsList } from './migrations/index.ts';
 
@@ -56,42 +56,46 @@ function readHolder(holderFile: string): Holder | undefined {
   }
 }
 
-/** Whether the process that wrote the holder file is gone (it crashed or was killed). */
-function holderIsGone(holder: Holder | undefined): boolean {
-  // Only a process on this machine can be checked; a lock from elsewhere is left to go stale.
-  if (!holder || (holder.host !== undefined && holder.host !== hostname())) return false;
-  try {
-    process.kill(holder.pid, 0);
-    return false;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'ESRCH';
-  }
+/** Whether a process listens on the socket: connected means held; refused or missing means free. */
+function someoneListens(socketPath: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = connect(socketPath);
+    probe.once('connect', () => {
+      probe.destroy();
+      resolve(true);
+    });
+    probe.once('error', () => resolve(false));
+  });
 }
 
-const LOCK_OPTIONS = {
-  stale: 30_000,
-  update: 5_000,
-  onCompromised: (err: Error) => {
-    // Another process took the directory over: writing on would corrupt it.
-    process.emitWarning(`The data directory lock was lost: ${err.message}`);
-  },
-};
+function listenOn(server: Server, socketPath: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(socketPath, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
 
 /**
- * PGlite is one process's database: a second process opening the same folder would corrupt it.
- * A lock beside the cluster makes the second opener fail with a message naming the holder. A lock
- * left by a process that died (kill -9, power loss) is taken over at once instead of after it goes stale.
+ * PGlite is one process's database: a second process opening the same folder would corrupt it. The lock
+ * is a Unix socket the holder listens on beside the cluster: it dies with its process (kill -9, a crash,
+ * a container's pid 1 restarted with the same pid), so the next opener takes over at once, and a live
+ * holder is recognised by answering a connection, never by a pid that may have been reused. The second
+ * opener fails with a message naming the holder.
  */
 async function lockDataDir(clusterDir: string, role: string): Promise<() => Promise<void>> {
-  mkdirSync(clusterDir, { recursive: true });
+  mkdirSync(path.dirname(clusterDir), { recursive: true });
+  const socketPath = `${clusterDir}.lock.sock`;
   const holderFile = `${clusterDir}.holder.json`;
-  let release: () => Promise<void>;
+  const server = createServer((socket) => socket.end());
   try {
-    release = await lockfile.lock(clusterDir, LOCK_OPTIONS);
+    await listenOn(server, socketPath);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ELOCKED') throw err;
-    const holder = readHolder(holderFile);
-    if (!holderIsGone(holder)) {
+    if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+    if (await someoneListens(socketPath)) {
+      const holder = readHolder(holderFile);
       const who = holder
         ? `the ${holder.role} (pid ${holder.pid}, since ${holder.since})`
         : 'another process';
@@ -100,12 +104,19 @@ async function lockDataDir(clusterDir: string, role: string): Promise<() => Prom
           'Stop it first, or point both at PostgreSQL with DATABASE_URL.',
       );
     }
-    rmSync(`${clusterDir}.lock`, { recursive: true, force: true });
-    release = await lockfile.lock(clusterDir, LOCK_OPTIONS);
+    // Left by a process that died: nobody answers on it.
+    rmSync(socketPath, { force: true });
+    await listenOn(server, socketPath);
   }
+  chmodSync(socketPath, 0o600);
   const holder: Holder = { pid: process.pid, host: hostname(), role, since: new Date().toISOString() };
   writeFileSync(holderFile, JSON.stringify(holder));
-  return release;
+  // The socket must not keep a CLI run alive once its work is done.
+  server.unref();
+  return () =>
+    new Promise<void>((resolve) => {
+      server.close(() => resolve());
+    });
 }
 
 /**
