@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { type Config, ConfigError, loadConfig } from '@crm/config';
-import { DataDirLockedError, openDatabase } from '@crm/db';
+import { createsEmbeddedDatabase, DataDirLockedError, openDatabase } from '@crm/db';
 import { type Action, COMMANDS, type CommandSpec, findCommand, synopsis } from './commands.ts';
 import { CliError, UsageError } from './errors.ts';
 
@@ -114,6 +114,12 @@ export async function run(argv: string[], env: Record<string, string | undefined
   let config: Config;
   try {
     config = loadConfig(env);
+    // A mistyped CRM_DATA_DIR (or none) would otherwise answer from a new, empty database without a word.
+    if (createsEmbeddedDatabase(config.database) && config.database.kind === 'pglite')
+      io.stderr(
+        `note: no database at ${config.database.dataDir}: creating a new, empty embedded one there ` +
+          '(set CRM_DATA_DIR, or DATABASE_URL for PostgreSQL, to use an existing one)',
+      );
     db = await openDatabase(config.database, 'cli');
   } catch (err) {
     return report(err, io);

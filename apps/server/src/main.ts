@@ -1,7 +1,5 @@
-import { existsSync } from 'node:fs';
-import path from 'node:path';
 import { type Config, ConfigError, loadConfig } from '@crm/config';
-import { DataDirLockedError } from '@crm/db';
+import { createsEmbeddedDatabase, DataDirLockedError } from '@crm/db';
 import { createLogger } from './logger.ts';
 import { startServer, startWorkerProcess } from './server.ts';
 
@@ -28,7 +26,7 @@ function announceDatabase(c: Config): void {
     return;
   }
   const dir = c.database.dataDir;
-  const fresh = !dir.startsWith('memory:') && !existsSync(path.join(dir, 'pglite', 'PG_VERSION'));
+  const fresh = createsEmbeddedDatabase(c.database);
   logger.info(
     { database: 'pglite', data_dir: dir },
     fresh

@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect, createServer, type Server } from 'node:net';
 import { hostname } from 'node:os';
 import path from 'node:path';
@@ -117,6 +117,15 @@ async function lockDataDir(clusterDir: string, role: string): Promise<() => Prom
     new Promise<void>((resolve) => {
       server.close(() => resolve());
     });
+}
+
+/** Whether opening `database` will create a new, empty embedded database (nothing in its data directory yet). */
+export function createsEmbeddedDatabase(database: DatabaseConfig): boolean {
+  return (
+    database.kind === 'pglite' &&
+    !isMemory(database.dataDir) &&
+    !existsSync(path.join(database.dataDir, 'pglite', 'PG_VERSION'))
+  );
 }
 
 /**
