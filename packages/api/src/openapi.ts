@@ -29,11 +29,59 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   500: 'Internal server error',
 };
 
+/** The document's tags, in the reference page's order, each with what its operations are about. */
+const TAGS = [
+  {
+    name: 'Deals',
+    description:
+      'Sales opportunities: create, list, read with their stakeholders and recent activities, change and delete. Creates and changes are recorded as activities and emitted as webhook events.',
+  },
+  {
+    name: 'Contacts',
+    description:
+      'The stakeholders of a deal: their role in the decision, influence, engagement and sentiment, which the AI insights read.',
+  },
+  {
+    name: 'Pipeline',
+    description: 'The stages of the default pipeline, and the health of the open deals in it.',
+  },
+  { name: 'Search', description: 'Deals and contacts found by a piece of text, in one call.' },
+  {
+    name: 'Usage',
+    description: 'This month’s API and AI calls against the organization’s quotas, and the rate limits.',
+  },
+  {
+    name: 'Webhooks',
+    description:
+      'Endpoints that receive signed events (Standard Webhooks) when deals, contacts or analyses change, with the history of every delivery.',
+  },
+  {
+    name: 'AI insights',
+    description:
+      'MEDDPICC analysis, win prediction, the daily briefing and coaching, computed from the organization’s own data; they count against the AI quota.',
+  },
+];
+
+type MediaType = { schema?: { examples?: unknown[] }; example?: unknown; examples?: Record<string, unknown> };
+type RequestBody = { content: Record<string, MediaType> };
 type Operation = { responses: Record<string, unknown>; parameters?: unknown[]; requestBody?: unknown };
 
 /** The creates that honour `Idempotency-Key` (a webhook's create is not one: its response holds the secret). */
 const takesIdempotencyKey = (method: string, path: string) =>
   method === 'post' && (path === '/deals' || path === '/contacts');
+
+/**
+ * A request body's example, from its input schema's zod `examples`, on the media type: zod takes a schema's
+ * examples for output values and leaves them out of a body whose fields transform (currency is upper-cased,
+ * events deduplicated), and on the media type both linters check the example against the schema.
+ */
+function setRequestExample(media: MediaType, examples: unknown[] | undefined) {
+  const all = media.schema?.examples ?? examples ?? [];
+  delete media.schema?.examples;
+  if (all.length === 1) media.example = all[0];
+  else if (all.length > 1)
+    media.examples = Object.fromEntries(all.map((value, i) => [`example${i + 1}`, { value }]));
+}
 
 /** Which error statuses an operation can answer, from what it takes. */
 function errorStatuses(method: string, path: string, op: Operation): number[] {
@@ -57,15 +105,38 @@ export function buildOpenApiDocument(baseUrl = API_BASE_PATH): OpenAPIObject {
     description:
       'Deals, contacts, pipeline and search for a sales team’s own apps. Every call needs `Authorization: Bearer <API_KEY>`.',
     version: '1.0.0',
+    // No LICENSE file and no `license` in package.json: the service is not published under an open
+    // licence. OpenAPI 3.1 wants a URL or an SPDX expression beside the name; `LicenseRef-` is SPDX's
+    // form for a licence of one's own.
+    license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
+    contact: { name: 'Headless CRM API maintainers' },
     baseUrl,
-    securitySchemes: { Authorization: { type: 'http', scheme: 'bearer', description: 'API key, e.g. ck_…' } },
+    securitySchemes: {
+      Authorization: {
+        type: 'http',
+        scheme: 'bearer',
+        description: 'An API key of the organization, `ck_…`, as `Authorization: Bearer ck_…`.',
+      },
+    },
   });
+  // Every operation needs the key: said once for the whole API too, so that the reference page selects
+  // the scheme for its requests (operations also say it on their own).
+  doc.security = [{ Authorization: [] }];
+  doc.tags = TAGS;
 
-  const procedures = appRouter._def.procedures as unknown as Record<string, { _def: { meta?: Meta } }>;
+  const procedures = appRouter._def.procedures as unknown as Record<
+    string,
+    { _def: { meta?: Meta; inputs: z.ZodType[] } }
+  >;
   const successStatus = new Map<string, number>();
+  const requestExamples = new Map<string, unknown[]>();
   for (const p of Object.values(procedures)) {
     const o = p._def.meta?.openapi;
-    if (o) successStatus.set(`${o.method.toLowerCase()} ${o.path}`, p._def.meta?.successStatus ?? 200);
+    if (!o) continue;
+    const key = `${o.method.toLowerCase()} ${o.path}`;
+    successStatus.set(key, p._def.meta?.successStatus ?? 200);
+    const examples = p._def.inputs[0]?.meta()?.examples;
+    if (examples?.length) requestExamples.set(key, examples);
   }
 
   const schemas = (doc.components?.schemas ?? {}) as Record<string, unknown>;
@@ -77,6 +148,8 @@ export function buildOpenApiDocument(baseUrl = API_BASE_PATH): OpenAPIObject {
   for (const [path, item] of Object.entries(doc.paths ?? {})) {
     for (const [method, value] of Object.entries(item as Record<string, Operation>)) {
       const op = value;
+      const media = (op.requestBody as RequestBody | undefined)?.content['application/json'];
+      if (media) setRequestExample(media, requestExamples.get(`${method} ${path}`));
       const success = op.responses['200'];
       const status = successStatus.get(`${method} ${path}`) ?? 200;
       const responses: Record<string, unknown> = { [status]: success };

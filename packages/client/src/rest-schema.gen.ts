@@ -7,10 +7,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List deals, newest first */
+        /**
+         * List deals, newest first
+         * @description Returns a page of the organization’s deals (`limit`, `offset`) with `meta.total`, optionally only those with a `lifecycle_stage` or in a pipeline.
+         */
         get: operations["deals-list"];
         put?: never;
-        /** Create a deal */
+        /**
+         * Create a deal
+         * @description Creates a deal in the first stage of its pipeline (the default one unless `pipeline_id` is given) or in `stage_id`, records a `deal_created` activity and emits `deal.created`; returns the deal with 201. A stage outside the pipeline is a 400; send `Idempotency-Key` to retry safely.
+         */
         post: operations["deals-create"];
         delete?: never;
         options?: never;
@@ -25,15 +31,24 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A deal with its stakeholders and recent activities */
+        /**
+         * A deal with its stakeholders and recent activities
+         * @description Returns the deal, its stakeholders (the deal’s contacts) and its 20 most recent activities, newest first. A deal that does not exist or belongs to another organization is a 404.
+         */
         get: operations["deals-get"];
         put?: never;
         post?: never;
-        /** Delete a deal, its contacts and activities */
+        /**
+         * Delete a deal, its contacts and activities
+         * @description Deletes the deal together with its contacts and activities and returns `{"success": true}`. An unknown deal is a 404.
+         */
         delete: operations["deals-delete"];
         options?: never;
         head?: never;
-        /** Change some fields of a deal */
+        /**
+         * Change some fields of a deal
+         * @description Changes the fields sent and leaves the others alone (`null` clears one; `lifecycle_stage: null` makes it follow the stage again), records the changes as activities and emits `deal.updated`, plus `deal.stage_changed`, `deal.won` or `deal.lost` on a stage move; returns the deal. 404 for an unknown deal, 400 for a stage outside its pipeline.
+         */
         patch: operations["deals-update"];
         trace?: never;
     };
@@ -44,10 +59,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List contacts, newest first */
+        /**
+         * List contacts, newest first
+         * @description Returns a page of the organization’s contacts (`limit`, `offset`) with `meta.total`; `q` keeps those whose name, e-mail or title contains it, case-insensitively.
+         */
         get: operations["contacts-list"];
         put?: never;
-        /** Add a stakeholder to a deal */
+        /**
+         * Add a stakeholder to a deal
+         * @description Adds a contact to a deal (`role_type` defaults to `unknown`), records a `contact_added` activity on the deal and emits `contact.created`; returns the contact with 201. A `deal_id` that is not one of the organization’s deals is a 404; send `Idempotency-Key` to retry safely.
+         */
         post: operations["contacts-create"];
         delete?: never;
         options?: never;
@@ -62,14 +83,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A contact with its deal's title and company */
+        /**
+         * A contact with its deal's title and company
+         * @description Returns the contact with the title and company of its deal. A contact that does not exist or belongs to another organization is a 404.
+         */
         get: operations["contacts-get"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
-        /** Change some fields of a contact */
+        /**
+         * Change some fields of a contact
+         * @description Changes the fields sent and leaves the others alone (`null` clears one; `role_type: null` resets it to `unknown`); when anything changed, records a `contact_updated` activity on the deal and emits `contact.updated`. Returns the contact; an unknown contact is a 404.
+         */
         patch: operations["contacts-update"];
         trace?: never;
     };
@@ -80,7 +107,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Stages of the default pipeline, in order */
+        /**
+         * Stages of the default pipeline, in order
+         * @description Returns the stages of the organization’s default pipeline by position, each with its `stage_type` (open, won or lost), win probability and color.
+         */
         get: operations["pipeline-stages"];
         put?: never;
         post?: never;
@@ -97,7 +127,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Health of the open pipeline */
+        /**
+         * Health of the open pipeline
+         * @description Counts the open deals that are healthy, stale (idle for more than `stale_threshold_days`), in need of a next step soon, or critical (past their close date or idle for twice the threshold).
+         */
         get: operations["pipeline-health"];
         put?: never;
         post?: never;
@@ -114,7 +147,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Search deals and contacts by text */
+        /**
+         * Search deals and contacts by text
+         * @description Returns up to 20 deals whose title or company, and up to 20 contacts whose name, e-mail or title, contains `q` (case-insensitive), newest first. A `q` shorter than 2 characters is a 400.
+         */
         get: operations["search-query"];
         put?: never;
         post?: never;
@@ -131,7 +167,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** This month’s API and AI usage against the quotas, the rate limits, and usage alerts */
+        /**
+         * This month’s API and AI usage against the quotas, the rate limits, and usage alerts
+         * @description Returns the API and AI calls of the current UTC month against the organization’s quotas, each rate-limit group’s limit and window, and the alerts recorded when a quota reached 80 % or 95 %. This call counts too.
+         */
         get: operations["usage-get"];
         put?: never;
         post?: never;
@@ -148,10 +187,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List webhook endpoints (never their secrets) */
+        /**
+         * List webhook endpoints (never their secrets)
+         * @description Returns the organization’s webhook endpoints with the events they receive, whether they are active and their consecutive failures. Secrets are never shown again.
+         */
         get: operations["webhooks-list"];
         put?: never;
-        /** Create a webhook endpoint; its signing secret is shown only in this response */
+        /**
+         * Create a webhook endpoint; its signing secret is shown only in this response
+         * @description Creates an endpoint that receives the events named, signed with a new secret (`whsec_…`) returned only here: store it. A URL that is not a public http(s) URL, or a 101st endpoint, is a 400. Not idempotent: a retried create makes a second endpoint.
+         */
         post: operations["webhooks-create"];
         delete?: never;
         options?: never;
@@ -169,7 +214,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Delete a webhook endpoint with its delivery history */
+        /**
+         * Delete a webhook endpoint with its delivery history
+         * @description Deletes the endpoint with its deliveries and their attempts, and returns `{"success": true}`; it receives nothing more. An unknown endpoint is a 404.
+         */
         delete: operations["webhooks-delete"];
         options?: never;
         head?: never;
@@ -185,7 +233,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Re-activate an endpoint deactivated after failures; failure_count starts again at 0 */
+        /**
+         * Re-activate an endpoint deactivated after failures; failure_count starts again at 0
+         * @description Turns an endpoint switched off after repeated failures (or a `410 Gone`) back on and returns it; it receives the events that happen from now on (replay the cancelled deliveries for the others). An unknown endpoint is a 404.
+         */
         post: operations["webhooks-activate"];
         delete?: never;
         options?: never;
@@ -200,7 +251,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** An endpoint’s deliveries, newest first, with every attempt (kept for 30 days) */
+        /**
+         * An endpoint’s deliveries, newest first, with every attempt (kept for 30 days)
+         * @description Returns a page of the endpoint’s deliveries, optionally only those with a `status`, each with every attempt: its response status, duration, error and the first 1 KB of the response. An unknown endpoint is a 404.
+         */
         get: operations["webhooks-deliveries"];
         put?: never;
         post?: never;
@@ -219,7 +273,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send a delivery’s event again (same webhook-id), as a new delivery */
+        /**
+         * Send a delivery’s event again (same webhook-id), as a new delivery
+         * @description Queues the delivery’s event again as a new delivery with a fresh retry schedule and the same `webhook-id`, and returns it with 202. A deactivated endpoint is a 409 `webhook_inactive`; an unknown endpoint or delivery a 404.
+         */
         post: operations["webhooks-replay"];
         delete?: never;
         options?: never;
@@ -236,7 +293,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** MEDDPICC analysis of a deal; stores it, updates deal_health and emits analysis.completed */
+        /**
+         * MEDDPICC analysis of a deal; stores it, updates deal_health and emits analysis.completed
+         * @description Scores the deal on the eight MEDDPICC pillars from its data, with risks, win factors, recommended actions and readiness for the next stage; stores the analysis, sets the deal’s `deal_health` and `win_probability` and emits `analysis.completed`. Counts against the AI quota; an unknown deal is a 404.
+         */
         post: operations["ai-analyze"];
         delete?: never;
         options?: never;
@@ -253,7 +313,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Win probability of a deal with its confidence, factors and recommendations */
+        /**
+         * Win probability of a deal with its confidence, factors and recommendations
+         * @description Returns the deal’s win probability (0-100) with a confidence, the factors for and against it and up to three recommendations, learned from the organization’s own closed deals once there are enough. Counts against the AI quota; an unknown deal is a 404.
+         */
         post: operations["ai-predict"];
         delete?: never;
         options?: never;
@@ -268,7 +331,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Daily briefing on the open pipeline */
+        /**
+         * Daily briefing on the open pipeline
+         * @description Returns the open pipeline’s totals, the deals closing this week, the stale and the at-risk deals (up to 10 each, with the reason) and the last 7 days’ signals. Counts against the AI quota.
+         */
         get: operations["ai-briefing"];
         put?: never;
         post?: never;
@@ -285,7 +351,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Coaching from recent win/loss patterns */
+        /**
+         * Coaching from recent win/loss patterns
+         * @description Returns the win rate, won and lost counts and average cycle of the deals closed in the last 90 days, with tips from the traits that differ between won and lost deals (at least 3 of each needed). Counts against the AI quota.
+         */
         get: operations["ai-coaching"];
         put?: never;
         post?: never;
@@ -696,6 +765,19 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "title": "Acme rollout",
+                 *       "company_name": "Acme Corp",
+                 *       "value": 12000,
+                 *       "currency": "USD",
+                 *       "contact_name": "Jane Doe",
+                 *       "contact_email": "jane.doe@example.com",
+                 *       "notes": "Wants SSO before signing; budget approved for Q1.",
+                 *       "lead_source": "Website",
+                 *       "expected_close_date": "2026-12-15T17:00:00Z"
+                 *     }
+                 */
                 "application/json": {
                     title: string;
                     company_name?: string;
@@ -943,6 +1025,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "value": 15000,
+                 *       "expected_close_date": "2027-01-29T17:00:00Z",
+                 *       "notes": "Legal review started; security questionnaire sent."
+                 *     }
+                 */
                 "application/json": {
                     title?: string;
                     company_name?: string | null;
@@ -1120,6 +1209,16 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Jane Doe",
+                 *       "deal_id": "0195f3a2-7c1e-7b3a-9f10-2d4e6a8c0b12",
+                 *       "email": "jane.doe@example.com",
+                 *       "title": "VP Engineering",
+                 *       "phone": "+1 415 555 0100",
+                 *       "role_type": "champion"
+                 *     }
+                 */
                 "application/json": {
                     name: string;
                     /** Format: uuid */
@@ -1302,6 +1401,15 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "title": "CTO",
+                 *       "influence_level": "high",
+                 *       "engagement_level": "high",
+                 *       "sentiment": "positive",
+                 *       "linkedin_url": "https://www.linkedin.com/in/janedoe"
+                 *     }
+                 */
                 "application/json": {
                     name?: string;
                     email?: string | null;
@@ -1723,6 +1831,16 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "url": "https://example.com/webhooks/crm",
+                 *       "events": [
+                 *         "deal.created",
+                 *         "deal.won",
+                 *         "deal.lost"
+                 *       ]
+                 *     }
+                 */
                 "application/json": {
                     /** Format: uri */
                     url: string;

@@ -17,6 +17,8 @@ export const aiRouter = router({
         path: '/deals/{id}/analyze',
         tags,
         summary: 'MEDDPICC analysis of a deal; stores it, updates deal_health and emits analysis.completed',
+        description:
+          'Scores the deal on the eight MEDDPICC pillars from its data, with risks, win factors, recommended actions and readiness for the next stage; stores the analysis, sets the deal’s `deal_health` and `win_probability` and emits `analysis.completed`. Counts against the AI quota; an unknown deal is a 404.',
       },
       rateLimit: 'ai',
     })
@@ -31,6 +33,8 @@ export const aiRouter = router({
         path: '/deals/{id}/predict',
         tags,
         summary: 'Win probability of a deal with its confidence, factors and recommendations',
+        description:
+          'Returns the deal’s win probability (0-100) with a confidence, the factors for and against it and up to three recommendations, learned from the organization’s own closed deals once there are enough. Counts against the AI quota; an unknown deal is a 404.',
       },
       rateLimit: 'ai',
     })
@@ -40,7 +44,14 @@ export const aiRouter = router({
 
   briefing: authedProcedure
     .meta({
-      openapi: { method: 'GET', path: '/briefing', tags, summary: 'Daily briefing on the open pipeline' },
+      openapi: {
+        method: 'GET',
+        path: '/briefing',
+        tags,
+        summary: 'Daily briefing on the open pipeline',
+        description:
+          'Returns the open pipeline’s totals, the deals closing this week, the stale and the at-risk deals (up to 10 each, with the reason) and the last 7 days’ signals. Counts against the AI quota.',
+      },
       rateLimit: 'ai',
     })
     .input(z.void())
@@ -49,7 +60,14 @@ export const aiRouter = router({
 
   coaching: authedProcedure
     .meta({
-      openapi: { method: 'GET', path: '/coaching', tags, summary: 'Coaching from recent win/loss patterns' },
+      openapi: {
+        method: 'GET',
+        path: '/coaching',
+        tags,
+        summary: 'Coaching from recent win/loss patterns',
+        description:
+          'Returns the win rate, won and lost counts and average cycle of the deals closed in the last 90 days, with tips from the traits that differ between won and lost deals (at least 3 of each needed). Counts against the AI quota.',
+      },
       rateLimit: 'ai',
     })
     .input(z.void())

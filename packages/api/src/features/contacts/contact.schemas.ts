@@ -9,11 +9,15 @@ export const Sentiment = z.enum(SENTIMENTS);
 
 const Name = Text().trim().min(1).max(500);
 
+/** Formats of stored values: documented, not checked again on the way out (inputs validate them). */
+const EmailOut = z.string().meta({ format: 'email' });
+const UrlOut = z.string().meta({ format: 'uri' });
+
 export const Contact = z
   .object({
     id: Uuid,
     name: z.string(),
-    email: z.string().nullable(),
+    email: EmailOut.nullable(),
     title: z.string().nullable(),
     phone: z.string().nullable(),
     deal_id: Uuid,
@@ -22,7 +26,7 @@ export const Contact = z
     influence_level: InfluenceLevel.nullable(),
     engagement_level: EngagementLevel.nullable(),
     sentiment: Sentiment.nullable(),
-    linkedin_url: z.string().nullable(),
+    linkedin_url: UrlOut.nullable(),
     notes: z.string().nullable(),
     created_at: DateTimeOut,
     updated_at: DateTimeOut.nullable(),
@@ -47,7 +51,19 @@ export const ContactCreateInput = z
     phone: ShortText.optional(),
     role_type: RoleType.default('unknown'),
   })
-  .meta({ id: 'ContactCreateRequest' });
+  .meta({
+    id: 'ContactCreateRequest',
+    examples: [
+      {
+        name: 'Jane Doe',
+        deal_id: '0195f3a2-7c1e-7b3a-9f10-2d4e6a8c0b12',
+        email: 'jane.doe@example.com',
+        title: 'VP Engineering',
+        phone: '+1 415 555 0100',
+        role_type: 'champion',
+      },
+    ],
+  });
 export type ContactCreateInput = z.infer<typeof ContactCreateInput>;
 
 export const ContactUpdateInput = z
@@ -68,7 +84,19 @@ export const ContactUpdateInput = z
       .nullable()
       .optional(),
   })
-  .meta({ id: 'ContactUpdateRequest' });
+  .meta({
+    id: 'ContactUpdateRequest',
+    // The body of PATCH /contacts/{id}: the router adds the path's id, which drops this meta, and repeats it.
+    examples: [
+      {
+        title: 'CTO',
+        influence_level: 'high',
+        engagement_level: 'high',
+        sentiment: 'positive',
+        linkedin_url: 'https://www.linkedin.com/in/janedoe',
+      },
+    ],
+  });
 export type ContactUpdateInput = z.infer<typeof ContactUpdateInput>;
 
 export const ContactListQuery = z.object({

@@ -23,7 +23,14 @@ const tags = ['Contacts'];
 export const contactsRouter = router({
   list: authedProcedure
     .meta({
-      openapi: { method: 'GET', path: '/contacts', tags, summary: 'List contacts, newest first' },
+      openapi: {
+        method: 'GET',
+        path: '/contacts',
+        tags,
+        summary: 'List contacts, newest first',
+        description:
+          'Returns a page of the organization’s contacts (`limit`, `offset`) with `meta.total`; `q` keeps those whose name, e-mail or title contains it, case-insensitively.',
+      },
       rateLimit: 'crud',
     })
     .input(ContactListQuery)
@@ -37,6 +44,8 @@ export const contactsRouter = router({
         path: '/contacts',
         tags,
         summary: 'Add a stakeholder to a deal',
+        description:
+          'Adds a contact to a deal (`role_type` defaults to `unknown`), records a `contact_added` activity on the deal and emits `contact.created`; returns the contact with 201. A `deal_id` that is not one of the organization’s deals is a 404; send `Idempotency-Key` to retry safely.',
         successDescription: 'Created',
       },
       successStatus: 201,
@@ -57,6 +66,8 @@ export const contactsRouter = router({
         path: '/contacts/{id}',
         tags,
         summary: "A contact with its deal's title and company",
+        description:
+          'Returns the contact with the title and company of its deal. A contact that does not exist or belongs to another organization is a 404.',
       },
     })
     .input(IdParam)
@@ -65,9 +76,17 @@ export const contactsRouter = router({
 
   update: authedProcedure
     .meta({
-      openapi: { method: 'PATCH', path: '/contacts/{id}', tags, summary: 'Change some fields of a contact' },
+      openapi: {
+        method: 'PATCH',
+        path: '/contacts/{id}',
+        tags,
+        summary: 'Change some fields of a contact',
+        description:
+          'Changes the fields sent and leaves the others alone (`null` clears one; `role_type: null` resets it to `unknown`); when anything changed, records a `contact_updated` activity on the deal and emits `contact.updated`. Returns the contact; an unknown contact is a 404.',
+      },
     })
-    .input(ContactUpdateInput.extend(IdParam.shape))
+    // Adding the path's id drops the body schema's meta: its examples are given again for the document.
+    .input(ContactUpdateInput.extend(IdParam.shape).meta({ examples: ContactUpdateInput.meta()?.examples }))
     .output(dataOf(Contact))
     .mutation(({ ctx, input: { id, ...fields } }) =>
       transaction(ctx.em, async (em) => ({

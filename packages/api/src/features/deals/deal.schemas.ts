@@ -31,6 +31,12 @@ const Currency = z
   .regex(/^[A-Za-z]{3}$/, 'must be a three-letter ISO 4217 code')
   .transform((c) => c.toUpperCase());
 
+/**
+ * An e-mail address as stored. Inputs validate it (`z.email()`); outputs only say its format, so a value
+ * stored before a rule changed is still answered rather than failing the read.
+ */
+const EmailOut = z.string().meta({ format: 'email' });
+
 export const Deal = z
   .object({
     id: Uuid,
@@ -48,7 +54,7 @@ export const Deal = z
     pipeline_name: z.string().nullable(),
     owner_name: z.string().nullable(),
     contact_name: z.string().nullable(),
-    contact_email: z.string().nullable(),
+    contact_email: EmailOut.nullable(),
     contact_phone: z.string().nullable(),
     notes: z.string().nullable(),
     lead_source: z.string().nullable(),
@@ -74,7 +80,22 @@ export const DealCreateInput = z
     pipeline_id: Uuid.optional(),
     stage_id: Uuid.optional(),
   })
-  .meta({ id: 'DealCreateRequest' });
+  .meta({
+    id: 'DealCreateRequest',
+    examples: [
+      {
+        title: 'Acme rollout',
+        company_name: 'Acme Corp',
+        value: 12000,
+        currency: 'USD',
+        contact_name: 'Jane Doe',
+        contact_email: 'jane.doe@example.com',
+        notes: 'Wants SSO before signing; budget approved for Q1.',
+        lead_source: 'Website',
+        expected_close_date: '2026-12-15T17:00:00Z',
+      },
+    ],
+  });
 export type DealCreateInput = z.infer<typeof DealCreateInput>;
 
 export const DealUpdateInput = z
@@ -96,7 +117,17 @@ export const DealUpdateInput = z
       .describe('Set to pin the value; null returns it to following the stage'),
     description: LongText.nullable().optional(),
   })
-  .meta({ id: 'DealUpdateRequest' });
+  .meta({
+    id: 'DealUpdateRequest',
+    // The body of PATCH /deals/{id}: the router adds the path's id, which drops this meta, and repeats it.
+    examples: [
+      {
+        value: 15000,
+        expected_close_date: '2027-01-29T17:00:00Z',
+        notes: 'Legal review started; security questionnaire sent.',
+      },
+    ],
+  });
 export type DealUpdateInput = z.infer<typeof DealUpdateInput>;
 
 export const DealListQuery = z.object({
@@ -112,7 +143,7 @@ export const Stakeholder = z
   .object({
     id: Uuid,
     name: z.string(),
-    email: z.string().nullable(),
+    email: EmailOut.nullable(),
     title: z.string().nullable(),
     role_type: z.string().nullable(),
     influence_level: z.string().nullable(),

@@ -19,7 +19,14 @@ const tags = ['Deals'];
 export const dealsRouter = router({
   list: authedProcedure
     .meta({
-      openapi: { method: 'GET', path: '/deals', tags, summary: 'List deals, newest first' },
+      openapi: {
+        method: 'GET',
+        path: '/deals',
+        tags,
+        summary: 'List deals, newest first',
+        description:
+          'Returns a page of the organization’s deals (`limit`, `offset`) with `meta.total`, optionally only those with a `lifecycle_stage` or in a pipeline.',
+      },
       rateLimit: 'crud',
     })
     .input(DealListQuery)
@@ -33,6 +40,8 @@ export const dealsRouter = router({
         path: '/deals',
         tags,
         summary: 'Create a deal',
+        description:
+          'Creates a deal in the first stage of its pipeline (the default one unless `pipeline_id` is given) or in `stage_id`, records a `deal_created` activity and emits `deal.created`; returns the deal with 201. A stage outside the pipeline is a 400; send `Idempotency-Key` to retry safely.',
         successDescription: 'Created',
       },
       successStatus: 201,
@@ -54,6 +63,8 @@ export const dealsRouter = router({
         path: '/deals/{id}',
         tags,
         summary: 'A deal with its stakeholders and recent activities',
+        description:
+          'Returns the deal, its stakeholders (the deal’s contacts) and its 20 most recent activities, newest first. A deal that does not exist or belongs to another organization is a 404.',
       },
     })
     .input(IdParam)
@@ -62,9 +73,17 @@ export const dealsRouter = router({
 
   update: authedProcedure
     .meta({
-      openapi: { method: 'PATCH', path: '/deals/{id}', tags, summary: 'Change some fields of a deal' },
+      openapi: {
+        method: 'PATCH',
+        path: '/deals/{id}',
+        tags,
+        summary: 'Change some fields of a deal',
+        description:
+          'Changes the fields sent and leaves the others alone (`null` clears one; `lifecycle_stage: null` makes it follow the stage again), records the changes as activities and emits `deal.updated`, plus `deal.stage_changed`, `deal.won` or `deal.lost` on a stage move; returns the deal. 404 for an unknown deal, 400 for a stage outside its pipeline.',
+      },
     })
-    .input(DealUpdateInput.extend(IdParam.shape))
+    // Adding the path's id drops the body schema's meta: its examples are given again for the document.
+    .input(DealUpdateInput.extend(IdParam.shape).meta({ examples: DealUpdateInput.meta()?.examples }))
     .output(dataOf(Deal))
     .mutation(({ ctx, input: { id, ...fields } }) =>
       transaction(ctx.em, async (em) => {
@@ -82,6 +101,8 @@ export const dealsRouter = router({
         path: '/deals/{id}',
         tags,
         summary: 'Delete a deal, its contacts and activities',
+        description:
+          'Deletes the deal together with its contacts and activities and returns `{"success": true}`. An unknown deal is a 404.',
       },
     })
     .input(IdParam)

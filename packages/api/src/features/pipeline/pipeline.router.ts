@@ -14,6 +14,8 @@ export const pipelineRouter = router({
         path: '/pipeline/stages',
         tags,
         summary: 'Stages of the default pipeline, in order',
+        description:
+          'Returns the stages of the organization’s default pipeline by position, each with its `stage_type` (open, won or lost), win probability and color.',
       },
     })
     .input(z.void())
@@ -22,7 +24,14 @@ export const pipelineRouter = router({
 
   health: authedProcedure
     .meta({
-      openapi: { method: 'GET', path: '/pipeline/health', tags, summary: 'Health of the open pipeline' },
+      openapi: {
+        method: 'GET',
+        path: '/pipeline/health',
+        tags,
+        summary: 'Health of the open pipeline',
+        description:
+          'Counts the open deals that are healthy, stale (idle for more than `stale_threshold_days`), in need of a next step soon, or critical (past their close date or idle for twice the threshold).',
+      },
     })
     .input(z.void())
     .output(dataOf(PipelineHealth))

@@ -11,6 +11,8 @@ export const searchRouter = router({
         path: '/search',
         tags: ['Search'],
         summary: 'Search deals and contacts by text',
+        description:
+          'Returns up to 20 deals whose title or company, and up to 20 contacts whose name, e-mail or title, contains `q` (case-insensitive), newest first. A `q` shorter than 2 characters is a 400.',
       },
       rateLimit: 'search',
     })

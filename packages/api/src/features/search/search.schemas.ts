@@ -17,11 +17,14 @@ export const SearchDeal = z
   })
   .meta({ id: 'SearchDeal' });
 
+/** A stored e-mail address: its format is documented, not checked again on the way out. */
+const EmailOut = z.string().meta({ format: 'email' });
+
 export const SearchContact = z
   .object({
     id: Uuid,
     name: z.string(),
-    email: z.string().nullable(),
+    email: EmailOut.nullable(),
     title: z.string().nullable(),
     role_type: z.string().nullable(),
     deal_id: Uuid.nullable(),

@@ -12,6 +12,8 @@ export const usageRouter = router({
         path: '/usage',
         tags: ['Usage'],
         summary: 'This month’s API and AI usage against the quotas, the rate limits, and usage alerts',
+        description:
+          'Returns the API and AI calls of the current UTC month against the organization’s quotas, each rate-limit group’s limit and window, and the alerts recorded when a quota reached 80 % or 95 %. This call counts too.',
       },
     })
     .input(z.void())

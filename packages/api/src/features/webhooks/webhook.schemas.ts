@@ -43,7 +43,12 @@ export const WebhookCreateInput = z
       .transform((events) => [...new Set(events)])
       .describe('The event kinds to receive; at least one'),
   })
-  .meta({ id: 'WebhookCreateRequest' });
+  .meta({
+    id: 'WebhookCreateRequest',
+    examples: [
+      { url: 'https://example.com/webhooks/crm', events: ['deal.created', 'deal.won', 'deal.lost'] },
+    ],
+  });
 export type WebhookCreateInput = z.infer<typeof WebhookCreateInput>;
 
 export const WebhookCreateResponse = z

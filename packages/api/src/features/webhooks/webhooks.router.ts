@@ -30,6 +30,8 @@ export const webhooksRouter = router({
         path: '/webhooks',
         tags,
         summary: 'List webhook endpoints (never their secrets)',
+        description:
+          'Returns the organization’s webhook endpoints with the events they receive, whether they are active and their consecutive failures. Secrets are never shown again.',
       },
       rateLimit: 'webhooks',
     })
@@ -44,6 +46,8 @@ export const webhooksRouter = router({
         path: '/webhooks',
         tags,
         summary: 'Create a webhook endpoint; its signing secret is shown only in this response',
+        description:
+          'Creates an endpoint that receives the events named, signed with a new secret (`whsec_…`) returned only here: store it. A URL that is not a public http(s) URL, or a 101st endpoint, is a 400. Not idempotent: a retried create makes a second endpoint.',
         successDescription: 'Created',
       },
       successStatus: 201,
@@ -59,6 +63,8 @@ export const webhooksRouter = router({
         path: '/webhooks/{id}',
         tags,
         summary: 'Delete a webhook endpoint with its delivery history',
+        description:
+          'Deletes the endpoint with its deliveries and their attempts, and returns `{"success": true}`; it receives nothing more. An unknown endpoint is a 404.',
       },
     })
     .input(IdParam)
@@ -75,6 +81,8 @@ export const webhooksRouter = router({
         path: '/webhooks/{id}/activate',
         tags,
         summary: 'Re-activate an endpoint deactivated after failures; failure_count starts again at 0',
+        description:
+          'Turns an endpoint switched off after repeated failures (or a `410 Gone`) back on and returns it; it receives the events that happen from now on (replay the cancelled deliveries for the others). An unknown endpoint is a 404.',
       },
     })
     .input(IdParam)
@@ -90,6 +98,8 @@ export const webhooksRouter = router({
         path: '/webhooks/{id}/deliveries',
         tags,
         summary: 'An endpoint’s deliveries, newest first, with every attempt (kept for 30 days)',
+        description:
+          'Returns a page of the endpoint’s deliveries, optionally only those with a `status`, each with every attempt: its response status, duration, error and the first 1 KB of the response. An unknown endpoint is a 404.',
       },
     })
     .input(WebhookDeliveryListQuery)
@@ -103,6 +113,8 @@ export const webhooksRouter = router({
         path: '/webhooks/{id}/deliveries/{delivery_id}/replay',
         tags,
         summary: 'Send a delivery’s event again (same webhook-id), as a new delivery',
+        description:
+          'Queues the delivery’s event again as a new delivery with a fresh retry schedule and the same `webhook-id`, and returns it with 202. A deactivated endpoint is a 409 `webhook_inactive`; an unknown endpoint or delivery a 404.',
         successDescription: 'Queued',
       },
       successStatus: 202,
