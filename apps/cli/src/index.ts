@@ -1,2 +1,1 @@
-export { type Io, parseCommandLine, run, usage } from './cli.ts';
-export { CliError, UsageError } from './errors.ts';
+export { type Io, PROGRAM, parseCommandLine, run, usage } from './cli.ts';

@@ -8,6 +8,7 @@ import {
   INVITATION_PATH,
   Limits,
   pruneIdempotencyKeys,
+  runCommandLine,
   type Services,
 } from '@crm/api';
 import type { Config } from '@crm/config';
@@ -90,6 +91,14 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     await db.close();
     throw err;
   }
+  // A `crm` command beside this server (embedded database: one process) is run here, on this database.
+  db.serveLocalRequests(async (request) => {
+    const argv = (request as { argv?: unknown } | null)?.argv;
+    if (!Array.isArray(argv) || !argv.every((a) => typeof a === 'string'))
+      return { code: 2, stdout: [], stderr: ['error: not a command line'] };
+    logger.info({ command: argv.slice(0, 2).join(' ') }, 'running a crm command for a local process');
+    return runCommandLine(argv, db.orm.em.fork(), config);
+  });
   const state: AppState = { draining: false };
   const app = buildApp(services, logger, state);
   const server = app.listen({ port: config.port, host: config.host });

@@ -1,8 +1,9 @@
+import { spawn as spawnProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ServerProcess, spawnServer as spawn } from './server-process.ts';
+import { ROOT, type ServerProcess, spawnServer as spawn } from './server-process.ts';
 
 /** The server on an embedded data directory. */
 const spawnServer = (dataDir: string): Promise<ServerProcess & { url: string }> =>
@@ -72,6 +73,41 @@ describe('the server process', () => {
     expect(messages).toContain(
       `ready: dashboard ${server.url}/admin, API ${server.url}/api/v1/crm, reference ${server.url}/docs`,
     );
+  });
+
+  it('runs a crm command beside it on its embedded database: the key it creates works at once', async () => {
+    const crm = (...args: string[]) =>
+      new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+        const child = spawnProcess(process.execPath, ['apps/cli/src/main.ts', ...args], {
+          cwd: ROOT,
+          env: { PATH: process.env.PATH, CRM_DATA_DIR: dataDir, LOG_LEVEL: 'silent' },
+        });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (d) => {
+          stdout += d;
+        });
+        child.stderr.on('data', (d) => {
+          stderr += d;
+        });
+        child.on('close', (code) => resolve({ code, stdout, stderr }));
+      });
+    const orgs = await crm('org', 'list');
+    expect(orgs.code, orgs.stderr).toBe(0);
+    const org = JSON.parse(orgs.stdout.trim().split('\n')[0] ?? '{}') as { org_id: string; name: string };
+    expect(org.name).toBe('Default organization');
+    const created = await crm('key', 'create', '--org', org.org_id, '--name', 'beside the server');
+    expect(created.code, created.stderr).toBe(0);
+    expect(created.stderr).toBe('');
+    const key = (JSON.parse(created.stdout) as { api_key: string }).api_key;
+    const res = await fetch(`${server.url}/api/v1/crm/deals`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
+    expect(res.status).toBe(200);
+    // Errors come back as the CLI prints them, with its exit codes.
+    const wrong = await crm('key', 'revoke', 'not-a-uuid');
+    expect(wrong.code).toBe(1);
+    expect(wrong.stderr).toBe('error: key_id must be a UUID, got "not-a-uuid"\n');
   });
 
   it('answers /healthz and /readyz outside the versioned path', async () => {

@@ -1,6 +1,9 @@
 export { type AdminRouter, adminRouter } from './admin/admin.router.ts';
 export * from './admin/api-keys.ts';
 export * from './admin/audit.ts';
+export * from './admin/cli/command-line.ts';
+export type { Action } from './admin/cli/commands.ts';
+export { CliError, UsageError } from './admin/cli/errors.ts';
 export * from './admin/dashboard-auth.ts';
 export * from './admin/invitations.ts';
 export * from './admin/organizations.ts';

@@ -24,11 +24,77 @@ export class DataDirLockedError extends Error {
   override name = 'DataDirLockedError';
 }
 
+/** A request a process makes of the embedded database's holder, and its answer (JSON, one line each). */
+export type LocalRequestHandler = (request: unknown) => Promise<unknown>;
+
 export interface Database {
   orm: Orm;
   /** Closes the ORM (flushing PGlite to disk) and releases the data directory. */
   close(): Promise<void>;
+  /**
+   * Embedded only: answers other processes of this machine's user that find the database held (the CLI)
+   * on the lock's socket, with this process's database.
+   */
+  serveLocalRequests(handler: LocalRequestHandler): void;
 }
+
+/** The lock's socket of an embedded data directory (see `lockDataDir`). */
+export function lockSocketPath(dataDir: string): string {
+  return `${path.join(dataDir, 'pglite')}.lock.sock`;
+}
+
+/** How long a holder has to greet a connection before it is taken to serve nothing. */
+const GREETING_TIMEOUT_MS = 2_000;
+
+/**
+ * Sends one request to the process that holds the embedded database at `dataDir`, and returns its
+ * answer, or undefined when it serves no requests or nobody holds it. The holder greets every
+ * connection with one line saying whether it serves requests; only then is the request sent.
+ */
+export function askHolder(dataDir: string, request: unknown, timeoutMs = 60_000): Promise<unknown> {
+  return new Promise((resolve) => {
+    const socket = connect(lockSocketPath(dataDir));
+    let received = '';
+    let greeted = false;
+    let settled = false;
+    const done = (value: unknown) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(value);
+    };
+    let timer = setTimeout(() => done(undefined), GREETING_TIMEOUT_MS);
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => {
+      received += chunk;
+      if (!greeted) {
+        const end = received.indexOf('\n');
+        if (end < 0) return;
+        greeted = true;
+        const greeting = received.slice(0, end);
+        received = received.slice(end + 1);
+        if (greeting !== SERVES) return done(undefined);
+        clearTimeout(timer);
+        timer = setTimeout(() => done(undefined), timeoutMs);
+        socket.write(`${JSON.stringify(request)}\n`);
+        return;
+      }
+      const end = received.indexOf('\n');
+      if (end < 0) return;
+      try {
+        done(JSON.parse(received.slice(0, end)));
+      } catch {
+        done(undefined);
+      }
+    });
+    socket.once('error', () => done(undefined));
+    socket.once('close', () => done(undefined));
+  });
+}
+
+const SERVES = 'serves requests';
+const SERVES_NOTHING = 'serves nothing';
 
 function baseOptions(): Partial<Options> {
   return {
@@ -85,11 +151,42 @@ function listenOn(server: Server, socketPath: string): Promise<void> {
  * holder is recognised by answering a connection, never by a pid that may have been reused. The second
  * opener fails with a message naming the holder.
  */
-async function lockDataDir(clusterDir: string, role: string): Promise<() => Promise<void>> {
+async function lockDataDir(
+  clusterDir: string,
+  role: string,
+): Promise<{ release: () => Promise<void>; serve: (handler: LocalRequestHandler) => void }> {
   mkdirSync(path.dirname(clusterDir), { recursive: true });
   const socketPath = `${clusterDir}.lock.sock`;
   const holderFile = `${clusterDir}.holder.json`;
-  const server = createServer((socket) => socket.end());
+  let handler: LocalRequestHandler | undefined;
+  // A connection is a liveness probe (closed at once) or, once this process serves requests, one request.
+  const server = createServer((socket) => {
+    socket.on('error', () => socket.destroy());
+    if (!handler) {
+      socket.end(`${SERVES_NOTHING}\n`);
+      return;
+    }
+    const serve = handler;
+    socket.write(`${SERVES}\n`);
+    let line = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => {
+      line += chunk;
+      if (!line.includes('\n')) return;
+      socket.pause();
+      let request: unknown;
+      try {
+        request = JSON.parse(line.slice(0, line.indexOf('\n')));
+      } catch {
+        socket.end();
+        return;
+      }
+      serve(request).then(
+        (answer) => socket.end(`${JSON.stringify(answer)}\n`),
+        () => socket.end(),
+      );
+    });
+  });
   try {
     await listenOn(server, socketPath);
   } catch (err) {
@@ -113,10 +210,15 @@ async function lockDataDir(clusterDir: string, role: string): Promise<() => Prom
   writeFileSync(holderFile, JSON.stringify(holder));
   // The socket must not keep a CLI run alive once its work is done.
   server.unref();
-  return () =>
-    new Promise<void>((resolve) => {
-      server.close(() => resolve());
-    });
+  return {
+    release: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+      }),
+    serve: (h) => {
+      handler = h;
+    },
+  };
 }
 
 /** Whether opening `database` will create a new, empty embedded database (nothing in its data directory yet). */
@@ -134,10 +236,11 @@ export function createsEmbeddedDatabase(database: DatabaseConfig): boolean {
  */
 export async function openDatabase(database: DatabaseConfig, role: string): Promise<Database> {
   let release: (() => Promise<void>) | undefined;
+  let serve: ((handler: LocalRequestHandler) => void) | undefined;
   let orm: Orm;
   if (database.kind === 'pglite') {
     const clusterDir = isMemory(database.dataDir) ? database.dataDir : path.join(database.dataDir, 'pglite');
-    if (!isMemory(clusterDir)) release = await lockDataDir(clusterDir, role);
+    if (!isMemory(clusterDir)) ({ release, serve } = await lockDataDir(clusterDir, role));
     try {
       orm = (await PgliteMikroORM.init({
         ...baseOptions(),
@@ -174,6 +277,9 @@ export async function openDatabase(database: DatabaseConfig, role: string): Prom
   const maintenance = database.kind === 'pglite' ? await startEmbeddedMaintenance(orm) : undefined;
   return {
     orm,
+    serveLocalRequests(handler) {
+      serve?.(handler);
+    },
     async close() {
       maintenance?.stop();
       await orm.close(true);

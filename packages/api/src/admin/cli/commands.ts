@@ -1,23 +1,12 @@
-import {
-  ApiError,
-  CLI_ACTOR,
-  createOrganizationWithKey,
-  createPerson,
-  deleteOrganization,
-  issueApiKey,
-  listApiKeys,
-  listOrganizations,
-  listPeople,
-  orgQuotaReport,
-  removePerson,
-  resetPassword,
-  revokeApiKey,
-  setOrgQuota,
-  UnknownOrganizationError,
-} from '@crm/api';
 import type { Config } from '@crm/config';
 import { type EntityManager, Organization, USER_ROLES, type UserRole } from '@crm/db';
 import { z } from 'zod';
+import { ApiError } from '../../errors.ts';
+import { orgQuotaReport, setOrgQuota, UnknownOrganizationError } from '../../limits/org-quotas.ts';
+import { issueApiKey, listApiKeys, revokeApiKey } from '../api-keys.ts';
+import { CLI_ACTOR } from '../audit.ts';
+import { createOrganizationWithKey, deleteOrganization, listOrganizations } from '../organizations.ts';
+import { createPerson, listPeople, removePerson, resetPassword } from '../people.ts';
 import { CliError, UsageError } from './errors.ts';
 
 /** What a command does once the database is open: the JSON objects it returns are printed one per line. */
