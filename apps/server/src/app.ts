@@ -14,12 +14,12 @@ import {
 } from '@crm/api';
 import { bodyParser } from '@koa/bodyparser';
 import cors from '@koa/cors';
-import { nodeHTTPRequestHandler } from '@trpc/server/adapters/node-http';
 import Koa from 'koa';
 import { dashboardRoutes } from './dashboard.ts';
 import type { Logger } from './logger.ts';
-import { attachContext, contextOf } from './request-context.ts';
+import { attachContext } from './request-context.ts';
 import { MAX_BODY_BYTES, matchRoute, type Route, restHandler } from './rest-adapter.ts';
+import { serveTrpc } from './trpc-handler.ts';
 
 export const API_PREFIX = '/api/v1/crm';
 export const TRPC_PREFIX = '/trpc';
@@ -185,29 +185,7 @@ export function buildApp(services: Services, logger: Logger, state: AppState = {
 
   app.use(async (ctx, next) => {
     if (!ctx.path.startsWith(`${TRPC_PREFIX}/`)) return next();
-    ctx.respond = false;
-    // Koa starts every response as 404; tRPC only sets its own status over a 200.
-    ctx.res.statusCode = 200;
-    await nodeHTTPRequestHandler({
-      router: appRouter,
-      req: ctx.req,
-      res: ctx.res,
-      path: ctx.path.slice(TRPC_PREFIX.length + 1),
-      maxBodySize: MAX_BODY_BYTES,
-      createContext: ({ req }) => contextOf(req),
-      onError: ({ error }) => {
-        if (error.code === 'INTERNAL_SERVER_ERROR' && !(error.cause instanceof ApiError))
-          logger.error({ req_id: ctx.state.requestId, err: error.cause ?? error }, 'request failed');
-      },
-      // The status comes from our error table, as on REST; the rate-limit and quota headers ride along.
-      responseMeta: ({ ctx: context, errors }) => {
-        const headers = { ...context?.response.headers };
-        if (!errors[0]) return { headers };
-        const { status, headers: errorHeaders } = toErrorResponse(errors[0]);
-        return { status, headers: { ...headers, ...errorHeaders } };
-      },
-    });
-    ctx.status = ctx.res.statusCode;
+    await serveTrpc(ctx, { router: appRouter, prefix: TRPC_PREFIX, logger });
   });
 
   const hasBody = (method: string) => method === 'POST' || method === 'PATCH' || method === 'PUT';

@@ -7,16 +7,15 @@ import {
   createRequestContext,
   DASHBOARD_AUTH_PATH,
   type Services,
-  toErrorResponse,
 } from '@crm/api';
-import { nodeHTTPRequestHandler } from '@trpc/server/adapters/node-http';
 import type { Context as KoaContext, Middleware } from 'koa';
 import helmet from 'koa-helmet';
 import send from 'koa-send';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import getRawBody from 'raw-body';
 import type { Logger } from './logger.ts';
-import { attachContext, contextOf } from './request-context.ts';
+import { attachContext } from './request-context.ts';
+import { serveTrpc } from './trpc-handler.ts';
 
 export const DASHBOARD_PREFIX = '/admin';
 const ADMIN_TRPC_PREFIX = `${DASHBOARD_PREFIX}/trpc`;
@@ -154,26 +153,12 @@ export function dashboardRoutes(services: Services, logger: Logger): Middleware 
       headers: ctx.req.headers,
     });
     attachContext(ctx.req, context);
-    ctx.respond = false;
-    ctx.res.statusCode = 200;
-    await nodeHTTPRequestHandler({
+    await serveTrpc(ctx, {
       router: adminRouter,
-      req: ctx.req,
-      res: ctx.res,
-      path: ctx.path.slice(ADMIN_TRPC_PREFIX.length + 1),
-      maxBodySize: 1024 * 1024,
-      createContext: ({ req }) => contextOf(req),
-      onError: ({ error }) => {
-        if (error.code === 'INTERNAL_SERVER_ERROR' && !(error.cause instanceof ApiError))
-          logger.error({ req_id: ctx.state.requestId, err: error.cause ?? error }, 'request failed');
-      },
-      responseMeta: ({ ctx: c, errors }) => {
-        const headers = { ...c?.response.headers, 'Cache-Control': 'no-store' };
-        if (!errors[0]) return { headers };
-        return { status: toErrorResponse(errors[0]).status, headers };
-      },
+      prefix: ADMIN_TRPC_PREFIX,
+      logger,
+      headers: { 'Cache-Control': 'no-store' },
     });
-    ctx.status = ctx.res.statusCode;
   }
 
   /** The single-page app: hashed assets cached for a year, every other path its index.html, never cached. */

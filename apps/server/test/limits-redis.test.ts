@@ -8,7 +8,13 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/logger.ts';
 import { type RunningServer, startServer } from '../src/server.ts';
-import { CONTRACT_RATE_LIMITS, DRIVERS, startTestServer, type TestServer } from './harness.ts';
+import {
+  CONTRACT_RATE_LIMITS,
+  DRIVERS,
+  type DriverName,
+  startTestServer,
+  type TestServer,
+} from './harness.ts';
 
 const REDIS_URL = process.env.REDIS_URL;
 const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL;
@@ -192,42 +198,49 @@ function freePort(): Promise<number> {
   });
 }
 
+/** A test server whose counters live in a private redis-server the test may stop or pause; its log is kept. */
+async function startWithPrivateRedis(driver: DriverName, env: Record<string, string>) {
+  const redis = new PrivateRedis(await freePort());
+  await redis.start();
+  const logLines: Array<{ level: number; msg: string }> = [];
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      for (const line of String(chunk).split('\n').filter(Boolean)) logLines.push(JSON.parse(line));
+      done();
+    },
+  });
+  const s = await startTestServer(
+    driver,
+    {
+      ...CONTRACT_RATE_LIMITS,
+      CRM_RATE_LIMIT_CRUD: '100',
+      // During an outage each of the 4 instances this one pretends to be may let 25 through.
+      CRM_INSTANCE_COUNT: '4',
+      REDIS_URL: redis.url,
+      ...env,
+    },
+    { logger: pino({ level: 'info' }, sink) },
+  );
+  return { redis, s, messages: (pattern: RegExp) => logLines.filter((l) => pattern.test(l.msg)) };
+}
+
 for (const { driver, label, skip } of DRIVERS) {
   describe.skipIf(skip || !HAS_REDIS_SERVER)(
     `Redis stopped mid-test on ${label}${HAS_REDIS_SERVER ? '' : ' (skipped: redis-server is not on the PATH)'}`,
     () => {
       let redis: PrivateRedis;
       let s: TestServer;
-      const logLines: Array<{ level: number; msg: string }> = [];
+      let messages: (pattern: RegExp) => Array<{ level: number; msg: string }>;
 
       beforeAll(async () => {
-        redis = new PrivateRedis(await freePort());
-        await redis.start();
-        const sink = new Writable({
-          write(chunk, _encoding, done) {
-            for (const line of String(chunk).split('\n').filter(Boolean)) logLines.push(JSON.parse(line));
-            done();
-          },
-        });
-        s = await startTestServer(
-          driver,
-          {
-            ...CONTRACT_RATE_LIMITS,
-            CRM_RATE_LIMIT_CRUD: '100',
-            // During the outage each of the 4 instances this one pretends to be may let 25 through.
-            CRM_INSTANCE_COUNT: '4',
-            REDIS_URL: redis.url,
-            CRM_USAGE_FLUSH_INTERVAL_MS: '200',
-          },
-          { logger: pino({ level: 'info' }, sink) },
-        );
+        ({ redis, s, messages } = await startWithPrivateRedis(driver, {
+          CRM_USAGE_FLUSH_INTERVAL_MS: '200',
+        }));
       });
       afterAll(async () => {
         await s?.stop();
         await redis?.stop();
       });
-
-      const messages = (pattern: RegExp) => logLines.filter((l) => pattern.test(l.msg));
 
       it('keeps answering under the per-instance fallback limit, counts on exactly, and logs the outage once', async () => {
         const key = s.orgA.apiKey;
@@ -265,35 +278,16 @@ for (const { driver, label, skip } of DRIVERS) {
     () => {
       let redis: PrivateRedis;
       let s: TestServer;
-      const logLines: Array<{ level: number; msg: string }> = [];
+      let messages: (pattern: RegExp) => Array<{ level: number; msg: string }>;
 
       beforeAll(async () => {
-        redis = new PrivateRedis(await freePort());
-        await redis.start();
-        const sink = new Writable({
-          write(chunk, _encoding, done) {
-            for (const line of String(chunk).split('\n').filter(Boolean)) logLines.push(JSON.parse(line));
-            done();
-          },
-        });
-        s = await startTestServer(
-          driver,
-          {
-            ...CONTRACT_RATE_LIMITS,
-            CRM_RATE_LIMIT_CRUD: '100',
-            CRM_INSTANCE_COUNT: '4',
-            REDIS_URL: redis.url,
-          },
-          { logger: pino({ level: 'info' }, sink) },
-        );
+        ({ redis, s, messages } = await startWithPrivateRedis(driver, {}));
       });
       afterAll(async () => {
         redis?.resume();
         await s?.stop();
         await redis?.stop();
       });
-
-      const messages = (pattern: RegExp) => logLines.filter((l) => pattern.test(l.msg));
 
       it('costs one command timeout, then calls skip Redis at once under the instance’s share, and it is used again once it answers', async () => {
         const key = s.orgA.apiKey;

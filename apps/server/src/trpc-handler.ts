@@ -1,0 +1,40 @@
+import { ApiError, toErrorResponse } from '@crm/api';
+import type { AnyTRPCRouter } from '@trpc/server';
+import { nodeHTTPRequestHandler } from '@trpc/server/adapters/node-http';
+import type { Context as KoaContext } from 'koa';
+import type { Logger } from './logger.ts';
+import { contextOf } from './request-context.ts';
+import { MAX_BODY_BYTES } from './rest-adapter.ts';
+
+/**
+ * Hands a Koa request to a tRPC router mounted at `prefix` (the API's `/trpc`, the dashboard's
+ * `/admin/trpc`), on the request context Koa attached. Statuses come from the one error table, as on
+ * REST, and the headers a call earned (rate-limit, quota, Retry-After) ride along.
+ */
+export async function serveTrpc(
+  ctx: KoaContext,
+  options: { router: AnyTRPCRouter; prefix: string; logger: Logger; headers?: Record<string, string> },
+): Promise<void> {
+  ctx.respond = false;
+  // Koa starts every response as 404; tRPC only sets its own status over a 200.
+  ctx.res.statusCode = 200;
+  await nodeHTTPRequestHandler({
+    router: options.router,
+    req: ctx.req,
+    res: ctx.res,
+    path: ctx.path.slice(options.prefix.length + 1),
+    maxBodySize: MAX_BODY_BYTES,
+    createContext: ({ req }) => contextOf(req),
+    onError: ({ error }) => {
+      if (error.code === 'INTERNAL_SERVER_ERROR' && !(error.cause instanceof ApiError))
+        options.logger.error({ req_id: ctx.state.requestId, err: error.cause ?? error }, 'request failed');
+    },
+    responseMeta: ({ ctx: context, errors }) => {
+      const headers = { ...context?.response.headers, ...options.headers };
+      if (!errors[0]) return { headers };
+      const { status, headers: errorHeaders } = toErrorResponse(errors[0]);
+      return { status, headers: { ...headers, ...errorHeaders } };
+    },
+  });
+  ctx.status = ctx.res.statusCode;
+}
