@@ -1,3 +1,5 @@
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDatabase, startTestServer, type TestServer } from './harness.ts';
 import { type HangingProxy, startHangingProxy } from './tcp-proxy.ts';
@@ -10,6 +12,7 @@ describe.skipIf(!TEST_DATABASE_URL)(
     let proxy: HangingProxy;
     let s: TestServer;
     let dropDatabase: () => Promise<void>;
+    const logged: Array<{ msg: string }> = [];
 
     beforeAll(async () => {
       const created = await createDatabase(TEST_DATABASE_URL as string);
@@ -18,12 +21,22 @@ describe.skipIf(!TEST_DATABASE_URL)(
       proxy = await startHangingProxy({ host: url.hostname, port: Number(url.port || 5432) });
       url.host = `127.0.0.1:${proxy.port}`;
       // The server reaches its database only through the proxy (DATABASE_URL wins over the embedded default).
-      s = await startTestServer('pglite', {
-        DATABASE_URL: url.toString(),
-        DATABASE_CONNECT_TIMEOUT_MS: '1000',
-        DATABASE_QUERY_TIMEOUT_MS: '1500',
-        CRM_WEBHOOKS_POLL_INTERVAL_MS: '200',
+      const sink = new Writable({
+        write(chunk, _encoding, done) {
+          for (const line of String(chunk).split('\n').filter(Boolean)) logged.push(JSON.parse(line));
+          done();
+        },
       });
+      s = await startTestServer(
+        'pglite',
+        {
+          DATABASE_URL: url.toString(),
+          DATABASE_CONNECT_TIMEOUT_MS: '1000',
+          DATABASE_QUERY_TIMEOUT_MS: '1500',
+          CRM_WEBHOOKS_POLL_INTERVAL_MS: '200',
+        },
+        { logger: pino({ level: 'info' }, sink) },
+      );
     });
     afterAll(async () => {
       proxy?.resume();
@@ -72,6 +85,12 @@ describe.skipIf(!TEST_DATABASE_URL)(
       }
       expect(status).toBe(200);
       expect((await fetch(`${s.url}/readyz`)).status).toBe(200);
+      // The webhook worker, failing a pass every 200 ms during the outage, said so once, and its end once.
+      const deadlineLog = Date.now() + 10_000;
+      while (Date.now() < deadlineLog && !logged.some((l) => l.msg === 'webhook worker passes work again'))
+        await new Promise((r) => setTimeout(r, 100));
+      expect(logged.filter((l) => /webhook worker pass failed/.test(l.msg))).toHaveLength(1);
+      expect(logged.filter((l) => l.msg === 'webhook worker passes work again')).toHaveLength(1);
       const stored = await s.sql<{ n: number }>(
         "select count(*)::int as n from deals where title like 'During outage%'",
       );

@@ -5,7 +5,7 @@ export {
   RefusedTargetError,
 } from './address-policy.ts';
 export { dispatchOutbox } from './dispatch.ts';
-export { type ClaimedDelivery, claimDue, recordOutcome } from './queue.ts';
+export { type ClaimedDelivery, type ClaimOptions, claimDue, recordOutcome } from './queue.ts';
 export { type Pruned, pruneWebhookHistory } from './retention.ts';
 export { retryDelayMs } from './schedule.ts';
 export { generateSecret, openSecret, SecretUnavailableError, sealSecret } from './secrets.ts';

@@ -1,12 +1,20 @@
 import type { WebhooksConfig } from '@crm/config';
 import type { Orm } from '@crm/db';
 import { dispatchOutbox } from './dispatch.ts';
-import { type ClaimedDelivery, claimDue, recordOutcome, releaseAllClaims, releaseClaim } from './queue.ts';
+import {
+  type ClaimedDelivery,
+  type ClaimOptions,
+  claimDue,
+  recordOutcome,
+  releaseAllClaims,
+  releaseClaim,
+} from './queue.ts';
 import { pruneWebhookHistory } from './retention.ts';
 import { retryDelayMs } from './schedule.ts';
 import { openSecret } from './secrets.ts';
 import { signedHeaders } from './signature.ts';
 import { type AttemptOutcome, WebhookTransport } from './transport.ts';
+import { listenForWork, type Queued, type Wakeups } from './wakeup.ts';
 
 /** Events fanned out per transaction. */
 const DISPATCH_BATCH = 200;
@@ -58,16 +66,30 @@ export class WebhookWorker {
   private readonly inFlight = new Map<string, InFlight>();
   private stopping = false;
   private loopDone: Promise<void> | undefined;
-  private wake: (() => void) | undefined;
-  /** The last claim took every free slot: more may be due as soon as one frees. */
-  private backlog = false;
+  private wakeups: Wakeups | undefined;
+  /** Something happened since the current pass began (see `signal`): run another instead of sleeping. */
+  private signalled = false;
+  /** Ends the current sleep early. */
+  private wakeSleeper: (() => void) | undefined;
+  /** Outbox events may be waiting to be fanned out: the database said so, or the last batch was full. */
+  private dispatchDue = true;
+  private lastDispatchAt = 0;
   private lastPruneAt = 0;
+  /** The last pass failed: further failures are not logged again until one succeeds. */
+  private failing = false;
+  /** What a success claims for the slot it frees. */
+  private readonly handOff: ClaimOptions;
 
   constructor(options: WebhookWorkerOptions) {
     this.orm = options.orm;
     this.config = options.config;
     this.logger = options.logger;
     this.sole = options.sole;
+    this.handOff = {
+      limit: 1,
+      leaseMs: leaseMsFor(options.config.timeoutMs),
+      perEndpoint: MAX_IN_FLIGHT_PER_ENDPOINT,
+    };
     this.transport = new WebhookTransport({
       allowPrivate: options.config.allowPrivate,
       timeoutMs: options.config.timeoutMs,
@@ -80,6 +102,7 @@ export class WebhookWorker {
       if (released > 0)
         this.logger.info({ released }, 'released webhook deliveries left by a stopped process');
     }
+    this.wakeups = await listenForWork(this.orm, (what) => this.notified(what), this.logger);
     this.loopDone = this.loop();
   }
 
@@ -89,8 +112,9 @@ export class WebhookWorker {
    */
   async stop(graceMs: number): Promise<void> {
     this.stopping = true;
-    this.wake?.();
+    this.signal();
     await this.loopDone;
+    await this.wakeups?.close();
     const running = [...this.inFlight.values()];
     const timer = setTimeout(() => {
       for (const r of running) r.controller.abort();
@@ -100,32 +124,73 @@ export class WebhookWorker {
     await this.transport.close();
   }
 
+  /**
+   * Passes run back to back while there is work they can start, and otherwise wait for a signal: the
+   * database notifying a commit that queued events or deliveries, or an attempt of this worker ending
+   * (its slot, and its endpoint's, are free again). Polling at `pollIntervalMs` stays as the fallback
+   * (a lost wake-up connection, retries coming due); it never spins.
+   */
   private async loop(): Promise<void> {
     while (!this.stopping) {
+      this.signalled = false;
       let more = false;
       try {
         more = await this.pass();
+        if (this.failing) this.logger.info({}, 'webhook worker passes work again');
+        this.failing = false;
       } catch (err) {
-        this.logger.error({ err }, 'webhook worker pass failed');
+        // An outage (a database down or hung) fails every pass: said once, and its end once.
+        if (!this.failing)
+          this.logger.error({ err }, 'webhook worker pass failed; retrying every poll interval');
+        this.failing = true;
       }
-      if (!more && !this.stopping) await this.sleep(this.config.pollIntervalMs);
+      if (!more && !this.signalled && !this.stopping) await this.sleep(this.config.pollIntervalMs);
     }
+  }
+
+  /** Ends the sleep at once, or, when a pass is running, has another one run after it. */
+  private signal(): void {
+    this.signalled = true;
+    this.wakeSleeper?.();
+  }
+
+  /** The database says a commit queued outbox events (to fan out) or deliveries (to claim). */
+  private notified(what: Queued): void {
+    if (what === 'events') this.dispatchDue = true;
+    this.signal();
   }
 
   private sleep(ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const timer = setTimeout(finish, ms);
-      function finish() {
+      const finish = () => {
         clearTimeout(timer);
+        this.wakeSleeper = undefined;
         resolve();
-      }
-      this.wake = finish;
+      };
+      const timer = setTimeout(finish, ms);
+      this.wakeSleeper = finish;
     });
   }
 
   /** One round of work; true when there is more to do at once. */
   private async pass(): Promise<boolean> {
-    const dispatched = await dispatchOutbox(this.orm, DISPATCH_BATCH);
+    let more = false;
+    // Without a notification, the outbox is still looked at once per poll interval.
+    if (this.dispatchDue || Date.now() - this.lastDispatchAt >= this.config.pollIntervalMs) {
+      this.dispatchDue = false;
+      this.lastDispatchAt = Date.now();
+      let dispatched: number;
+      try {
+        dispatched = await dispatchOutbox(this.orm, DISPATCH_BATCH);
+      } catch (err) {
+        this.dispatchDue = true;
+        throw err;
+      }
+      if (dispatched === DISPATCH_BATCH) {
+        this.dispatchDue = true;
+        more = true;
+      }
+    }
     const free = this.config.concurrency - this.inFlight.size;
     if (free > 0) {
       const claims = await claimDue(this.orm, {
@@ -134,27 +199,44 @@ export class WebhookWorker {
         perEndpoint: MAX_IN_FLIGHT_PER_ENDPOINT,
       });
       for (const claim of claims) this.attempt(claim);
-      this.backlog = claims.length === free;
     }
     await this.pruneWhenDue();
-    return dispatched === DISPATCH_BATCH;
+    return more;
   }
 
+  /**
+   * Makes the attempt in one of this worker's slots. A success hands the slot on: the statement that
+   * records it also claims the next due delivery, which is attempted at once in the same slot. Otherwise
+   * the slot is free again and the loop is signalled to fill it.
+   */
   private attempt(claim: ClaimedDelivery): void {
     const controller = new AbortController();
     const done = this.deliver(claim, controller.signal)
-      .catch((err: unknown) => {
+      .catch((err: unknown): ClaimedDelivery[] => {
         // The claim stays leased and is attempted again once the lease runs out.
         this.logger.error({ err, delivery_id: claim.id }, 'recording a webhook attempt failed');
+        return [];
       })
-      .finally(() => {
+      .then(async (next) => {
         this.inFlight.delete(claim.id);
-        if (this.backlog) this.wake?.();
+        if (this.stopping)
+          // Claimed as the worker began to stop: given back for the next worker, like any unmade attempt.
+          await Promise.all(
+            next.map((n) =>
+              releaseClaim(this.orm, n).catch((err: unknown) =>
+                this.logger.error({ err, delivery_id: n.id }, 'giving a webhook delivery back failed'),
+              ),
+            ),
+          );
+        else for (const n of next) this.attempt(n);
+        // Nothing handed on: a slot of this worker (and one of the endpoint's) is free for the loop to fill.
+        if (next.length === 0) this.signal();
       });
     this.inFlight.set(claim.id, { done, controller });
   }
 
-  private async deliver(claim: ClaimedDelivery, stop: AbortSignal): Promise<void> {
+  /** Makes one attempt and records it; returns the deliveries handed on to this slot. */
+  private async deliver(claim: ClaimedDelivery, stop: AbortSignal): Promise<ClaimedDelivery[]> {
     const startedAt = new Date();
     let outcome: AttemptOutcome;
     try {
@@ -173,17 +255,25 @@ export class WebhookWorker {
     }
     if (stop.aborted && outcome.status === null) {
       await releaseClaim(this.orm, claim);
-      return;
+      return [];
     }
-    const result = await recordOutcome(this.orm, claim, outcome, startedAt, {
-      retryDelayMs: (failed, retryAfter) => retryDelayMs(this.config.retryScheduleMs, failed, retryAfter),
-      maxConsecutiveFailures: this.config.maxConsecutiveFailures,
-    });
+    const result = await recordOutcome(
+      this.orm,
+      claim,
+      outcome,
+      startedAt,
+      {
+        retryDelayMs: (failed, retryAfter) => retryDelayMs(this.config.retryScheduleMs, failed, retryAfter),
+        maxConsecutiveFailures: this.config.maxConsecutiveFailures,
+      },
+      this.stopping ? undefined : this.handOff,
+    );
     if (result.recorded && result.deactivated)
       this.logger.warn(
         { endpoint_id: claim.endpointId, org_id: claim.orgId, status: outcome.status },
         'webhook endpoint deactivated after consecutive failures',
       );
+    return result.next;
   }
 
   private async pruneWhenDue(): Promise<void> {
