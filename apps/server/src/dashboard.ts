@@ -1,13 +1,7 @@
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import {
-  ApiError,
-  adminRouter,
-  createRequestContext,
-  DASHBOARD_AUTH_PATH,
-  type Services,
-} from '@crm/api';
+import { ApiError, adminRouter, createRequestContext, DASHBOARD_AUTH_PATH, type Services } from '@crm/api';
 import type { Context as KoaContext, Middleware } from 'koa';
 import helmet from 'koa-helmet';
 import send from 'koa-send';
