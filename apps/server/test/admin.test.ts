@@ -517,3 +517,37 @@ for (const { driver, label, skip } of DRIVERS) {
     });
   });
 }
+
+describe('the dashboard behind HTTPS (CRM_PUBLIC_URL=https://…), on embedded PGlite', () => {
+  const PUBLIC = 'https://crm.example.test';
+  let s: TestServer;
+  beforeAll(async () => {
+    s = await startTestServer('pglite', { CRM_PUBLIC_URL: PUBLIC });
+  });
+  afterAll(async () => {
+    await s?.stop();
+  });
+
+  it('sets a Secure, __Secure- session cookie, and accepts changes only from the public origin', async () => {
+    const person = await addPerson(s, s.orgA.orgId);
+    const res = await fetch(`${s.url}/admin/auth/sign-in/email`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: PUBLIC },
+      body: JSON.stringify({ email: person.email, password: person.password }),
+    });
+    expect(res.status).toBe(200);
+    const cookie = res.headers.getSetCookie().find((c) => c.startsWith('__Secure-crm.session_token='));
+    expect(cookie).toMatch(/; Secure/);
+    expect(cookie).toMatch(/HttpOnly/);
+    const session = (cookie as string).split(';')[0] as string;
+    expect(await failure(dashboardClient(s, session, s.url).keys.create.mutate({ name: 'x' }))).toMatchObject(
+      {
+        status: 403,
+      },
+    );
+    const created = await dashboardClient(s, session, PUBLIC).keys.create.mutate({ name: 'over https' });
+    expect(created.api_key).toMatch(/^ck_/);
+    const invite = await dashboardClient(s, session, PUBLIC).team.invite.mutate({ role: 'member' });
+    expect(invite.url.startsWith(`${PUBLIC}/admin/invite/`)).toBe(true);
+  });
+});
