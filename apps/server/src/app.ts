@@ -19,7 +19,7 @@ import { dashboardRoutes } from './dashboard.ts';
 import type { Logger } from './logger.ts';
 import { attachContext } from './request-context.ts';
 import { MAX_BODY_BYTES, matchRoute, type Route, restHandler } from './rest-adapter.ts';
-import { serveTrpc } from './trpc-handler.ts';
+import { logFailure, serveTrpc } from './trpc-handler.ts';
 
 export const API_PREFIX = '/api/v1/crm';
 export const TRPC_PREFIX = '/trpc';
@@ -220,6 +220,6 @@ export function buildApp(services: Services, logger: Logger, state: AppState = {
     }
     return next();
   });
-  app.use(restHandler(API_PREFIX, (err) => logger.error({ err }, 'request failed')));
+  app.use(restHandler(API_PREFIX, (err) => logFailure(logger, undefined, err as { code?: string })));
   return app;
 }

@@ -56,8 +56,11 @@ function withoutSessionToken(body: Buffer): Buffer {
   if (!body.includes('"token"')) return body;
   try {
     const parsed = JSON.parse(body.toString('utf8')) as Record<string, unknown>;
-    if (parsed && typeof parsed === 'object' && 'token' in parsed) {
-      delete parsed.token;
+    if (parsed && typeof parsed === 'object') {
+      // Sign-in answers carry it at the top, get-session in `session`, list-sessions in each item.
+      const holders = [parsed, parsed.session, ...(Array.isArray(parsed) ? parsed : [])];
+      for (const holder of holders)
+        if (holder && typeof holder === 'object') delete (holder as Record<string, unknown>).token;
       return Buffer.from(JSON.stringify(parsed));
     }
   } catch {
@@ -133,6 +136,11 @@ export function dashboardRoutes(services: Services, logger: Logger): Middleware 
       ...(body && body.length > 0 ? { body: new Uint8Array(body) } : {}),
     });
     const response = await auth.handler(request);
+    // better-auth answers its own failures (the database down, mostly) with a bare 500: ours is a 503 to retry.
+    if (response.status >= 500)
+      throw new ApiError('service_unavailable', 'Sign-in is unavailable for a moment; try again shortly', {
+        headers: { 'Retry-After': '5' },
+      });
     ctx.status = response.status;
     for (const [name, value] of response.headers) if (name !== 'set-cookie') ctx.set(name, value);
     const cookies = response.headers.getSetCookie();

@@ -86,7 +86,12 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   try {
     if (config.bootstrapOrg) announce = await bootstrapOrganization(db, logger);
     limits = await Limits.create(config.limits, db.orm, logger);
-    services = { orm: db.orm, config, limits, dashboardAuth: await createDashboardAuth(db.orm, config) };
+    services = {
+      orm: db.orm,
+      config,
+      limits,
+      dashboardAuth: await createDashboardAuth(db.orm, config, logger),
+    };
   } catch (err) {
     await db.close();
     throw err;

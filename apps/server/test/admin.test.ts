@@ -62,6 +62,12 @@ for (const { driver, label, skip } of DRIVERS) {
         const body = (await res.json()) as { token?: string; user: { email: string } };
         expect(body.token).toBeUndefined();
         expect(body.user.email).toBe(person.email);
+        const session = await fetch(`${s.url}/admin/auth/get-session`, {
+          headers: { cookie: sessionCookie(res) },
+        });
+        const current = (await session.json()) as { session: { token?: string; userId: string } };
+        expect(current.session.userId).toEqual(expect.any(String));
+        expect(current.session.token).toBeUndefined();
       });
 
       it('answers a wrong password and an unknown e-mail alike', async () => {

@@ -70,6 +70,14 @@ describe.skipIf(!TEST_DATABASE_URL)(
         expect(readyz.status).toBe(503);
         expect(Date.now() - ready).toBeLessThan(2_000);
         expect((await fetch(`${s.url}/healthz`)).status).toBe(200);
+        // The dashboard's sign-in, which better-auth answers, says the same rather than a bare 500.
+        const signIn = await fetch(`${s.url}/admin/auth/sign-in/email`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', origin: s.url },
+          body: JSON.stringify({ email: 'someone@example.com', password: 'a-password-of-length' }),
+        });
+        expect(signIn.status).toBe(503);
+        expect(((await signIn.json()) as { code: string }).code).toBe('service_unavailable');
       } finally {
         proxy.resume();
       }

@@ -1,6 +1,7 @@
-import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { connect, createServer, type Server } from 'node:net';
-import { hostname } from 'node:os';
+import { createHash } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { connect, createServer, type Server, type Socket } from 'node:net';
+import { hostname, tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Config } from '@crm/config';
 import { btree_gin } from '@electric-sql/pglite/contrib/btree_gin';
@@ -40,9 +41,16 @@ export interface Database {
 
 /** The lock's socket of an embedded data directory (see `lockDataDir`). */
 export function lockSocketPath(dataDir: string): string {
-  return `${path.join(dataDir, 'pglite')}.lock.sock`;
+  const beside = `${path.resolve(dataDir, 'pglite')}.lock.sock`;
+  // A Unix socket's path holds about 107 bytes: a deeper data directory gets its socket in the temporary
+  // folder, named after the directory, so every process still finds the same one.
+  if (Buffer.byteLength(beside) <= 100) return beside;
+  const name = createHash('sha256').update(beside).digest('hex').slice(0, 24);
+  return path.join(tmpdir(), `crm-${name}.lock.sock`);
 }
 
+/** How long the holder waits for a connection's request line before closing it. */
+const REQUEST_WAIT_MS = 5_000;
 /** How long a holder has to greet a connection before it is taken to serve nothing. */
 const GREETING_TIMEOUT_MS = 2_000;
 
@@ -122,6 +130,15 @@ function readHolder(holderFile: string): Holder | undefined {
   }
 }
 
+/** A takeover folder left by an opener that died in the middle of one (it takes milliseconds) is removed. */
+function rmStaleTakeover(folder: string): void {
+  try {
+    if (Date.now() - statSync(folder).mtimeMs > 10_000) rmSync(folder, { recursive: true, force: true });
+  } catch {
+    // Gone already.
+  }
+}
+
 /** Whether a process listens on the socket: connected means held; refused or missing means free. */
 function someoneListens(socketPath: string): Promise<boolean> {
   return new Promise((resolve) => {
@@ -156,12 +173,17 @@ async function lockDataDir(
   role: string,
 ): Promise<{ release: () => Promise<void>; serve: (handler: LocalRequestHandler) => void }> {
   mkdirSync(path.dirname(clusterDir), { recursive: true });
-  const socketPath = `${clusterDir}.lock.sock`;
+  const socketPath = lockSocketPath(path.dirname(clusterDir));
   const holderFile = `${clusterDir}.holder.json`;
   let handler: LocalRequestHandler | undefined;
   // A connection is a liveness probe (closed at once) or, once this process serves requests, one request.
+  const connections = new Set<Socket>();
   const server = createServer((socket) => {
+    connections.add(socket);
+    socket.once('close', () => connections.delete(socket));
     socket.on('error', () => socket.destroy());
+    // A client that connects and says nothing (a suspended `crm`, a stray `nc -U`) is not waited for.
+    socket.setTimeout(REQUEST_WAIT_MS, () => socket.destroy());
     if (!handler) {
       socket.end(`${SERVES_NOTHING}\n`);
       return;
@@ -174,6 +196,7 @@ async function lockDataDir(
       line += chunk;
       if (!line.includes('\n')) return;
       socket.pause();
+      socket.setTimeout(0); // the command itself may take as long as it takes
       let request: unknown;
       try {
         request = JSON.parse(line.slice(0, line.indexOf('\n')));
@@ -201,9 +224,23 @@ async function lockDataDir(
           'Stop it first, or point both at PostgreSQL with DATABASE_URL.',
       );
     }
-    // Left by a process that died: nobody answers on it.
-    rmSync(socketPath, { force: true });
-    await listenOn(server, socketPath);
+    // Left by a process that died: nobody answers on it. Two openers may find that at once; only the one
+    // that creates the takeover folder (atomic) replaces the socket, the other tries again from the start.
+    const takeover = `${socketPath}.takeover`;
+    try {
+      mkdirSync(takeover);
+    } catch {
+      rmStaleTakeover(takeover);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      return lockDataDir(clusterDir, role);
+    }
+    try {
+      if (await someoneListens(socketPath)) return lockDataDir(clusterDir, role);
+      rmSync(socketPath, { force: true });
+      await listenOn(server, socketPath);
+    } finally {
+      rmSync(takeover, { recursive: true, force: true });
+    }
   }
   chmodSync(socketPath, 0o600);
   const holder: Holder = { pid: process.pid, host: hostname(), role, since: new Date().toISOString() };
@@ -214,11 +251,37 @@ async function lockDataDir(
     release: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
+        // Closing waits for open connections: none may hold up a shutdown.
+        for (const socket of connections) socket.destroy();
       }),
     serve: (h) => {
       handler = h;
     },
   };
+}
+
+/** What is used of a `pg` pool and its clients. */
+type PgPool = { on(event: 'connect', listener: (client: PgClient) => void): void };
+type PgClient = { query: (...args: unknown[]) => unknown; _queryable: boolean };
+
+/**
+ * A statement that timed out on the client may still be queued or running on the server, and pg keeps the
+ * connection open: handed back to the pool, a later request could find the server answering the old
+ * statement, or still inside the old request's transaction. Such a connection is marked unusable, so its
+ * next statement fails at once and the pool closes it instead of reusing it.
+ */
+function discardTimedOutConnections(pool: PgPool): void {
+  pool.on('connect', (client) => {
+    const query = client.query.bind(client);
+    client.query = (...args: unknown[]) => {
+      const result = query(...args);
+      if (result instanceof Promise)
+        result.catch((err: unknown) => {
+          if (err instanceof Error && /Query read timeout/.test(err.message)) client._queryable = false;
+        });
+      return result;
+    };
+  });
 }
 
 /** Whether opening `database` will create a new, empty embedded database (nothing in its data directory yet). */
@@ -264,6 +327,7 @@ export async function openDatabase(database: DatabaseConfig, role: string): Prom
         statement_timeout: database.queryTimeoutMs,
         query_timeout: database.queryTimeoutMs + 1_000,
         keepAlive: true,
+        onPoolCreated: discardTimedOutConnections,
       },
     })) as unknown as Orm;
   }

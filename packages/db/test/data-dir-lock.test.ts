@@ -1,10 +1,11 @@
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DataDirLockedError, openDatabase } from '../src/index.ts';
+import { DataDirLockedError, lockSocketPath, openDatabase } from '../src/index.ts';
 
 /** Opens the database in another process, as a server does, and kills it with SIGKILL once it holds it. */
 async function killHolder(dataDir: string): Promise<void> {
@@ -54,5 +55,28 @@ describe('the embedded data directory lock', () => {
     const db = await openDatabase({ kind: 'pglite', dataDir }, 'server');
     expect(Date.now() - started).toBeLessThan(10_000);
     await db.close();
+  });
+
+  it('a connection left open on the lock (a suspended crm) does not hold up closing the database', async () => {
+    const db = await openDatabase({ kind: 'pglite', dataDir }, 'server');
+    const idle = connect(lockSocketPath(dataDir));
+    await new Promise((resolve) => idle.once('connect', resolve));
+    const started = Date.now();
+    await db.close();
+    expect(Date.now() - started).toBeLessThan(5_000);
+    idle.destroy();
+  });
+
+  it('a data directory too deep for a socket path beside it still gets one lock', async () => {
+    const deep = path.join(dataDir, 'a-rather-long-folder-name-for-this-test'.repeat(3));
+    expect(Buffer.byteLength(path.join(deep, 'pglite.lock.sock'))).toBeGreaterThan(107);
+    const first = await openDatabase({ kind: 'pglite', dataDir: deep }, 'server');
+    try {
+      await expect(openDatabase({ kind: 'pglite', dataDir: deep }, 'cli')).rejects.toBeInstanceOf(
+        DataDirLockedError,
+      );
+    } finally {
+      await first.close();
+    }
   });
 });

@@ -4,6 +4,7 @@ import { type Orm, sqlOf, type UserRole } from '@crm/db';
 import { betterAuth } from 'better-auth';
 import type { KyselyPlugin } from 'kysely';
 import { uuidv7 } from 'uuidv7';
+import type { Log } from '../limits/log.ts';
 
 /** Where better-auth's endpoints live (sign-in, sign-out, change-password, revoke-sessions, get-session). */
 export const DASHBOARD_AUTH_PATH = '/admin/auth';
@@ -67,7 +68,7 @@ const timestampsAsDates: KyselyPlugin = {
   },
 };
 
-function options(orm: Orm, config: Config, secret: string) {
+function options(orm: Orm, config: Config, secret: string, log: Log) {
   const publicUrl = config.admin.publicUrl;
   return {
     appName: 'Headless CRM',
@@ -139,6 +140,15 @@ function options(orm: Orm, config: Config, secret: string) {
       database: { generateId: () => uuidv7(), validateSchema: false },
     },
     telemetry: { enabled: false },
+    // Its failures reach our log as one line (a database outage would otherwise print a stack per request);
+    // the HTTP edge answers them 503. Answers such as a wrong password are not failures.
+    onAPIError: {
+      onError: (error: unknown) => {
+        const status = (error as { status?: unknown }).status;
+        if (typeof status === 'string' && status !== 'INTERNAL_SERVER_ERROR') return;
+        log.warn({ reason: (error as Error).message }, 'dashboard sign-in service failed');
+      },
+    },
     // Its one start-up warning is about leaving baseURL unset, which is deliberate here (see trustedOrigins).
     logger: { disabled: config.env === 'test', level: 'error' as const },
   };
@@ -146,9 +156,9 @@ function options(orm: Orm, config: Config, secret: string) {
 
 export type DashboardAuth = ReturnType<typeof betterAuth<ReturnType<typeof options>>>;
 
-export async function createDashboardAuth(orm: Orm, config: Config): Promise<DashboardAuth> {
+export async function createDashboardAuth(orm: Orm, config: Config, log: Log): Promise<DashboardAuth> {
   const secret = await sessionSecret(orm, config.admin.authSecret);
-  return betterAuth(options(orm, config, secret));
+  return betterAuth(options(orm, config, secret, log));
 }
 
 /** The signed-in person of a request, or undefined (no cookie, an expired or revoked session). */

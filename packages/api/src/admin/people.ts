@@ -20,6 +20,17 @@ export function normalizeEmail(email: string): string {
   return trimmed;
 }
 
+/** The check before the insert can lose a race with another one for the same e-mail: the index decides. */
+async function withUniqueEmail<T>(email: string, write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (err) {
+    if ((err as { code?: unknown }).code === '23505')
+      throw new ApiError('invalid_request', `email: ${email} already has an account`);
+    throw err;
+  }
+}
+
 export function checkPassword(password: string): void {
   if (password.length < MIN_PASSWORD_LENGTH)
     throw new ApiError('invalid_request', `password: must be at least ${MIN_PASSWORD_LENGTH} characters`);
@@ -61,43 +72,45 @@ export async function createPerson(
   checkPassword(password);
   const hash = await hashPassword(password);
   const userId = uuidv7();
-  await transaction(em, async (tx) => {
-    const db = sqlOf(tx);
-    const org = await db
-      .selectFrom('organizations')
-      .select('id')
-      .where('id', '=', input.orgId)
-      .executeTakeFirst();
-    if (!org) throw notFound('Organization');
-    const taken = await db.selectFrom('users').select('id').where('email', '=', email).executeTakeFirst();
-    if (taken) throw new ApiError('invalid_request', `email: ${email} already has an account`);
-    const now = new Date();
-    await db
-      .insertInto('users')
-      .values({
-        id: userId,
-        org_id: input.orgId,
-        role: input.role,
-        name: input.name?.trim() || email.split('@')[0] || email,
-        email,
-        email_verified: false,
-        created_at: now,
-        updated_at: now,
-      })
-      .execute();
-    await tx.execute(
-      `insert into accounts (id, user_id, account_id, provider_id, password, created_at, updated_at)
+  await withUniqueEmail(email, () =>
+    transaction(em, async (tx) => {
+      const db = sqlOf(tx);
+      const org = await db
+        .selectFrom('organizations')
+        .select('id')
+        .where('id', '=', input.orgId)
+        .executeTakeFirst();
+      if (!org) throw notFound('Organization');
+      const taken = await db.selectFrom('users').select('id').where('email', '=', email).executeTakeFirst();
+      if (taken) throw new ApiError('invalid_request', `email: ${email} already has an account`);
+      const now = new Date();
+      await db
+        .insertInto('users')
+        .values({
+          id: userId,
+          org_id: input.orgId,
+          role: input.role,
+          name: input.name?.trim() || email.split('@')[0] || email,
+          email,
+          email_verified: false,
+          created_at: now,
+          updated_at: now,
+        })
+        .execute();
+      await tx.execute(
+        `insert into accounts (id, user_id, account_id, provider_id, password, created_at, updated_at)
        values (?, ?, ?, ?, ?, ?, ?)`,
-      [uuidv7(), userId, userId, CREDENTIAL_PROVIDER, hash, now, now],
-    );
-    await recordAudit(tx, {
-      orgId: input.orgId,
-      actor: acting.actor,
-      action: acting.action ?? 'member.created',
-      target: email,
-      details: `role ${input.role}`,
-    });
-  });
+        [uuidv7(), userId, userId, CREDENTIAL_PROVIDER, hash, now, now],
+      );
+      await recordAudit(tx, {
+        orgId: input.orgId,
+        actor: acting.actor,
+        action: acting.action ?? 'member.created',
+        target: email,
+        details: `role ${input.role}`,
+      });
+    }),
+  );
   return { user_id: userId, email, role: input.role, password };
 }
 
