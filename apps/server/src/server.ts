@@ -12,7 +12,7 @@ import {
   type Services,
 } from '@crm/api';
 import type { Config } from '@crm/config';
-import { type Database, Organization, openDatabase } from '@crm/db';
+import { type Database, Organization, openDatabase, transaction } from '@crm/db';
 import type { WebhookWorker } from '@crm/webhooks';
 import { type AppState, buildApp } from './app.ts';
 import type { Logger } from './logger.ts';
@@ -35,28 +35,28 @@ export interface RunningServer {
 
 /**
  * On an empty database, creates an organization with an API key and a one-time sign-in link for its first
- * admin, so `npm start` is usable at once. Returns what to print once the server listens.
+ * admin, in one transaction, and prints both, so `npm start` is usable at once. It runs once the server
+ * listens: a start that fails before (a port in use) creates nothing, and the next start shows them.
  */
-async function bootstrapOrganization(
-  db: Database,
-  logger: Logger,
-): Promise<((url: string) => void) | undefined> {
+async function bootstrapOrganization(db: Database, logger: Logger, url: string): Promise<void> {
   const em = db.orm.em.fork();
-  if ((await em.count(Organization, {})) > 0) return undefined;
+  if ((await em.count(Organization, {})) > 0) return;
   const acting = { actor: 'first start' };
-  const created = await createOrganizationWithKey(em, 'Default organization', acting);
-  const invitation = await createInvitation(
-    em,
-    { orgId: created.org_id, role: 'admin', ttlMs: FIRST_ADMIN_TTL_MS },
-    acting,
-  );
+  const { created, invitation } = await transaction(em, async (tx) => {
+    const created = await createOrganizationWithKey(tx, 'Default organization', acting);
+    const invitation = await createInvitation(
+      tx,
+      { orgId: created.org_id, role: 'admin', ttlMs: FIRST_ADMIN_TTL_MS },
+      acting,
+    );
+    return { created, invitation };
+  });
   logger.info({ org_id: created.org_id, key_id: created.key_id }, 'created the default organization');
   // The key and the link go to the terminal once, never into the log stream.
-  return (url) =>
-    process.stderr.write(
-      `\nFirst start: created organization ${created.org_id}.\nIts API key (shown once, stored only as a hash):\n\n  ${created.api_key}\n\n` +
-        `Sign in to the dashboard as its first admin with this one-time link (valid 24 hours):\n\n  ${url}${INVITATION_PATH}${invitation.token}\n\n`,
-    );
+  process.stderr.write(
+    `\nFirst start: created organization ${created.org_id}.\nIts API key (shown once, stored only as a hash):\n\n  ${created.api_key}\n\n` +
+      `Sign in to the dashboard as its first admin with this one-time link (valid 24 hours):\n\n  ${url}${INVITATION_PATH}${invitation.token}\n\n`,
+  );
 }
 
 /** A worker-only process (`CRM_ROLE=worker`): no HTTP API, just webhook delivery. */
@@ -82,9 +82,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   const db = await openDatabase(config.database, 'server');
   let limits: Limits;
   let services: Services;
-  let announce: ((url: string) => void) | undefined;
   try {
-    if (config.bootstrapOrg) announce = await bootstrapOrganization(db, logger);
     limits = await Limits.create(config.limits, db.orm, logger);
     services = {
       orm: db.orm,
@@ -116,7 +114,16 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${address.port}`;
-  announce?.(config.admin.publicUrl ?? url);
+  if (config.bootstrapOrg) {
+    try {
+      await bootstrapOrganization(db, logger, config.admin.publicUrl ?? url);
+    } catch (err) {
+      server.close();
+      await limits.close();
+      await db.close();
+      throw err;
+    }
+  }
 
   // Stored Idempotency-Key responses are kept for their 24-hour window only.
   const prune = () =>
