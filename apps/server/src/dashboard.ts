@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { ApiError, adminRouter, createRequestContext, DASHBOARD_AUTH_PATH, type Services } from '@crm/api';
+import { fromNodeHeaders } from 'better-auth/node';
 import type { Context as KoaContext, Middleware } from 'koa';
 import helmet from 'koa-helmet';
 import send from 'koa-send';
@@ -125,11 +126,7 @@ export function dashboardRoutes(services: Services, logger: Logger): Middleware 
   }
 
   async function forward(ctx: KoaContext, body: Buffer | undefined): Promise<Response> {
-    const headers = new Headers();
-    for (const [name, value] of Object.entries(ctx.req.headers)) {
-      if (typeof value === 'string') headers.set(name, value);
-      else if (Array.isArray(value)) for (const v of value) headers.append(name, v);
-    }
+    const headers = fromNodeHeaders(ctx.req.headers);
     const request = new Request(`${ctx.protocol}://${ctx.host}${ctx.url}`, {
       method: ctx.method,
       headers,

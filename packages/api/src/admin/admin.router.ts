@@ -154,13 +154,12 @@ export const adminRouter = router({
       return created;
     }),
     delete: adminProcedure.input(Id).mutation(async ({ ctx, input }) => {
-      const endpoint = (await listWebhooks(ctx.em)).find((e) => e.id === input.id);
-      await deleteWebhook(ctx.em, input.id);
+      const deleted = await deleteWebhook(ctx.em, input.id);
       await recordAudit(ctx.em, {
         orgId: ctx.dashboard.orgId,
         actor: ctx.dashboard.email,
         action: 'webhook.deleted',
-        target: endpoint?.url ?? input.id,
+        target: deleted.url,
       });
       return { success: true as const };
     }),

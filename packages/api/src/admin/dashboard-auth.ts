@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Config } from '@crm/config';
 import { type Orm, sqlOf, type UserRole } from '@crm/db';
 import { betterAuth } from 'better-auth';
+import { fromNodeHeaders } from 'better-auth/node';
 import type { KyselyPlugin } from 'kysely';
 import { uuidv7 } from 'uuidv7';
 import type { Log } from '../limits/log.ts';
@@ -166,11 +167,7 @@ export async function dashboardSessionOf(
   auth: DashboardAuth,
   headers: Record<string, string | string[] | undefined>,
 ): Promise<DashboardSession | undefined> {
-  const h = new Headers();
-  for (const [name, value] of Object.entries(headers)) {
-    if (typeof value === 'string') h.set(name, value);
-    else if (Array.isArray(value)) h.set(name, value.join(', '));
-  }
+  const h = fromNodeHeaders(headers);
   if (!h.get('cookie')) return undefined;
   const found = await auth.api.getSession({ headers: h });
   if (!found) return undefined;

@@ -83,9 +83,15 @@ export async function createWebhook(ctx: OrgScope, input: WebhookCreateInput) {
 }
 
 /** Deletes an endpoint with its deliveries and attempts; nothing more is sent to it. */
-export async function deleteWebhook(em: EntityManager, id: string): Promise<void> {
-  const deleted = await em.nativeDelete(WebhookEndpoint, { id });
-  if (deleted === 0) throw notFound('Webhook');
+export async function deleteWebhook(em: EntityManager, id: string): Promise<{ url: string }> {
+  const deleted = await sqlOf(em)
+    .deleteFrom('webhook_endpoints')
+    .where('org_id', '=', currentOrg(em))
+    .where('id', '=', id)
+    .returning('url')
+    .executeTakeFirst();
+  if (!deleted) throw notFound('Webhook');
+  return deleted;
 }
 
 /** Turns a deactivated endpoint back on with a clean failure_count; it receives events from now on. */
