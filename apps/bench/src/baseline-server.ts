@@ -10,6 +10,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import path from 'node:path';
+import { API_BASE_PATH } from '@crm/config';
 import { PGlite } from '@electric-sql/pglite';
 import { btree_gin } from '@electric-sql/pglite/contrib/btree_gin';
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
@@ -287,7 +288,7 @@ async function search(db: Db, orgId: string, url: URL) {
   };
 }
 
-const PREFIX = '/api/v1/crm';
+const PREFIX = API_BASE_PATH;
 
 async function route(db: Db, req: IncomingMessage): Promise<{ status: number; body: unknown }> {
   const url = new URL(req.url ?? '/', 'http://localhost');

@@ -1,7 +1,8 @@
+import { API_BASE_PATH } from '@crm/config';
 import autocannon from 'autocannon';
 import { cpuMsOf } from './processes.ts';
 
-export const API = '/api/v1/crm';
+export const API = API_BASE_PATH;
 
 export interface LoadStats {
   /** Responses per second over the measured run. */

@@ -3,12 +3,13 @@ import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import {
+  API_BASE_PATH,
   ApiError,
-  admitRequest,
+  admitCall,
   appRouter,
-  authenticate,
   buildOpenApiDocument,
   createRequestContext,
+  type Operation,
   type Services,
   toErrorResponse,
 } from '@crm/api';
@@ -18,10 +19,10 @@ import Koa from 'koa';
 import { dashboardRoutes } from './dashboard.ts';
 import type { Logger } from './logger.ts';
 import { attachContext } from './request-context.ts';
-import { MAX_BODY_BYTES, matchRoute, type Route, restHandler } from './rest-adapter.ts';
-import { logFailure, serveTrpc } from './trpc-handler.ts';
+import { MAX_BODY_BYTES, matchRoute, restHandler } from './rest-adapter.ts';
+import { serveTrpc } from './trpc-handler.ts';
 
-export const API_PREFIX = '/api/v1/crm';
+export const API_PREFIX = API_BASE_PATH;
 export const TRPC_PREFIX = '/trpc';
 
 const REQUEST_ID = /^[\w.-]{1,128}$/;
@@ -176,10 +177,7 @@ export function buildApp(services: Services, logger: Logger, state: AppState = {
     });
     ctx.state.apiContext = context;
     attachContext(ctx.req, context);
-    if (isRest) {
-      const principal = await authenticate(context);
-      context.admission = await admitRequest({ ...context, principal }, (ctx.state.route as Route).rateLimit);
-    }
+    if (isRest) Object.assign(context, await admitCall(context, ctx.state.route as Operation));
     return next();
   });
 
@@ -220,6 +218,6 @@ export function buildApp(services: Services, logger: Logger, state: AppState = {
     }
     return next();
   });
-  app.use(restHandler(API_PREFIX, (err) => logFailure(logger, undefined, err as { code?: string })));
+  app.use(restHandler(API_PREFIX));
   return app;
 }

@@ -1,75 +1,15 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import {
-  ApiError,
-  type ApiErrorData,
-  type AppRouter,
-  appRouter,
-  type LimitGroup,
-  type Meta,
-  toErrorResponse,
-} from '@crm/api';
+import { ApiError, appRouter, OPERATIONS, type Operation } from '@crm/api';
 import type { Middleware } from 'koa';
 import { createOpenApiNodeHttpHandler } from 'trpc-to-openapi';
 import { contextOf } from './request-context.ts';
-
-export interface Route {
-  method: string;
-  template: string;
-  pattern: RegExp;
-  pathParams: string[];
-  successStatus: number;
-  rateLimit: LimitGroup;
-  /** The query parameters the operation reads (none for operations with a body). */
-  queryParams: ReadonlySet<string>;
-}
-
-/** The top-level keys of a procedure's zod input (an object schema), or none (`z.void()`). */
-function inputKeys(inputs: unknown[] | undefined): string[] {
-  const keys: string[] = [];
-  for (const input of inputs ?? []) {
-    const shape = (input as { shape?: Record<string, unknown> } | undefined)?.shape;
-    if (shape) keys.push(...Object.keys(shape));
-  }
-  return keys;
-}
-
-/** The documented routes, read from the procedures' OpenAPI meta: exact case, no trailing slash. */
-function collectRoutes(router: AppRouter): Route[] {
-  const routes: Route[] = [];
-  // tRPC keeps a flat record of every procedure, nested routers included.
-  const procedures = router._def.procedures as unknown as Record<
-    string,
-    { _def: { meta?: Meta; inputs?: unknown[] } }
-  >;
-  for (const procedure of Object.values(procedures)) {
-    const meta = procedure._def.meta;
-    if (!meta?.openapi) continue;
-    const { method, path } = meta.openapi;
-    const pattern = new RegExp(`^${path.replace(/\{[^}]+\}/g, '[^/]+')}$`);
-    const pathParams = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1] as string);
-    const readsQuery = method === 'GET' || method === 'DELETE';
-    const queryParams = new Set(
-      readsQuery ? inputKeys(procedure._def.inputs).filter((k) => !pathParams.includes(k)) : [],
-    );
-    routes.push({
-      method,
-      template: path,
-      pattern,
-      pathParams,
-      successStatus: meta.successStatus ?? 200,
-      rateLimit: meta.rateLimit ?? 'default',
-      queryParams,
-    });
-  }
-  return routes;
-}
 
 /**
  * Finds the documented route for the request, or answers JSON 404/405 (with `Allow`) itself.
  * The route lands in `ctx.state.route` for the middleware after it.
  */
 export function matchRoute(prefix: string): Middleware {
-  const routes = collectRoutes(appRouter);
+  const routes = OPERATIONS;
   return async (ctx, next) => {
     if (!ctx.path.startsWith(`${prefix}/`)) return next();
     const path = ctx.path.slice(prefix.length);
@@ -79,7 +19,7 @@ export function matchRoute(prefix: string): Middleware {
     const method = ctx.method === 'HEAD' ? 'GET' : ctx.method;
     const route = matching.find((r) => r.method === method);
     if (!route) {
-      const methods = matching.map((r) => r.method);
+      const methods: string[] = matching.map((r) => r.method);
       if (methods.includes('GET')) methods.push('HEAD');
       const allow = [...new Set(methods)].join(', ');
       throw new ApiError(
@@ -145,22 +85,26 @@ class CapturedResponse {
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
+/** The failure trpc-to-openapi reported for a request: mapped from the error itself, not from its JSON. */
+const FAILURE = Symbol('crm.failure');
+type WithFailure = IncomingMessage & { [FAILURE]?: unknown };
+
 /** Runs the matched route's procedure through trpc-to-openapi, on the body Koa already parsed. */
-export function restHandler(prefix: string, onInternalError: (err: unknown) => void): Middleware {
+export function restHandler(prefix: string): Middleware {
   const handler = createOpenApiNodeHttpHandler({
     router: appRouter,
     createContext: ({ req }: { req: IncomingMessage }) => contextOf(req),
     maxBodySize: MAX_BODY_BYTES,
-    onError: ({ error }) => {
-      if (error.code === 'INTERNAL_SERVER_ERROR' && !(error.cause instanceof ApiError))
-        onInternalError(error);
+    // Logged, like every failure, by the outermost middleware.
+    onError: ({ error, req }) => {
+      (req as WithFailure)[FAILURE] = error;
     },
   });
 
   return async (ctx, next) => {
     // Anything outside the API falls through to the JSON 404 of the outermost middleware.
     if (!ctx.path.startsWith(`${prefix}/`)) return next();
-    const route = ctx.state.route as Route;
+    const route = ctx.state.route as Operation;
     const req = ctx.req as IncomingMessage & { body?: unknown };
     // Path parameters come from the path only: the same name in the body would be silently overridden.
     const body = req.body as Record<string, unknown> | undefined;
@@ -192,17 +136,9 @@ export function restHandler(prefix: string, onInternalError: (err: unknown) => v
 
     const context = contextOf(req);
     for (const [name, value] of Object.entries(context.response.headers)) ctx.set(name, value);
-    if (captured.statusCode >= 400) {
-      const payload = captured.body === undefined ? undefined : (JSON.parse(captured.body) as unknown);
-      const data = (payload as { data?: ApiErrorData } | undefined)?.data;
-      const { status, body, headers } = data?.body
-        ? { status: data.httpStatus, body: data.body, headers: data.headers }
-        : toErrorResponse(new Error('unmapped error'));
-      ctx.set(headers);
-      ctx.status = status;
-      ctx.body = body;
-      return;
-    }
+    // The outermost middleware writes the error's contract body, from the one error table.
+    if (captured.statusCode >= 400)
+      throw (req as WithFailure)[FAILURE] ?? new Error('unreported REST failure');
     ctx.status = route.successStatus;
     // Already JSON: passed through as it is rather than parsed and serialized again.
     ctx.type = 'application/json';

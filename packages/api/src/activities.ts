@@ -18,23 +18,38 @@ export type ActivityType =
 export async function recordActivity(
   em: EntityManager,
   deal: Pick<Deal, 'id' | 'orgId'> & { lastActivityAt?: Date | null },
-  entry: { type: ActivityType; description: string; changes?: FieldChanges; contactId?: string },
+  entry: ActivityEntry,
   at: Date = new Date(),
 ): Promise<void> {
   await sqlOf(em)
     .insertInto('activities')
-    .values({
-      id: uuidv7(),
-      created_at: at,
-      org_id: deal.orgId,
-      deal_id: deal.id,
-      contact_id: entry.contactId ?? null,
-      type: entry.type,
-      description: entry.description,
-      changes: entry.changes ?? null,
-    })
+    .values(activityRow(deal, entry, at))
     .execute();
   deal.lastActivityAt = at;
+}
+
+export interface ActivityEntry {
+  type: ActivityType;
+  description: string;
+  changes?: FieldChanges;
+  contactId?: string;
+}
+
+/**
+ * The row `recordActivity` inserts: for a write that puts its activity in its own statement (a create),
+ * so that every door records the same row by the same code.
+ */
+export function activityRow(deal: Pick<Deal, 'id' | 'orgId'>, entry: ActivityEntry, at: Date) {
+  return {
+    id: uuidv7(),
+    created_at: at,
+    org_id: deal.orgId,
+    deal_id: deal.id,
+    contact_id: entry.contactId ?? null,
+    type: entry.type,
+    description: entry.description,
+    changes: entry.changes ?? null,
+  };
 }
 
 /** Compares plain values the way a client would: dates by instant, everything else by value. */

@@ -29,18 +29,20 @@ export interface DomainEvent {
 export async function emitEvent(em: EntityManager, event: DomainEvent, at: Date = new Date()): Promise<void> {
   await sqlOf(em)
     .insertInto('outbox_events')
-    .values({
-      id: uuidv7(),
-      org_id: currentOrg(em),
-      type: event.type,
-      payload: outboxPayload(event, at),
-      created_at: at,
-    })
+    .values(outboxRow(currentOrg(em), event, at))
     .execute();
 }
 
-/** The body every endpoint receives for `event`: for writes that put the outbox row in their own statement. */
-export function outboxPayload(event: DomainEvent, at: Date): string {
+/**
+ * The outbox row `emitEvent` inserts: for a write that puts its event in its own statement (a create),
+ * so that every door emits the same event by the same code.
+ */
+export function outboxRow(orgId: string, event: DomainEvent, at: Date) {
+  return { id: uuidv7(), org_id: orgId, type: event.type, payload: outboxPayload(event, at), created_at: at };
+}
+
+/** The body every endpoint receives for `event`. */
+function outboxPayload(event: DomainEvent, at: Date): string {
   return JSON.stringify({
     type: event.type,
     timestamp: at.toISOString(),

@@ -2,9 +2,7 @@ import { generateOpenApiDocument, type OpenAPIObject } from 'trpc-to-openapi';
 import { z } from 'zod';
 import { ERROR_CODES } from './errors.ts';
 import { appRouter } from './router.ts';
-import type { Meta } from './trpc.ts';
-
-export const API_BASE_PATH = '/api/v1/crm';
+import { API_BASE_PATH, OPERATIONS, type Operation } from './routes.ts';
 
 /** The contract's error body (section 7), as the document shows it. */
 export const ErrorBodySchema = z.object({
@@ -21,13 +19,17 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: 'Invalid request: the message names the field',
   401: 'Missing, invalid or revoked API key',
   404: 'Not found (also for another organization’s ids)',
-  409: 'Conflict with the resource’s state: the webhook endpoint is inactive',
+  409: 'Conflict with the resource’s state: the webhook endpoint is inactive, or a retry with the same Idempotency-Key is still running',
   413: 'Request body over 1 MB',
   415: 'Content-Type is not application/json',
   422: 'Idempotency-Key reused with a different body',
   429: 'Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again',
   500: 'Internal server error',
+  503: 'The database is not answering; `Retry-After` says when to try again',
 };
+
+/** The statuses of an operation's error codes, each once, in order. */
+const errorStatuses = (op: Operation) => [...new Set(op.errors.map((code) => ERROR_CODES[code]))].sort();
 
 /** The document's tags, in the reference page's order, each with what its operations are about. */
 const TAGS = [
@@ -64,11 +66,11 @@ const TAGS = [
 
 type MediaType = { schema?: { examples?: unknown[] }; example?: unknown; examples?: Record<string, unknown> };
 type RequestBody = { content: Record<string, MediaType> };
-type Operation = { responses: Record<string, unknown>; parameters?: unknown[]; requestBody?: unknown };
-
-/** The creates that honour `Idempotency-Key` (a webhook's create is not one: its response holds the secret). */
-const takesIdempotencyKey = (method: string, path: string) =>
-  method === 'post' && (path === '/deals' || path === '/contacts');
+type DocumentOperation = {
+  responses: Record<string, unknown>;
+  parameters?: unknown[];
+  requestBody?: unknown;
+};
 
 /**
  * A request body's example, from its input schema's zod `examples`, on the media type: zod takes a schema's
@@ -81,18 +83,6 @@ function setRequestExample(media: MediaType, examples: unknown[] | undefined) {
   if (all.length === 1) media.example = all[0];
   else if (all.length > 1)
     media.examples = Object.fromEntries(all.map((value, i) => [`example${i + 1}`, { value }]));
-}
-
-/** Which error statuses an operation can answer, from what it takes. */
-function errorStatuses(method: string, path: string, op: Operation): number[] {
-  const statuses = [401, 429, 500];
-  const hasInput = Boolean(op.requestBody) || (op.parameters?.length ?? 0) > 0;
-  if (hasInput) statuses.push(400);
-  if (path.includes('{id}') || (method === 'post' && path === '/contacts')) statuses.push(404);
-  if (op.requestBody) statuses.push(413, 415);
-  if (takesIdempotencyKey(method, path)) statuses.push(422);
-  if (method === 'post' && path.endsWith('/replay')) statuses.push(409);
-  return statuses.sort();
 }
 
 /**
@@ -124,20 +114,7 @@ export function buildOpenApiDocument(baseUrl = API_BASE_PATH): OpenAPIObject {
   doc.security = [{ Authorization: [] }];
   doc.tags = TAGS;
 
-  const procedures = appRouter._def.procedures as unknown as Record<
-    string,
-    { _def: { meta?: Meta; inputs: z.ZodType[] } }
-  >;
-  const successStatus = new Map<string, number>();
-  const requestExamples = new Map<string, unknown[]>();
-  for (const p of Object.values(procedures)) {
-    const o = p._def.meta?.openapi;
-    if (!o) continue;
-    const key = `${o.method.toLowerCase()} ${o.path}`;
-    successStatus.set(key, p._def.meta?.successStatus ?? 200);
-    const examples = p._def.inputs[0]?.meta()?.examples;
-    if (examples?.length) requestExamples.set(key, examples);
-  }
+  const operations = new Map(OPERATIONS.map((op) => [`${op.method.toLowerCase()} ${op.path}`, op]));
 
   const schemas = (doc.components?.schemas ?? {}) as Record<string, unknown>;
   for (const name of Object.keys(schemas)) if (name.startsWith('error.')) delete schemas[name];
@@ -146,20 +123,20 @@ export function buildOpenApiDocument(baseUrl = API_BASE_PATH): OpenAPIObject {
   const errorRef = { $ref: '#/components/schemas/Error' };
 
   for (const [path, item] of Object.entries(doc.paths ?? {})) {
-    for (const [method, value] of Object.entries(item as Record<string, Operation>)) {
+    for (const [method, value] of Object.entries(item as Record<string, DocumentOperation>)) {
       const op = value;
+      const operation = operations.get(`${method} ${path}`);
+      if (!operation) throw new Error(`${method} ${path} is in the document but not in the route table`);
       const media = (op.requestBody as RequestBody | undefined)?.content['application/json'];
-      if (media) setRequestExample(media, requestExamples.get(`${method} ${path}`));
-      const success = op.responses['200'];
-      const status = successStatus.get(`${method} ${path}`) ?? 200;
-      const responses: Record<string, unknown> = { [status]: success };
-      for (const code of errorStatuses(method, path, op))
+      if (media) setRequestExample(media, operation.input?.meta()?.examples);
+      const responses: Record<string, unknown> = { [operation.successStatus]: op.responses['200'] };
+      for (const code of errorStatuses(operation))
         responses[code] = {
           description: ERROR_DESCRIPTIONS[code],
           content: { 'application/json': { schema: errorRef } },
         };
       op.responses = responses;
-      if (takesIdempotencyKey(method, path)) {
+      if (operation.idempotencyKey) {
         op.parameters = [
           ...(op.parameters ?? []),
           {

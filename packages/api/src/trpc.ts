@@ -1,19 +1,26 @@
 import { initTRPC } from '@trpc/server';
 import type { OpenApiMeta } from 'trpc-to-openapi';
-import { authenticate } from './auth.ts';
+import { admitCall } from './admission.ts';
 import type { Context } from './context.ts';
-import { ApiError, type ErrorBody, toErrorResponse, toTRPCError } from './errors.ts';
-import { admitRequest } from './limits/admission.ts';
+import { ApiError, type ErrorBody, type ErrorCode, toErrorResponse, toTRPCError } from './errors.ts';
 import type { RateLimitGroup } from './limits/groups.ts';
 
 export type { AuthedContext } from './context.ts';
 export { RATE_LIMIT_GROUPS, type RateLimitGroup } from './limits/groups.ts';
 
 /**
- * Beyond trpc-to-openapi's meta: the status a successful call answers with (201 for creates, 202 for
- * work queued), and the rate-limit group the call counts against.
+ * Beyond trpc-to-openapi's meta, the facts every door reads from the route table (`routes.ts`): the
+ * status a successful call answers with (201 for creates, 202 for work queued), the rate-limit group the
+ * call counts against, whether it honours `Idempotency-Key`, the domain errors it can answer beyond those
+ * its inputs imply, and a sentence for AI agents on when to call it.
  */
-export type Meta = OpenApiMeta<{ successStatus?: 200 | 201 | 202; rateLimit?: RateLimitGroup }>;
+export type Meta = OpenApiMeta<{
+  successStatus?: 200 | 201 | 202;
+  rateLimit?: RateLimitGroup;
+  idempotencyKey?: boolean;
+  errors?: ErrorCode[];
+  agentHint?: string;
+}>;
 
 /** What a tRPC client finds in `error.data`, and what the REST edge turns into the contract body. */
 export interface ApiErrorData {
@@ -49,12 +56,11 @@ const errorBoundary = t.middleware(async ({ next }) => {
 export const publicProcedure = t.procedure.use(errorBoundary);
 
 /**
- * Resolves the API key to its organization and scopes the request to it, then checks and counts the call
- * against its rate-limit group and the monthly quotas, unless the HTTP edge already did both (REST).
- * Each call of a tRPC batch is checked and counted on its own.
+ * Admits the call (API key, rate limit, quotas) unless its door already did (REST and MCP admit before
+ * they read the input). Each call of a tRPC batch is admitted on its own.
  */
 export const authedProcedure = publicProcedure.use(async ({ ctx, meta, next }) => {
-  const principal = ctx.principal ?? (await authenticate(ctx));
-  if (!ctx.admission) await admitRequest({ ...ctx, principal }, meta?.rateLimit);
-  return next({ ctx: { ...ctx, principal } });
+  const authed =
+    ctx.principal && ctx.admission ? { ...ctx, principal: ctx.principal } : await admitCall(ctx, meta);
+  return next({ ctx: authed });
 });

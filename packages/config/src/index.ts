@@ -31,6 +31,9 @@ const aesKey = z
   .refine((key) => key.length === 32, 'must be 32 bytes, base64-encoded (openssl rand -base64 32)');
 
 /** What one process runs: the API and the webhook worker (`all`), or one of them. */
+/** Where the REST API lives: the one place the prefix is written (the server, its clients and the benchmarks read it). */
+export const API_BASE_PATH = '/api/v1/crm';
+
 export const PROCESS_ROLES = ['all', 'api', 'worker'] as const;
 export type ProcessRole = (typeof PROCESS_ROLES)[number];
 

@@ -31,6 +31,8 @@ export const contactsRouter = router({
         description:
           'Returns a page of the organization’s contacts (`limit`, `offset`) with `meta.total`; `q` keeps those whose name, e-mail or title contains it, case-insensitively.',
       },
+      agentHint:
+        'Use to list stakeholders, optionally only those matching a name, e-mail or title (q). Returns contacts with their role, influence, engagement and sentiment.',
       rateLimit: 'crud',
     })
     .input(ContactListQuery)
@@ -48,6 +50,10 @@ export const contactsRouter = router({
           'Adds a contact to a deal (`role_type` defaults to `unknown`), records a `contact_added` activity on the deal and emits `contact.created`; returns the contact with 201. A `deal_id` that is not one of the organization’s deals is a 404; send `Idempotency-Key` to retry safely.',
         successDescription: 'Created',
       },
+      agentHint:
+        'Use to add a stakeholder to a deal (deal_id) with role, influence, engagement and sentiment: the AI analysis reads them. Pass idempotency_key when you may retry.',
+      idempotencyKey: true,
+      errors: ['not_found'],
       successStatus: 201,
       rateLimit: 'crud',
     })
@@ -69,6 +75,7 @@ export const contactsRouter = router({
         description:
           'Returns the contact with the title and company of its deal. A contact that does not exist or belongs to another organization is a 404.',
       },
+      agentHint: 'Use to read one contact by id.',
     })
     .input(IdParam)
     .output(ContactDetail)
@@ -84,6 +91,8 @@ export const contactsRouter = router({
         description:
           'Changes the fields sent and leaves the others alone (`null` clears one; `role_type: null` resets it to `unknown`); when anything changed, records a `contact_updated` activity on the deal and emits `contact.updated`. Returns the contact; an unknown contact is a 404.',
       },
+      agentHint:
+        "Use to change a contact's fields, for instance its sentiment or engagement after a meeting.",
     })
     // Adding the path's id drops the body schema's meta: its examples are given again for the document.
     .input(ContactUpdateInput.extend(IdParam.shape).meta({ examples: ContactUpdateInput.meta()?.examples }))

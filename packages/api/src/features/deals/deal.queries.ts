@@ -1,10 +1,9 @@
-import type { EntityManager } from '@crm/db';
+import type { Deal, EntityManager } from '@crm/db';
 import type { z } from 'zod';
 import { isoSql, numberOrNull, orgRows } from '../../read-model.ts';
 import { toIso } from '../../schemas.ts';
 import type { StageRow } from '../pipeline/stages.service.ts';
 import type { Activity, DealDto, DealListQuery, Stakeholder } from './deal.schemas.ts';
-import type { NewDeal } from './deals.service.ts';
 
 const DEAL_COLUMNS = `d.id, d.title, d.company_name, d.value, d.currency, d.win_probability, d.deal_health,
   d.lifecycle_stage, d.stage_id, s.name as stage_name, s.stage_type, d.pipeline_id, p.name as pipeline_name,
@@ -12,6 +11,30 @@ const DEAL_COLUMNS = `d.id, d.title, d.company_name, d.value, d.currency, d.win_
   ${isoSql('d.expected_close_date')} as expected_close_date, ${isoSql('d.last_activity_at')} as last_activity_at,
   ${isoSql('d.created_at')} as created_at, ${isoSql('d.updated_at')} as updated_at`;
 const DEAL_FROM = `deals d join pipeline_stages s on s.id = d.stage_id join pipelines p on p.id = d.pipeline_id`;
+
+/** The columns of a deal as created: what the insert writes and what the create answers. */
+export type NewDeal = Pick<
+  Deal,
+  | 'id'
+  | 'orgId'
+  | 'title'
+  | 'companyName'
+  | 'value'
+  | 'currency'
+  | 'winProbability'
+  | 'dealHealth'
+  | 'lifecycleStage'
+  | 'ownerName'
+  | 'contactName'
+  | 'contactEmail'
+  | 'contactPhone'
+  | 'notes'
+  | 'leadSource'
+  | 'expectedCloseDate'
+  | 'lastActivityAt'
+  | 'createdAt'
+  | 'updatedAt'
+>;
 
 type DealRow = Omit<DealDto, 'value'> & { value: string | number | null };
 
