@@ -18,6 +18,7 @@ import cors from '@koa/cors';
 import Koa from 'koa';
 import { dashboardRoutes } from './dashboard.ts';
 import type { Logger } from './logger.ts';
+import { mcpRoute } from './mcp-route.ts';
 import { attachContext } from './request-context.ts';
 import { MAX_BODY_BYTES, matchRoute, restHandler } from './rest-adapter.ts';
 import { serveTrpc } from './trpc-handler.ts';
@@ -203,6 +204,8 @@ export function buildApp(services: Services, logger: Logger, state: AppState = {
       parsedMethods: ['POST', 'PATCH', 'PUT'],
     }),
   );
+  // MCP for AI agents: the same operations as tools, on a body the parser above read (1 MB at most).
+  app.use(mcpRoute(services, logger));
   app.use(async (ctx, next) => {
     if (!ctx.path.startsWith(`${API_PREFIX}/`)) return next();
     const req = ctx.req as typeof ctx.req & { body?: unknown };

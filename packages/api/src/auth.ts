@@ -39,8 +39,15 @@ export async function authenticate(ctx: Context): Promise<Principal> {
   const key = token ? await findActiveKey(ctx.em, token) : undefined;
   if (!key) throw new ApiError('invalid_api_key', 'Invalid or revoked API key');
   noteKeyUse(ctx, key.id);
-  ctx.em.setFilterParams(ORG_FILTER, { orgId: key.orgId });
-  const principal = { orgId: key.orgId, apiKeyId: key.id };
+  return actFor(ctx, { orgId: key.orgId, apiKeyId: key.id });
+}
+
+/**
+ * Makes `ctx` act for an authenticated principal: sets it and scopes every ORM read of the unit of work
+ * to its organization. For a door that authenticated the key once for several calls (an MCP request).
+ */
+export function actFor(ctx: Context, principal: Principal): Principal {
+  ctx.em.setFilterParams(ORG_FILTER, { orgId: principal.orgId });
   ctx.principal = principal;
   return principal;
 }

@@ -64,3 +64,6 @@ export const authedProcedure = publicProcedure.use(async ({ ctx, meta, next }) =
     ctx.principal && ctx.admission ? { ...ctx, principal: ctx.principal } : await admitCall(ctx, meta);
   return next({ ctx: authed });
 });
+
+/** Calls procedures in-process with a context of one's own (the MCP door). */
+export const createCallerFactory = t.createCallerFactory;

@@ -1,0 +1,178 @@
+import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import { admitCall } from '../admission.ts';
+import { actFor } from '../auth.ts';
+import {
+  type AuthedContext,
+  type Context,
+  createRequestContext,
+  type Principal,
+  type Services,
+} from '../context.ts';
+import { type ErrorBody, toErrorResponse } from '../errors.ts';
+import type { Admission } from '../limits/limits.ts';
+import { appRouter } from '../router.ts';
+import { OPERATIONS, type Operation } from '../routes.ts';
+import { createCallerFactory } from '../trpc.ts';
+
+/** The optional argument that carries `Idempotency-Key` on the creates that honour it. */
+const IDEMPOTENCY_ARGUMENT = 'idempotency_key';
+
+/** Who is calling through MCP: the services, and the headers (the API key) of the connection. */
+export interface McpCaller {
+  services: Services;
+  headers: Context['headers'];
+  /** Set when the door already authenticated the key for this request (Streamable HTTP). */
+  principal?: Principal;
+  requestId: string;
+  /** Told of a call that failed unexpectedly (a 5xx): the transport logs it. */
+  onFailure?: (err: unknown, body: ErrorBody) => void;
+}
+
+type JsonSchema = { [key: string]: unknown };
+
+/**
+ * A zod schema as an MCP tool schema: JSON Schema 2020-12 whose root is an object (a schema registered
+ * under a name comes out as a `$ref` to it, which MCP clients do not accept at the root).
+ */
+function objectSchema(schema: z.ZodType | undefined, io: 'input' | 'output'): JsonSchema {
+  if (!schema || (schema as { def?: { type?: string } }).def?.type === 'void')
+    return { type: 'object', properties: {}, additionalProperties: false };
+  const {
+    $schema: _dialect,
+    $ref,
+    $defs,
+    ...rest
+  } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as {
+    $schema?: string;
+    $ref?: string;
+    $defs?: Record<string, JsonSchema>;
+  } & JsonSchema;
+  if (!$ref) return $defs ? { ...rest, $defs } : rest;
+  const name = $ref.replace('#/$defs/', '');
+  const { [name]: root, ...others } = $defs ?? {};
+  return Object.keys(others).length > 0 ? { ...root, $defs: others } : { ...root };
+}
+
+function inputSchemaOf(op: Operation): Tool['inputSchema'] {
+  const schema = objectSchema(op.input, 'input') as Tool['inputSchema'];
+  if (!op.idempotencyKey) return schema;
+  return {
+    ...schema,
+    properties: {
+      ...schema.properties,
+      [IDEMPOTENCY_ARGUMENT]: {
+        type: 'string',
+        minLength: 1,
+        maxLength: 255,
+        description:
+          'Retry safely: the same key with the same arguments within 24 hours returns the first result instead of creating again; with other arguments it is an error.',
+      },
+    },
+  };
+}
+
+function toolOf(op: Operation): Tool {
+  return {
+    name: op.operationId,
+    title: op.summary,
+    description: [op.agentHint, op.description].filter(Boolean).join('\n\n'),
+    inputSchema: inputSchemaOf(op),
+    outputSchema: objectSchema(op.output, 'output') as Tool['outputSchema'],
+    annotations: {
+      title: op.summary,
+      readOnlyHint: op.readOnly,
+      destructiveHint: op.destructive,
+      idempotentHint: op.idempotent,
+      openWorldHint: false,
+    },
+  };
+}
+
+/** Every operation as a tool, built once: the same list the OpenAPI document describes. */
+export const TOOLS: readonly Tool[] = OPERATIONS.map(toolOf);
+const OPERATION_BY_TOOL = new Map(OPERATIONS.map((op) => [op.operationId, op]));
+const INPUT_KEYS = new Map(
+  OPERATIONS.map((op) => [
+    op.operationId,
+    new Set(Object.keys((op.input as { shape?: object } | undefined)?.shape ?? {})),
+  ]),
+);
+
+const callerOf = createCallerFactory(appRouter);
+
+/** Runs the operation's procedure, as tRPC would, on a context already admitted. */
+async function callProcedure(ctx: AuthedContext, op: Operation, input: unknown): Promise<unknown> {
+  let target: unknown = callerOf(ctx);
+  for (const part of op.procedure.split('.')) target = (target as Record<string, unknown>)[part];
+  return (target as (input: unknown) => Promise<unknown>)(input);
+}
+
+/** The call's rate limit and quotas, for the result's `_meta`: what the REST headers say. */
+function limitsMeta(admission: Admission): Record<string, unknown> {
+  const { rate, quotas, period } = admission;
+  return {
+    rate_limit: {
+      group: rate.limit.group,
+      limit: rate.limit.limit,
+      remaining: rate.remaining,
+      reset_seconds: Math.max(0, Math.ceil(rate.msBeforeReset / 1000)),
+    },
+    quotas: Object.fromEntries(
+      quotas.map((q) => [
+        q.quota,
+        { limit: q.limit, used: q.used, remaining: Math.max(0, q.limit - q.used), reset_at: period.resetAt },
+      ]),
+    ),
+  };
+}
+
+function errorResult(body: ErrorBody): CallToolResult {
+  const retry = body.retry_after_seconds === undefined ? '' : ` Retry after ${body.retry_after_seconds} s.`;
+  return {
+    isError: true,
+    content: [{ type: 'text', text: `${body.error} (${body.code}).${retry}` }],
+    _meta: { error: body },
+  };
+}
+
+/**
+ * One tool call: admitted like a REST call (API key, the operation's rate-limit group, the monthly
+ * quotas), then the operation's procedure, then the answer as structured content with the quota state in
+ * `_meta`. A failure is a tool error (`isError`) with the contract's error body in `_meta`, never a stack.
+ */
+export async function callTool(
+  caller: McpCaller,
+  name: string,
+  args: Record<string, unknown> = {},
+): Promise<CallToolResult> {
+  const op = OPERATION_BY_TOOL.get(name);
+  if (!op) return errorResult({ error: `Unknown tool: ${name}`, code: 'not_found' });
+  const { [IDEMPOTENCY_ARGUMENT]: idempotencyKey, ...input } = args;
+  const known = INPUT_KEYS.get(name) ?? new Set();
+  const unknown = Object.keys(input).filter((key) => !known.has(key));
+  if (unknown.length > 0 || (idempotencyKey !== undefined && !op.idempotencyKey))
+    return errorResult({
+      error: `Unknown argument${unknown.length > 1 ? 's' : ''}: ${(unknown.length > 0 ? unknown : [IDEMPOTENCY_ARGUMENT]).join(', ')}`,
+      code: 'invalid_request',
+    });
+  if (idempotencyKey !== undefined && typeof idempotencyKey !== 'string')
+    return errorResult({ error: `${IDEMPOTENCY_ARGUMENT}: expected string`, code: 'invalid_request' });
+
+  const headers = idempotencyKey ? { ...caller.headers, 'idempotency-key': idempotencyKey } : caller.headers;
+  const ctx = createRequestContext(caller.services, { requestId: caller.requestId, headers });
+  if (caller.principal) actFor(ctx, caller.principal);
+  try {
+    const admitted = await admitCall(ctx, op);
+    const result = await callProcedure(admitted, op, known.size > 0 ? input : undefined);
+    return {
+      content: [{ type: 'text', text: JSON.stringify(result) }],
+      structuredContent: result as Record<string, unknown>,
+      _meta: admitted.admission ? limitsMeta(admitted.admission) : {},
+    } satisfies CallToolResult;
+  } catch (err) {
+    const { status, body } = toErrorResponse(err);
+    if (status >= 500) caller.onFailure?.(err, body);
+    return errorResult(body);
+  }
+}
