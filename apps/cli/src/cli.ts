@@ -1,6 +1,7 @@
 import { type Action, execute, type Io, PROGRAM, parseCommandLine, report, usage } from '@crm/api';
 import { type Config, loadConfig } from '@crm/config';
 import { askHolder, createsEmbeddedDatabase, DataDirLockedError, openDatabase } from '@crm/db';
+import { serveMcpOverStdio } from './mcp-stdio.ts';
 
 export { type Io, PROGRAM, parseCommandLine, usage };
 
@@ -16,6 +17,8 @@ const isAnswer = (a: unknown): a is HolderAnswer =>
  * which only this machine's user can open) and its answer is printed as if run here.
  */
 export async function run(argv: string[], env: Record<string, string | undefined>, io: Io): Promise<number> {
+  // A long-running server on stdio rather than one command: it reads its own environment.
+  if (argv[0] === 'mcp' && argv.length === 1) return serveMcpOverStdio(env, io);
   let action: Action;
   try {
     const parsed = parseCommandLine(argv);

@@ -1,12 +1,11 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
-  createDashboardAuth,
   createInvitation,
   createOrganizationWithKey,
+  createServices,
   FIRST_ADMIN_TTL_MS,
   INVITATION_PATH,
-  Limits,
   pruneIdempotencyKeys,
   runCommandLine,
   type Services,
@@ -80,20 +79,14 @@ export async function startWorkerProcess(config: Config, logger: Logger): Promis
 /** The HTTP API, with the webhook worker in the same process unless `CRM_ROLE=api`. */
 export async function startServer(config: Config, logger: Logger): Promise<RunningServer> {
   const db = await openDatabase(config.database, 'server');
-  let limits: Limits;
   let services: Services;
   try {
-    limits = await Limits.create(config.limits, db.orm, logger);
-    services = {
-      orm: db.orm,
-      config,
-      limits,
-      dashboardAuth: await createDashboardAuth(db.orm, config, logger),
-    };
+    services = await createServices(db.orm, config, logger);
   } catch (err) {
     await db.close();
     throw err;
   }
+  const { limits } = services;
   // A `crm` command beside this server (embedded database: one process) is run here, on this database.
   db.serveLocalRequests(async (request) => {
     const argv = (request as { argv?: unknown } | null)?.argv;

@@ -24,5 +24,6 @@ export { callTool, type McpCaller, TOOLS } from './mcp/tools.ts';
 export { buildOpenApiDocument } from './openapi.ts';
 export { type AppRouter, appRouter } from './router.ts';
 export * from './routes.ts';
+export { createServices } from './services.ts';
 export type { ApiErrorData, Meta, RateLimitGroup } from './trpc.ts';
 export { RATE_LIMIT_GROUPS } from './trpc.ts';

@@ -17,6 +17,7 @@ export interface Io {
 
 export function usage(): string {
   const rows = COMMANDS.map((c) => [synopsis(c), c.summary] as const);
+  rows.push(['mcp', 'MCP server on stdio for AI agents, acting with CRM_API_KEY (CRM_URL: a remote server)']);
   rows.push(['help', 'Show this help']);
   const width = Math.max(...rows.map(([s]) => s.length)) + 2;
   return [

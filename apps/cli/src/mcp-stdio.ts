@@ -1,0 +1,133 @@
+import {
+  authenticate,
+  createMcpServer,
+  createRequestContext,
+  createServices,
+  type Io,
+  type Log,
+  MCP_SERVER_INFO,
+  report,
+} from '@crm/api';
+import { loadConfig } from '@crm/config';
+import { DataDirLockedError, openDatabase } from '@crm/db';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import {
+  CallToolRequestSchema,
+  CallToolResultSchema,
+  GetPromptRequestSchema,
+  GetPromptResultSchema,
+  ListPromptsRequestSchema,
+  ListPromptsResultSchema,
+  ListResourcesRequestSchema,
+  ListResourcesResultSchema,
+  ListResourceTemplatesRequestSchema,
+  ListResourceTemplatesResultSchema,
+  ListToolsRequestSchema,
+  ListToolsResultSchema,
+  ReadResourceRequestSchema,
+  ReadResourceResultSchema,
+} from '@modelcontextprotocol/sdk/types.js';
+
+/** stdout is the protocol's: everything else, log lines included, goes to stderr. */
+function stderrLog(io: Io): Log {
+  const line = (level: string) => (obj: object, msg: string) => {
+    const { err, ...rest } = obj as { err?: unknown };
+    io.stderr(
+      JSON.stringify({ level, msg, ...rest, ...(err ? { err: (err as Error).message ?? String(err) } : {}) }),
+    );
+  };
+  return { info: line('info'), warn: line('warn'), error: line('error') };
+}
+
+/** Resolves when the agent closes our stdin: the end of the session. */
+const stdinClosed = () =>
+  new Promise<void>((resolve) => process.stdin.once('close', resolve).once('end', resolve));
+
+/**
+ * Serves a remote server's /mcp on stdio: every request is passed on over Streamable HTTP with the key,
+ * so a desktop agent that only speaks stdio reaches a server elsewhere (or the one holding the embedded
+ * database) through the same tools.
+ */
+async function bridge(url: URL, apiKey: string): Promise<void> {
+  const client = new Client({ name: `${MCP_SERVER_INFO.name}-stdio`, version: MCP_SERVER_INFO.version });
+  await client.connect(
+    new StreamableHTTPClientTransport(url, {
+      requestInit: { headers: { Authorization: `Bearer ${apiKey}` } },
+    }),
+  );
+  const server = new Server(MCP_SERVER_INFO, {
+    capabilities: client.getServerCapabilities() ?? {},
+    instructions: client.getInstructions(),
+  });
+  const pass =
+    <R>(schema: R) =>
+    (request: { method: string; params?: unknown }) =>
+      client.request(request as never, schema as never);
+  server.setRequestHandler(ListToolsRequestSchema, pass(ListToolsResultSchema));
+  server.setRequestHandler(CallToolRequestSchema, pass(CallToolResultSchema));
+  server.setRequestHandler(ListResourcesRequestSchema, pass(ListResourcesResultSchema));
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, pass(ListResourceTemplatesResultSchema));
+  server.setRequestHandler(ReadResourceRequestSchema, pass(ReadResourceResultSchema));
+  server.setRequestHandler(ListPromptsRequestSchema, pass(ListPromptsResultSchema));
+  server.setRequestHandler(GetPromptRequestSchema, pass(GetPromptResultSchema));
+  await server.connect(new StdioServerTransport());
+  await stdinClosed();
+  await server.close();
+  await client.close();
+}
+
+/**
+ * `crm mcp`: MCP over stdio for desktop agents, acting with `CRM_API_KEY`. With `CRM_URL` it passes
+ * everything to that server's /mcp; otherwise it opens the configured database itself (or, when a server
+ * on this machine holds the embedded one, passes everything to that server on PORT).
+ */
+export async function serveMcpOverStdio(env: Record<string, string | undefined>, io: Io): Promise<number> {
+  const apiKey = env.CRM_API_KEY;
+  if (!apiKey) {
+    io.stderr('error: set CRM_API_KEY to the API key the agent acts with (and CRM_URL for a remote server)');
+    return 2;
+  }
+  try {
+    if (env.CRM_URL) {
+      await bridge(new URL('/mcp', env.CRM_URL), apiKey);
+      return 0;
+    }
+    const config = loadConfig(env);
+    let db: Awaited<ReturnType<typeof openDatabase>>;
+    try {
+      db = await openDatabase(config.database, 'MCP server');
+    } catch (err) {
+      if (!(err instanceof DataDirLockedError)) throw err;
+      io.stderr(
+        `note: a server holds the embedded database; passing MCP on to it at 127.0.0.1:${config.port}`,
+      );
+      await bridge(new URL(`http://127.0.0.1:${config.port}/mcp`), apiKey);
+      return 0;
+    }
+    const log = stderrLog(io);
+    const services = await createServices(db.orm, config, log);
+    try {
+      const headers = { authorization: `Bearer ${apiKey}` };
+      // A wrong key is said once, at start, rather than as an error of every call.
+      await authenticate(createRequestContext(services, { requestId: 'mcp-stdio', headers }));
+      const server = createMcpServer({
+        services,
+        headers,
+        requestId: `mcp-stdio-${process.pid}`,
+        onFailure: (err) => log.error({ err }, 'MCP tool call failed'),
+      });
+      await server.connect(new StdioServerTransport());
+      await stdinClosed();
+      await server.close();
+    } finally {
+      await services.limits.close();
+      await db.close();
+    }
+    return 0;
+  } catch (err) {
+    return report(err, io);
+  }
+}

@@ -1,0 +1,144 @@
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { TOOLS } from '@crm/api';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDatabase, startTestServer, type TestServer } from '../../server/test/harness.ts';
+import { crm } from './crm.ts';
+
+const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
+const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL;
+
+/** `npm run --silent crm -- mcp` as a desktop agent starts it: a child process spoken to on stdio. */
+async function stdioClient(env: Record<string, string>): Promise<Client> {
+  const client = new Client({ name: 'crm-stdio-test', version: '1.0.0' });
+  await client.connect(
+    new StdioClientTransport({
+      command: process.execPath,
+      args: [MAIN, 'mcp'],
+      env: { ...getDefaultEnvironment(), LOG_LEVEL: 'silent', ...env },
+      stderr: 'pipe',
+    }),
+  );
+  return client;
+}
+
+const dataOf = (result: CallToolResult) =>
+  (result.structuredContent as { data: Record<string, unknown> }).data;
+
+/** Creates a deal, lists and reads it back, all through the stdio server's tools. */
+async function roundTrip(client: Client) {
+  const { tools } = await client.listTools();
+  expect(tools.map((t) => t.name)).toEqual(TOOLS.map((t) => t.name));
+  const created = (await client.callTool({
+    name: 'deals-create',
+    arguments: { title: 'Over stdio', value: 300 },
+  })) as CallToolResult;
+  expect(created.isError).toBeFalsy();
+  const id = dataOf(created).id as string;
+  const got = (await client.callTool({ name: 'deals-get', arguments: { id } })) as CallToolResult;
+  expect(dataOf(got)).toMatchObject({
+    deal: { id, title: 'Over stdio', value: 300 },
+    recent_activities: [expect.objectContaining({ type: 'deal_created' })],
+  });
+  const bad = (await client.callTool({ name: 'deals-create', arguments: { title: 7 } })) as CallToolResult;
+  expect(bad.isError).toBe(true);
+  expect(JSON.stringify(bad.content)).toMatch(/title: expected string, got number/);
+  return id;
+}
+
+describe('crm mcp (stdio)', () => {
+  it('on the embedded database: the same tools, and writes that persist', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'crm-mcp-'));
+    const env = { CRM_DATA_DIR: dir };
+    try {
+      const org = (await crm(env, 'org', 'create', 'Stdio org')).lines[0] as { api_key: string };
+      const client = await stdioClient({ ...env, CRM_API_KEY: org.api_key });
+      let id: string;
+      try {
+        id = await roundTrip(client);
+      } finally {
+        await client.close();
+      }
+      // A new session on the same database sees what the first one wrote.
+      const again = await stdioClient({ ...env, CRM_API_KEY: org.api_key });
+      try {
+        const got = (await again.callTool({ name: 'deals-get', arguments: { id } })) as CallToolResult;
+        expect(got.isError).toBeFalsy();
+      } finally {
+        await again.close();
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it.skipIf(!TEST_DATABASE_URL)(
+    `on PostgreSQL${TEST_DATABASE_URL ? '' : ' (skipped: TEST_DATABASE_URL is not set)'}`,
+    async () => {
+      const db = await createDatabase(TEST_DATABASE_URL as string);
+      const env = { DATABASE_URL: db.url };
+      try {
+        const org = (await crm(env, 'org', 'create', 'Stdio org')).lines[0] as { api_key: string };
+        const client = await stdioClient({ ...env, CRM_API_KEY: org.api_key });
+        try {
+          await roundTrip(client);
+        } finally {
+          await client.close();
+        }
+      } finally {
+        await db.drop();
+      }
+    },
+  );
+
+  it('a wrong key is said once on stderr, and the process ends with 1', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'crm-mcp-'));
+    try {
+      const child = spawn(process.execPath, [MAIN, 'mcp'], {
+        env: {
+          ...getDefaultEnvironment(),
+          CRM_DATA_DIR: dir,
+          CRM_API_KEY: 'ck_wrongwrongwrongwrongwrongwrongwr',
+        },
+      });
+      let stderr = '';
+      child.stderr.on('data', (chunk) => {
+        stderr += chunk;
+      });
+      const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+      expect(code).toBe(1);
+      expect(stderr).toMatch(/error: Invalid or revoked API key/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  describe('with CRM_URL: passed on to a server’s /mcp', () => {
+    let s: TestServer;
+    beforeAll(async () => {
+      s = await startTestServer('pglite');
+    });
+    afterAll(async () => {
+      await s?.stop();
+    });
+
+    it('the same tools and answers as the server’s own MCP and REST', async () => {
+      const client = await stdioClient({ CRM_URL: s.url, CRM_API_KEY: s.orgA.apiKey });
+      try {
+        const id = await roundTrip(client);
+        const got = (await client.callTool({ name: 'deals-get', arguments: { id } })) as CallToolResult;
+        expect(got.structuredContent).toEqual((await s.api(`/deals/${id}`)).body);
+        const prompts = await client.listPrompts();
+        expect(prompts.prompts).toHaveLength(3);
+      } finally {
+        await client.close();
+      }
+    });
+  });
+});
