@@ -52,3 +52,34 @@ export const scoresOf = (p: number[], y: number[]): Scores => ({
   brier: brier(p, y),
   ece: ece(p, y),
 });
+
+export interface ReliabilityBin {
+  from: number;
+  to: number;
+  count: number;
+  meanPredicted: number;
+  observed: number;
+}
+
+/** The reliability table behind the ECE: ten equal-width bins of the predicted probability. */
+export function reliability(p: number[], y: number[], bins = 10): ReliabilityBin[] {
+  const out = Array.from({ length: bins }, (_, b) => ({
+    from: b / bins,
+    to: (b + 1) / bins,
+    count: 0,
+    meanPredicted: 0,
+    observed: 0,
+  }));
+  p.forEach((v, i) => {
+    const bin = out[Math.min(bins - 1, Math.floor(v * bins))] as ReliabilityBin;
+    bin.count++;
+    bin.meanPredicted += v;
+    bin.observed += y[i] as number;
+  });
+  for (const bin of out)
+    if (bin.count > 0) {
+      bin.meanPredicted /= bin.count;
+      bin.observed /= bin.count;
+    }
+  return out;
+}

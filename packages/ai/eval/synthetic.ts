@@ -1,6 +1,7 @@
 import type { ActivityFacts, ContactFacts, DealHistory } from '../src/history.ts';
 import { DEFAULT_STAGES } from './pipeline.ts';
 import { type Random, seededRandom } from './random.ts';
+import type { Change, SyntheticDeal } from './scenario.ts';
 
 const DAY = 86_400_000;
 
@@ -28,13 +29,19 @@ const sigmoid = (z: number) => 1 / (1 + Math.exp(-z));
  *   Negotiation (15%) on the same schedule.
  * - Activity: notes updates about weekly (rate 1.2 x e^(0.3 q)); a deal that will be lost goes quiet
  *   (rate / 8) from a random point at 40-70% of its cycle, and its later notes voice concerns more often.
+ *
+ * Each deal comes with the probability its outcome was drawn from (for the ECE's noise floor) and that
+ * probability under one changed driver (for the one-driver-at-a-time probes of the eval).
  */
-export function syntheticHistory(options: { deals: number; now: Date; seed: number }): DealHistory[] {
+export function syntheticDeals(options: { deals: number; now: Date; seed: number }): SyntheticDeal[] {
   const r = seededRandom(options.seed);
-  const out: DealHistory[] = [];
+  const out: SyntheticDeal[] = [];
   for (let i = 0; i < options.deals; i++) out.push(syntheticDeal(r, options.now, i));
   return out;
 }
+
+export const syntheticHistory = (options: { deals: number; now: Date; seed: number }): DealHistory[] =>
+  syntheticDeals(options).map((d) => d.history);
 
 const NAMES = ['Ana', 'Ben', 'Chen', 'Dara', 'Eli', 'Fay', 'Gus', 'Hana', 'Ivo', 'Jia', 'Kai', 'Lea'];
 const PAIN = [
@@ -63,7 +70,7 @@ const BAD = [
   'Budget freeze mentioned, worried',
 ];
 
-function syntheticDeal(r: Random, now: Date, index: number): DealHistory {
+function syntheticDeal(r: Random, now: Date, index: number): SyntheticDeal {
   const windowStart = now.getTime() - 540 * DAY;
   const created = new Date(windowStart + r.next() * 480 * DAY);
   const q = r.normal();
@@ -121,7 +128,15 @@ function syntheticDeal(r: Random, now: Date, index: number): DealHistory {
     0.5 * Number(pain) +
     0.3 * Number(metrics) +
     0.5 * q;
-  const won = r.chance(sigmoid(logOdds));
+  const p = sigmoid(logOdds);
+  const won = r.chance(p);
+  // The stated process: value has no effect; a competition note -0.7 and a blocker -0.9 (once each).
+  const probabilityWith = (change: Change) =>
+    change.kind === 'competitor' && !competition
+      ? sigmoid(logOdds - 0.7)
+      : change.kind === 'negative_blocker' && !blocker
+        ? sigmoid(logOdds - 0.9)
+        : p;
 
   const cycleDays = (won ? 25 : 15) + r.gamma(2, 20);
   const closeAt = created.getTime() + cycleDays * DAY;
@@ -205,7 +220,7 @@ function syntheticDeal(r: Random, now: Date, index: number): DealHistory {
         stageName = String(a.changes?.stage?.to);
   }
   const visible = activities.filter((a) => a.at.getTime() <= now.getTime());
-  return {
+  const history: DealHistory = {
     deal: {
       id: uuidOf(r),
       title: `Deal ${index}`,
@@ -221,4 +236,5 @@ function syntheticDeal(r: Random, now: Date, index: number): DealHistory {
     contacts: contacts.filter((c) => c.createdAt.getTime() <= now.getTime()),
     activities: visible,
   };
+  return { history, p, won, probabilityWith };
 }

@@ -46,6 +46,11 @@ export interface DealFacts {
   currency: string | null;
   notes: string | null;
   expectedCloseDate: Date | null;
+  /**
+   * Where the deal came from (the deal's `lead_source`). Optional: a caller that does not pass it gets a
+   * model that never uses it.
+   */
+  leadSource?: string | null;
   createdAt: Date;
 }
 
@@ -97,6 +102,7 @@ const DEAL_FIELDS: Record<string, keyof DealFacts> = {
   currency: 'currency',
   notes: 'notes',
   expected_close_date: 'expectedCloseDate',
+  lead_source: 'leadSource',
 };
 const CONTACT_FIELDS: Record<string, keyof ContactFacts> = {
   name: 'name',

@@ -140,13 +140,13 @@ export type EvidenceKind = keyof typeof EVIDENCE_STEMS;
 /** Stems are plain words; `-` needs no escape outside a bracket, in either dialect. */
 const escapeStem = (stem: string) => stem.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
-const jsCache = new Map<string, RegExp>();
+/** Compiled once per stem list (keyed by the list itself: these run for every piece of text of every snapshot). */
+const jsCache = new Map<readonly string[], RegExp>();
 function jsPattern(stems: readonly string[]): RegExp {
-  const key = stems.join('|');
-  let re = jsCache.get(key);
+  let re = jsCache.get(stems);
   if (!re) {
     re = new RegExp(`(?:^|[^\\p{L}\\p{N}])(?:${stems.map(escapeStem).join('|')})`, 'iu');
-    jsCache.set(key, re);
+    jsCache.set(stems, re);
   }
   return re;
 }

@@ -6,6 +6,7 @@ import {
   PILLARS,
   type Pillar,
   type PillarScore,
+  quoteOf,
   scorePillars,
   textSignals,
 } from './pillars.ts';
@@ -142,8 +143,10 @@ export function analyzeSnapshot(s: DealSnapshot, options: AnalysisOptions): Buil
   else if (total < 55 || idle > stale) health = 'at_risk';
   else health = 'healthy';
 
+  // Every factor says what this deal has or lacks, true read alone; bad news is only ever a risk.
   const risks: string[] = [];
   const wins: string[] = [];
+  const notes = (n: number) => `${n} note${n === 1 ? '' : 's'}`;
   if (s.stage.type === 'open') {
     if (idle > stale) risks.push(`No activity for ${Math.floor(idle)} days (stale after ${stale})`);
     else if (s.activities.length > 1) wins.push(`Active: last activity ${Math.floor(idle)} day(s) ago`);
@@ -159,16 +162,23 @@ export function analyzeSnapshot(s: DealSnapshot, options: AnalysisOptions): Buil
     if (c.role === 'blocker') risks.push(`Blocker involved: ${c.name}${c.title ? ` (${c.title})` : ''}`);
     else if (c.sentiment === 'negative') risks.push(`${c.name} (${c.role.replaceAll('_', ' ')}) is negative`);
   }
-  if (signals.competitor > 0) risks.push(`Competition mentioned ${signals.competitor} time(s) in notes`);
-  if (signals.negative > 0) risks.push(`Concerns in notes: ${signals.negative} negative mention(s)`);
-  if (signals.positive > 0) wins.push(`Positive notes: ${signals.positive} mention(s)`);
+  if (signals.competitor > 0)
+    risks.push(`Competition mentioned in ${notes(signals.competitor)}: ${quoteOf(s, 'competitor')}`);
+  if (signals.negative > 0)
+    risks.push(`Concerns or setbacks in ${notes(signals.negative)}: ${quoteOf(s, 'negative')}`);
+  if (signals.positive > 0)
+    wins.push(`Positive words in ${notes(signals.positive)}: ${quoteOf(s, 'positive')}`);
   if (s.stageMoves.forward > 0) wins.push(`Moved forward ${s.stageMoves.forward} stage(s)`);
   if (s.stageMoves.back > 0) risks.push(`Moved back ${s.stageMoves.back} stage(s)`);
+  // Pillars: a strong one names what gave its points, a weak one what it lacks. Competition is neither a
+  // strength nor a gap here: a competitor in the notes is already a risk above.
   for (const p of pillars) {
-    if (p.score >= 8)
-      wins.push(`${PILLAR_LABELS[p.pillar]} strong (${p.score}/10): ${p.evidence[0] ?? ''}`.trim());
-    else if (p.score <= 3 && p.pillar !== 'competition')
-      risks.push(`${PILLAR_LABELS[p.pillar]} weak (${p.score}/10): ${p.evidence[0] ?? 'no evidence'}`);
+    if (p.pillar === 'competition') continue;
+    if (p.score >= 8) wins.push(`${PILLAR_LABELS[p.pillar]} strong (${p.score}/10): ${p.points.join('; ')}`);
+    else if (p.score <= 3)
+      risks.push(
+        `${PILLAR_LABELS[p.pillar]} weak (${p.score}/10): ${(p.lacking.length > 0 ? p.lacking : p.evidence).join('; ')}`,
+      );
   }
 
   // Weakest pillars first; ties in MEDDPICC order. Inactivity comes first when the deal is stale.

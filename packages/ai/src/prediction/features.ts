@@ -1,57 +1,418 @@
-import { idleDays, type PillarScore, textSignals } from '../analysis/pillars.ts';
-import { type DealSnapshot, daysBetween } from '../history.ts';
+import {
+  idleDays,
+  isAdverse,
+  PILLAR_LABELS,
+  type Pillar,
+  type PillarScore,
+  quoteOf,
+  SUPPORT_PILLARS,
+  signalTexts,
+  supportPillars,
+  supportView,
+} from '../analysis/pillars.ts';
+import { type ContactFacts, type DealSnapshot, daysBetween } from '../history.ts';
 
 /**
- * What the fitted model sees of a deal, all as of the snapshot: the eight pillar scores, the stage's own
- * probability, and the deal's momentum. Each has a name a person can read in the explanation.
+ * What the win model sees of a deal, all as of the snapshot. Two kinds, never mixed in one feature:
+ * - support: the stage, the seven support pillars (MEDDPICC without competition) and the stakeholders,
+ *   read from the deal's supportive view (adverse contacts and sentences of bad news set aside), so
+ *   they can only count for the deal;
+ * - risks: a competitor mentioned, blockers, negative stakeholders, concerns in the notes, an overdue close
+ *   date, going quiet, stage moves back, each on its own;
+ * plus the plain facts that may go either way in an organization's history: the deal's value against the
+ * organization's typical deal, its lead source, its expected close date, stakeholder count, activity, age.
+ *
+ * Each feature belongs to one explanation factor (a factor may gather a few features about the same fact,
+ * e.g. the champion's pillar, presence and engagement) and has a sign the fit must respect (+1 support,
+ * -1 risk, 0 either) and a unit: the change in it that the L2 penalty treats as one step (0.5 for a yes/no).
  */
-export const FEATURES = [
-  { key: 'stage', label: 'Stage probability' },
-  { key: 'metrics', label: 'Metrics' },
-  { key: 'economic_buyer', label: 'Economic buyer' },
-  { key: 'decision_criteria', label: 'Decision criteria' },
-  { key: 'decision_process', label: 'Decision process' },
-  { key: 'paper_process', label: 'Paper process' },
-  { key: 'identified_pain', label: 'Identified pain' },
-  { key: 'champion', label: 'Champion' },
-  { key: 'competition', label: 'Competition' },
-  { key: 'stakeholders', label: 'Stakeholders mapped' },
-  { key: 'activity', label: 'Activity volume' },
-  { key: 'idle', label: 'Days since last activity' },
-  { key: 'age', label: 'Deal age' },
-  { key: 'negative_signals', label: 'Negative notes and stakeholders' },
-  { key: 'value', label: 'Deal value' },
+
+export const FACTORS = [
+  'stage',
+  ...SUPPORT_PILLARS,
+  'stakeholders',
+  'engagement',
+  'positive_stakeholders',
+  'positive_notes',
+  'activity',
+  'idle',
+  'age',
+  'moved_back',
+  'value',
+  'lead_source',
+  'close_date',
+  'competitor',
+  'blockers',
+  'negative_stakeholders',
+  'negative_notes',
 ] as const;
-export type FeatureKey = (typeof FEATURES)[number]['key'];
+export type FactorKey = (typeof FACTORS)[number];
+
+export const FACTOR_LABELS: Record<FactorKey, string> = {
+  stage: 'Stage probability',
+  metrics: PILLAR_LABELS.metrics,
+  economic_buyer: PILLAR_LABELS.economic_buyer,
+  decision_criteria: PILLAR_LABELS.decision_criteria,
+  decision_process: PILLAR_LABELS.decision_process,
+  paper_process: PILLAR_LABELS.paper_process,
+  identified_pain: PILLAR_LABELS.identified_pain,
+  champion: PILLAR_LABELS.champion,
+  stakeholders: 'Stakeholders mapped',
+  engagement: 'Engaged stakeholders',
+  positive_stakeholders: 'Positive stakeholders',
+  positive_notes: 'Positive notes',
+  activity: 'Activity volume',
+  idle: 'Days since last activity',
+  age: 'Deal age',
+  moved_back: 'Stage moves back',
+  value: 'Deal value',
+  lead_source: 'Lead source',
+  close_date: 'Expected close date',
+  competitor: 'Competitor',
+  blockers: 'Blockers',
+  negative_stakeholders: 'Negative stakeholders',
+  negative_notes: 'Concerns in notes',
+};
+
+export interface FeatureSpec {
+  key: string;
+  factor: FactorKey;
+  /** +1: may only raise the odds; -1: may only lower them; 0: either way. */
+  sign: -1 | 0 | 1;
+  /** The change the L2 penalty treats as one step. */
+  unit: number;
+}
+
+/** What a fitted model knows about its organization, needed to read a deal the same way later. */
+export interface FeatureContext {
+  /** Median value of the history's deals with a value (null when none had one). */
+  typicalValue: number | null;
+  /** Lead sources frequent enough in the history to learn from, most frequent first. */
+  leadSources: string[];
+}
+
+export const NO_CONTEXT: FeatureContext = { typicalValue: null, leadSources: [] };
+
+/** A lead source needs this many deals in the history to become a feature (at most MAX_LEAD_SOURCES of them). */
+export const MIN_LEAD_SOURCE_DEALS = 10;
+const MAX_LEAD_SOURCES = 8;
+
+const FIXED: FeatureSpec[] = [
+  { key: 'stage', factor: 'stage', sign: 1, unit: 1 },
+  ...SUPPORT_PILLARS.map((p): FeatureSpec => ({ key: p, factor: p, sign: 1, unit: 0.3 })),
+  { key: 'economic_buyer_present', factor: 'economic_buyer', sign: 1, unit: 0.5 },
+  { key: 'economic_buyer_engaged', factor: 'economic_buyer', sign: 1, unit: 0.5 },
+  { key: 'executive_sponsor_present', factor: 'economic_buyer', sign: 1, unit: 0.5 },
+  { key: 'technical_buyer_present', factor: 'decision_criteria', sign: 1, unit: 0.5 },
+  { key: 'champion_present', factor: 'champion', sign: 1, unit: 0.5 },
+  { key: 'champion_engaged', factor: 'champion', sign: 1, unit: 0.5 },
+  { key: 'stakeholders', factor: 'stakeholders', sign: 0, unit: 0.5 },
+  { key: 'engaged_stakeholders', factor: 'engagement', sign: 1, unit: 1 },
+  { key: 'positive_stakeholders', factor: 'positive_stakeholders', sign: 1, unit: 0.5 },
+  { key: 'positive_notes', factor: 'positive_notes', sign: 1, unit: 0.5 },
+  { key: 'activity', factor: 'activity', sign: 0, unit: 0.5 },
+  { key: 'idle', factor: 'idle', sign: -1, unit: 1 },
+  { key: 'age', factor: 'age', sign: 0, unit: 1 },
+  { key: 'moved_back', factor: 'moved_back', sign: -1, unit: 0.5 },
+  { key: 'value_ratio', factor: 'value', sign: 0, unit: 1 },
+  { key: 'value_missing', factor: 'value', sign: 0, unit: 0.5 },
+  { key: 'close_date_set', factor: 'close_date', sign: 0, unit: 0.5 },
+  { key: 'close_date_months', factor: 'close_date', sign: 0, unit: 1 },
+  { key: 'close_date_overdue', factor: 'close_date', sign: -1, unit: 0.5 },
+  { key: 'competitor', factor: 'competitor', sign: -1, unit: 0.5 },
+  { key: 'blockers', factor: 'blockers', sign: -1, unit: 0.5 },
+  { key: 'negative_stakeholders', factor: 'negative_stakeholders', sign: -1, unit: 0.5 },
+  { key: 'negative_notes', factor: 'negative_notes', sign: -1, unit: 0.5 },
+];
+
+/** The model's features for an organization: the fixed ones, then one per frequent lead source. */
+export function featureSpecs(context: FeatureContext): FeatureSpec[] {
+  return [
+    ...FIXED,
+    ...context.leadSources.map(
+      (source): FeatureSpec => ({ key: `lead_source:${source}`, factor: 'lead_source', sign: 0, unit: 0.5 }),
+    ),
+  ];
+}
 
 export const logit = (p: number) => Math.log(p / (1 - p));
 export const sigmoid = (z: number) => 1 / (1 + Math.exp(-z));
 const clampP = (p: number) => Math.min(0.98, Math.max(0.02, p));
+const clamp = (v: number, lo: number, hi: number) => Math.min(hi, Math.max(lo, v));
 
 /** The stage's configured probability as a fraction (a stage without one counts as a coin flip). */
 export const stageProbability = (s: DealSnapshot) => clampP((s.stage.probability ?? 50) / 100);
 
-/** The numeric features of one snapshot, in FEATURES order. */
-export function featureVector(s: DealSnapshot, pillars: PillarScore[]): number[] {
-  const pillar = new Map(pillars.map((p) => [p.pillar, p.score / 10]));
-  const signals = textSignals(s);
-  const negativePeople = s.contacts.filter((c) => c.sentiment === 'negative' || c.role === 'blocker').length;
-  const values: Record<FeatureKey, number> = {
-    stage: logit(stageProbability(s)),
-    metrics: pillar.get('metrics') ?? 0,
-    economic_buyer: pillar.get('economic_buyer') ?? 0,
-    decision_criteria: pillar.get('decision_criteria') ?? 0,
-    decision_process: pillar.get('decision_process') ?? 0,
-    paper_process: pillar.get('paper_process') ?? 0,
-    identified_pain: pillar.get('identified_pain') ?? 0,
-    champion: pillar.get('champion') ?? 0,
-    competition: pillar.get('competition') ?? 0,
-    stakeholders: Math.log1p(s.contacts.length),
-    activity: Math.log1p(s.activities.length),
-    idle: Math.min(idleDays(s), 120) / 30,
-    age: Math.log1p(Math.max(0, daysBetween(s.deal.createdAt, s.asOf))),
-    negative_signals: Math.log1p(signals.negative + negativePeople),
-    value: Math.log1p(Math.max(0, s.deal.value ?? 0)),
+const engaged = (c: ContactFacts) => c.engagement === 'high' || c.engagement === 'medium';
+const leadSourceOf = (s: DealSnapshot) => s.deal.leadSource?.trim() || null;
+
+/**
+ * Everything the features and the explanations read from one snapshot, computed once: the deal, its
+ * supportive view and support pillars, its adverse contacts and its text signals.
+ */
+export interface DealReading {
+  s: DealSnapshot;
+  /** The deal's supportive view (adverse contacts and bad-news sentences set aside). */
+  support: DealSnapshot;
+  pillars: Map<Pillar, PillarScore>;
+  adverse: ContactFacts[];
+  idle: number;
+  supportIdle: number;
+  /** Pieces of text with each signal; `positive` counts the supportive view (a sentence with bad news is no support). */
+  texts: { positive: number; positiveAnywhere: number; negative: number; competitor: number };
+}
+
+export function readDeal(s: DealSnapshot): DealReading {
+  const view = supportView(s);
+  const support = view.snapshot;
+  return {
+    s,
+    support,
+    pillars: new Map(supportPillars(view).map((p) => [p.pillar, p])),
+    adverse: s.contacts.filter(isAdverse),
+    idle: idleDays(s),
+    supportIdle: idleDays(support),
+    texts: {
+      positive: signalTexts(support, 'positive').length,
+      positiveAnywhere: signalTexts(s, 'positive').length,
+      negative: signalTexts(s, 'negative').length,
+      competitor: signalTexts(s, 'competitor').length,
+    },
   };
-  return FEATURES.map((f) => values[f.key]);
+}
+
+/** Stakeholders with positive sentiment who are not blockers (a positive blocker is still a blocker). */
+const positiveSupporters = (r: DealReading) => r.support.contacts.filter((c) => c.sentiment === 'positive');
+
+/** The deal's value against the organization's typical deal, in e-folds (0 without a value or a typical one). */
+function valueRatio(s: DealSnapshot, context: FeatureContext): number {
+  const value = s.deal.value ?? 0;
+  if (value <= 0 || !context.typicalValue) return 0;
+  return clamp(Math.log(value / context.typicalValue), -4, 4);
+}
+
+function featureValue(key: string, r: DealReading, context: FeatureContext): number {
+  const { s, support } = r;
+  const inRole = (role: string) => support.contacts.filter((c) => c.role === role);
+  const close = s.deal.expectedCloseDate;
+  if (key.startsWith('lead_source:')) return leadSourceOf(s) === key.slice('lead_source:'.length) ? 1 : 0;
+  switch (key) {
+    case 'stage':
+      return logit(stageProbability(s));
+    case 'economic_buyer_present':
+      return inRole('economic_buyer').length > 0 ? 1 : 0;
+    case 'economic_buyer_engaged':
+      return inRole('economic_buyer').some(engaged) ? 1 : 0;
+    case 'executive_sponsor_present':
+      return inRole('executive_sponsor').length > 0 ? 1 : 0;
+    case 'technical_buyer_present':
+      return inRole('technical_buyer').length > 0 ? 1 : 0;
+    case 'champion_present':
+      return inRole('champion').length > 0 ? 1 : 0;
+    case 'champion_engaged':
+      return inRole('champion').some(engaged) ? 1 : 0;
+    case 'stakeholders':
+      return Math.log1p(support.contacts.length);
+    case 'engaged_stakeholders':
+      return Math.min(4, support.contacts.filter(engaged).length);
+    case 'positive_stakeholders':
+      return Math.min(3, positiveSupporters(r).length);
+    case 'positive_notes':
+      return Math.log1p(r.texts.positive);
+    case 'activity':
+      return Math.log1p(support.activities.length);
+    case 'idle':
+      return Math.min(r.supportIdle, 120) / 30;
+    case 'age':
+      return Math.log1p(Math.max(0, daysBetween(s.deal.createdAt, s.asOf)));
+    case 'moved_back':
+      return Math.min(2, s.stageMoves.back);
+    case 'value_ratio':
+      return valueRatio(s, context);
+    case 'value_missing':
+      return (s.deal.value ?? 0) > 0 ? 0 : 1;
+    case 'close_date_set':
+      return close ? 1 : 0;
+    case 'close_date_months':
+      return close ? clamp(daysBetween(s.asOf, close) / 30, -6, 12) : 0;
+    case 'close_date_overdue':
+      return close && close.getTime() < s.asOf.getTime() ? 1 : 0;
+    case 'competitor':
+      return r.texts.competitor > 0 ? 1 : 0;
+    case 'blockers':
+      return Math.min(2, s.contacts.filter((c) => c.role === 'blocker').length);
+    case 'negative_stakeholders':
+      return Math.min(3, s.contacts.filter((c) => c.sentiment === 'negative').length);
+    case 'negative_notes':
+      return Math.log1p(r.texts.negative);
+    default: {
+      const pillar = r.pillars.get(key as Pillar);
+      if (pillar) return pillar.score / 10;
+      throw new Error(`unknown feature ${key}`);
+    }
+  }
+}
+
+/** The numeric features of one deal, in the order of `specs`. */
+export function featureVector(r: DealReading, specs: FeatureSpec[], context: FeatureContext): number[] {
+  return specs.map((f) => featureValue(f.key, r, context));
+}
+
+/** What the history says about the organization: its typical value and its frequent lead sources. */
+export function contextOf(deals: DealSnapshot[]): FeatureContext {
+  const values = deals
+    .map((s) => s.deal.value ?? 0)
+    .filter((v) => v > 0)
+    .sort((a, b) => a - b);
+  const mid = values.length / 2;
+  const typicalValue =
+    values.length === 0
+      ? null
+      : values.length % 2 === 1
+        ? (values[Math.floor(mid)] as number)
+        : ((values[mid - 1] as number) + (values[mid] as number)) / 2;
+  const counts = new Map<string, number>();
+  for (const s of deals) {
+    const source = leadSourceOf(s);
+    if (source) counts.set(source, (counts.get(source) ?? 0) + 1);
+  }
+  const leadSources = [...counts]
+    .filter(([, n]) => n >= MIN_LEAD_SOURCE_DEALS)
+    .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+    .slice(0, MAX_LEAD_SOURCES)
+    .map(([source]) => source);
+  return { typicalValue, leadSources };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Explanations: every factor says what this deal has or lacks, in words that stay true read alone.
+
+const plural = (n: number, word: string, many = `${word}s`) => `${n} ${n === 1 ? word : many}`;
+const names = (people: ContactFacts[]) =>
+  people.map((c) => `${c.name} (${c.role.replaceAll('_', ' ')})`).join(', ');
+const money = (v: number) => Math.round(v).toLocaleString('en-US');
+const day = (d: Date) => d.toISOString().slice(0, 10);
+
+function describeValue(s: DealSnapshot, context: FeatureContext): string {
+  const value = s.deal.value ?? 0;
+  if (value <= 0) return 'No deal value recorded';
+  const amount = `Deal value ${money(value)}${s.deal.currency ? ` ${s.deal.currency}` : ''}`;
+  if (!context.typicalValue) return amount;
+  const ratio = value / context.typicalValue;
+  const times = ratio >= 10 ? ratio.toFixed(0) : ratio >= 1 ? ratio.toFixed(1) : ratio.toFixed(2);
+  return `${amount} is ${times}x the typical deal (${money(context.typicalValue)})`;
+}
+
+function describeCloseDate(s: DealSnapshot): string {
+  const close = s.deal.expectedCloseDate;
+  if (!close) return 'No expected close date';
+  const days = Math.floor(Math.abs(daysBetween(s.asOf, close)));
+  return close.getTime() < s.asOf.getTime()
+    ? `Expected close date ${day(close)} passed ${plural(days, 'day')} ago`
+    : `Expected close date ${day(close)}, in ${plural(days, 'day')}`;
+}
+
+function describePillar(r: DealReading, pillar: Pillar): string {
+  const p = r.pillars.get(pillar);
+  if (!p) return PILLAR_LABELS[pillar];
+  const evidence = [...p.evidence];
+  if (pillar === 'economic_buyer') {
+    const sponsors = r.support.contacts.filter((c) => c.role === 'executive_sponsor');
+    if (sponsors.length > 0 && !evidence.some((e) => e.startsWith('Executive sponsor:')))
+      evidence.push(`Executive sponsor also involved: ${sponsors.map((c) => c.name).join(', ')}`);
+  }
+  return `${PILLAR_LABELS[pillar]} ${p.score}/10: ${evidence.join('; ')}`;
+}
+
+/** The sentence naming what the deal has or lacks for one factor, true of this deal read alone. */
+export function describeFactor(factor: FactorKey, r: DealReading, context: FeatureContext): string {
+  const { s, support } = r;
+  switch (factor) {
+    case 'stage':
+      return `Stage ${s.stage.name} (${s.stage.probability ?? 'no'}% stage probability)`;
+    case 'stakeholders': {
+      const n = support.contacts.length;
+      const base = n === 0 ? 'No stakeholders mapped' : `${plural(n, 'stakeholder')} mapped`;
+      return r.adverse.length > 0
+        ? `${base}, not counting ${plural(r.adverse.length, 'negative or blocking one', 'negative or blocking ones')}`
+        : base;
+    }
+    case 'engagement': {
+      const people = support.contacts.filter(engaged);
+      const adverseEngaged = r.adverse.filter(engaged).length > 0;
+      if (people.length === 0)
+        return adverseEngaged
+          ? 'No engaged stakeholder apart from negative or blocking ones'
+          : 'No engaged stakeholder (high or medium engagement)';
+      return `${plural(people.length, 'engaged stakeholder')}: ${names(people)}`;
+    }
+    case 'positive_stakeholders': {
+      const people = positiveSupporters(r);
+      if (people.length > 0) return `Positive sentiment: ${names(people)}`;
+      return s.contacts.some((c) => c.sentiment === 'positive')
+        ? 'No stakeholder with positive sentiment apart from blockers'
+        : 'No stakeholder with positive sentiment';
+    }
+    case 'positive_notes': {
+      if (r.texts.positive === 0)
+        return r.texts.positiveAnywhere > 0
+          ? 'No positive words in the notes except alongside bad news'
+          : 'No positive words in the notes';
+      const others = r.texts.positive < r.texts.positiveAnywhere ? ' (others only alongside bad news)' : '';
+      return `Positive words in ${plural(r.texts.positive, 'note')}${others}: ${quoteOf(support, 'positive')}`;
+    }
+    case 'activity': {
+      const n = support.activities.length;
+      const left = s.activities.length - n;
+      const base = n === 0 ? 'No activities recorded' : `${plural(n, 'activity', 'activities')} recorded`;
+      return left > 0
+        ? `${base}, not counting ${plural(left, 'entry', 'entries')} that only record bad news`
+        : base;
+    }
+    case 'idle': {
+      const all = Math.floor(r.idle);
+      const supportive = Math.floor(r.supportIdle);
+      if (supportive === all) return `Last activity ${plural(all, 'day')} ago`;
+      return `Last activity that is not only bad news ${plural(supportive, 'day')} ago (any activity ${plural(all, 'day')} ago)`;
+    }
+    case 'age':
+      return `Open for ${plural(Math.floor(Math.max(0, daysBetween(s.deal.createdAt, s.asOf))), 'day')}`;
+    case 'moved_back':
+      return s.stageMoves.back === 0
+        ? 'Never moved back a stage'
+        : `Moved back ${plural(s.stageMoves.back, 'stage')}`;
+    case 'value':
+      return describeValue(s, context);
+    case 'lead_source': {
+      const source = leadSourceOf(s);
+      if (!source) return 'No lead source recorded';
+      return context.leadSources.includes(source)
+        ? `Lead source ${source}`
+        : `Lead source ${source} (too rare in the history to learn from)`;
+    }
+    case 'close_date':
+      return describeCloseDate(s);
+    case 'competitor':
+      return r.texts.competitor === 0
+        ? 'No competitor mentioned in the notes'
+        : `Competitor mentioned in ${plural(r.texts.competitor, 'note')}: ${quoteOf(s, 'competitor')}`;
+    case 'blockers': {
+      const people = s.contacts.filter((c) => c.role === 'blocker');
+      return people.length === 0
+        ? 'No blocker among the stakeholders'
+        : `${people.length === 1 ? 'Blocker' : 'Blockers'}: ${people.map((c) => `${c.name}${c.title ? ` (${c.title})` : ''}`).join(', ')}`;
+    }
+    case 'negative_stakeholders': {
+      const people = s.contacts.filter((c) => c.sentiment === 'negative');
+      return people.length === 0
+        ? 'No stakeholder with negative sentiment'
+        : `Negative sentiment: ${names(people)}`;
+    }
+    case 'negative_notes':
+      return r.texts.negative === 0
+        ? 'No concerns or setbacks in the notes'
+        : `Concerns or setbacks in ${plural(r.texts.negative, 'note')}: ${quoteOf(s, 'negative')}`;
+    default:
+      return describePillar(r, factor);
+  }
 }

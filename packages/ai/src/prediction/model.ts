@@ -1,18 +1,28 @@
-import { idleDays, PILLAR_LABELS, type Pillar, type PillarScore, scorePillars } from '../analysis/pillars.ts';
+import { idleDays, SUPPORT_PILLARS } from '../analysis/pillars.ts';
+import { closedAt, DAY_MS, type DealHistory, type DealSnapshot, snapshotAt } from '../history.ts';
 import {
-  closedAt,
-  DAY_MS,
-  type DealHistory,
-  type DealSnapshot,
-  daysBetween,
-  snapshotAt,
-} from '../history.ts';
-import { FEATURES, type FeatureKey, featureVector, logit, sigmoid, stageProbability } from './features.ts';
+  contextOf,
+  type DealReading,
+  describeFactor,
+  FACTOR_LABELS,
+  type FactorKey,
+  type FeatureContext,
+  type FeatureSpec,
+  featureSpecs,
+  featureVector,
+  logit,
+  NO_CONTEXT,
+  readDeal,
+  sigmoid,
+  stageProbability,
+} from './features.ts';
 import { contributions, fitLogistic, type LogisticModel } from './logistic-regression.ts';
 
 /** The fitted model needs at least this many closed deals, and this many of each outcome. */
 export const MIN_CLOSED_DEALS = 30;
 export const MIN_PER_OUTCOME = 5;
+/** A feature is learned only when at least this many deals of the history differ from its most common value. */
+export const MIN_FEATURE_DEALS = 10;
 /** Training snapshots: one every 14 days of a deal's open life, over the last two years, newest 5,000 deals. */
 export const SNAPSHOT_EVERY_DAYS = 14;
 export const HISTORY_DAYS = 730;
@@ -22,6 +32,10 @@ const L2 = 5;
 
 export interface FittedWinModel {
   model: LogisticModel;
+  /** The organization's typical value and frequent lead sources, as the history showed them. */
+  context: FeatureContext;
+  /** The feature keys, in the order of the model's coefficients. */
+  features: string[];
   closedDeals: number;
   won: number;
   fittedAt: Date;
@@ -49,13 +63,28 @@ export interface BuiltInPrediction {
   method: 'fitted' | 'prior' | 'closed';
   /** Closed deals behind a fitted model (0 for the prior). */
   history_size: number;
+  /** Every factor with its share of the log-odds, largest first (the lists above are the top of it). */
+  factors: Array<PredictionFactor & { log_odds: number }>;
+}
+
+export interface TrainingSnapshots {
+  snapshots: DealSnapshot[];
+  y: number[];
+  /** Which deal (0-based, in order of appearance) each snapshot belongs to. */
+  deal: number[];
+  deals: number;
+  won: number;
 }
 
 export interface TrainingSet {
   x: number[][];
   y: number[];
+  /** Which deal each row belongs to. */
+  deal: number[];
   deals: number;
   won: number;
+  context: FeatureContext;
+  specs: FeatureSpec[];
 }
 
 /**
@@ -78,9 +107,9 @@ export function labelledSnapshotTimes(h: DealHistory, now: Date): { label: 0 | 1
   return { label: stage.type === 'won' ? 1 : 0, times };
 }
 
-/** The training rows of an organization's closed deals: one feature vector per snapshot. */
-export function trainingSet(histories: DealHistory[], now: Date): TrainingSet {
-  const set: TrainingSet = { x: [], y: [], deals: 0, won: 0 };
+/** The labelled snapshots of an organization's closed deals, as the model is trained on them. */
+export function trainingSnapshots(histories: DealHistory[], now: Date): TrainingSnapshots {
+  const set: TrainingSnapshots = { snapshots: [], y: [], deal: [], deals: 0, won: 0 };
   const labelled = histories.map((h) => ({ h, l: labelledSnapshotTimes(h, now) }));
   // Before the first recorded close, history shows only the deals that survived to be recorded (imported
   // data often starts that way): snapshots from then would overstate the win rate.
@@ -89,15 +118,61 @@ export function trainingSet(histories: DealHistory[], now: Date): TrainingSet {
     if (!l) continue;
     const times = l.times.length > 1 ? l.times.filter((t) => t.getTime() >= firstClose) : l.times;
     if (times.length === 0) continue;
+    for (const t of times) {
+      set.snapshots.push(snapshotAt(h, t));
+      set.y.push(l.label);
+      set.deal.push(set.deals);
+    }
     set.deals++;
     set.won += l.label;
-    for (const t of times) {
-      const snapshot = snapshotAt(h, t);
-      set.x.push(featureVector(snapshot, scorePillars(snapshot)));
-      set.y.push(l.label);
-    }
   }
   return set;
+}
+
+/** Each training deal as last seen before it closed: what the organization's typical deal is read from. */
+function lastSnapshots(set: TrainingSnapshots): DealSnapshot[] {
+  const last = new Map<number, DealSnapshot>();
+  set.snapshots.forEach((s, i) => {
+    last.set(set.deal[i] as number, s);
+  });
+  return [...last.values()];
+}
+
+/** The training rows of an organization's closed deals: one feature vector per snapshot. */
+export function trainingSet(histories: DealHistory[], now: Date): TrainingSet {
+  const snapshots = trainingSnapshots(histories, now);
+  const context = contextOf(lastSnapshots(snapshots));
+  const specs = featureSpecs(context);
+  return {
+    x: snapshots.snapshots.map((s) => featureVector(readDeal(s), specs, context)),
+    y: snapshots.y,
+    deal: snapshots.deal,
+    deals: snapshots.deals,
+    won: snapshots.won,
+    context,
+    specs,
+  };
+}
+
+/**
+ * Whether the history supports learning each feature: at least MIN_FEATURE_DEALS deals whose value differs
+ * from the feature's most common one (a competitor named in two deals of 400 teaches nothing reliable).
+ * An unsupported feature keeps a coefficient of 0 and never moves an answer.
+ */
+function supported(set: TrainingSet): boolean[] {
+  return set.specs.map((_, j) => {
+    const counts = new Map<number, Set<number>>();
+    set.x.forEach((row, i) => {
+      const v = row[j] as number;
+      const deals = counts.get(v) ?? new Set<number>();
+      deals.add(set.deal[i] as number);
+      counts.set(v, deals);
+    });
+    const common = [...counts].sort((a, b) => b[1].size - a[1].size)[0]?.[0];
+    const differing = new Set<number>();
+    for (const [v, deals] of counts) if (v !== common) for (const d of deals) differing.add(d);
+    return differing.size >= MIN_FEATURE_DEALS;
+  });
 }
 
 /** Fits the organization's model from its closed deals, or answers null below the documented minimum. */
@@ -106,7 +181,14 @@ export function fitWinModel(histories: DealHistory[], now: Date): FittedWinModel
   if (set.deals < MIN_CLOSED_DEALS || set.won < MIN_PER_OUTCOME || set.deals - set.won < MIN_PER_OUTCOME)
     return null;
   return {
-    model: fitLogistic(set.x, set.y, { l2: L2 }),
+    model: fitLogistic(set.x, set.y, {
+      l2: L2,
+      scales: set.specs.map((f) => f.unit),
+      signs: set.specs.map((f) => f.sign),
+      fixed: supported(set).map((ok) => !ok),
+    }),
+    context: set.context,
+    features: set.specs.map((f) => f.key),
     closedDeals: set.deals,
     won: set.won,
     fittedAt: now,
@@ -130,40 +212,7 @@ function completeness(s: DealSnapshot, staleAfterDays: number): number {
   return checks.filter(Boolean).length / checks.length;
 }
 
-const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
-
-/** Names the data behind a feature, for the factor descriptions. */
-function describeFeature(key: FeatureKey, s: DealSnapshot, pillars: Map<Pillar, PillarScore>): string {
-  const pillar = pillars.get(key as Pillar);
-  if (pillar)
-    return `${PILLAR_LABELS[pillar.pillar]} ${pillar.score}/10: ${pillar.evidence.join('; ') || 'no evidence'}`;
-  switch (key) {
-    case 'stage':
-      return `Stage ${s.stage.name} (${s.stage.probability ?? 'no'}% stage probability)`;
-    case 'stakeholders':
-      return `${plural(s.contacts.length, 'stakeholder')} mapped`;
-    case 'activity':
-      return `${plural(s.activities.length, 'activity')} recorded`.replace('activitys', 'activities');
-    case 'idle':
-      return `Last activity ${Math.floor(idleDays(s))} day(s) ago`;
-    case 'age':
-      return `Open for ${Math.floor(daysBetween(s.deal.createdAt, s.asOf))} day(s)`;
-    case 'negative_signals': {
-      const people = s.contacts
-        .filter((c) => c.sentiment === 'negative' || c.role === 'blocker')
-        .map((c) => c.name);
-      return people.length > 0 ? `Negative or blocking: ${people.join(', ')}` : 'Negative mentions in notes';
-    }
-    case 'value':
-      return s.deal.value
-        ? `Value ${s.deal.value.toLocaleString('en-US')} ${s.deal.currency ?? ''}`.trim()
-        : 'No value recorded';
-    default:
-      return key;
-  }
-}
-
-const ACTION_FOR: Record<FeatureKey, string> = {
+const ACTION_FOR: Record<FactorKey, string> = {
   stage: 'Advance the deal to the next stage once its requirements are met (see the analysis)',
   metrics: 'Quantify the business case with the customer and record it',
   economic_buyer: 'Meet the economic buyer and confirm budget and sign-off authority',
@@ -172,36 +221,93 @@ const ACTION_FOR: Record<FeatureKey, string> = {
   paper_process: 'Start legal and procurement steps early',
   identified_pain: 'Document the business pain and confirm it with the customer',
   champion: 'Develop an engaged, influential champion',
-  competition: 'Find out who else is evaluated and how to win against them',
   stakeholders: 'Multi-thread: involve more people on the customer side',
+  engagement: 'Get more of the customer’s stakeholders actively engaged',
+  positive_stakeholders: 'Win over the stakeholders: find out what each of them needs from the deal',
+  positive_notes: 'Confirm the customer’s interest: ask for a concrete commitment',
   activity: 'Raise the cadence: schedule the next meeting now',
   idle: 'Re-engage the customer: the deal has gone quiet',
   age: 'Qualify hard: decide whether the deal is still real',
-  negative_signals: 'Address the concerns of the negative or blocking stakeholders',
-  value: 'Confirm the deal’s value and scope',
+  moved_back: 'Find out what sent the deal back a stage and fix it',
+  value: 'Confirm the deal’s value and scope: deals of this size win less often here',
+  lead_source: 'Qualify early: deals from this lead source win less often here',
+  close_date: 'Agree a realistic close date with the customer',
+  competitor: 'Find out where the competitor stands and how to win against them',
+  blockers: 'Meet the blocker: understand the objection and address it',
+  negative_stakeholders: 'Address the concerns of the negative stakeholders',
+  negative_notes: 'Resolve the concerns recorded in the notes',
 };
 
 interface Contribution {
-  key: FeatureKey;
+  key: FactorKey;
   logOdds: number;
 }
 
-/** The prior before an organization has enough history: the stage's probability moved by the pillars and momentum. */
-function priorContributions(s: DealSnapshot, pillars: PillarScore[], staleAfterDays: number): Contribution[] {
-  const idle = idleDays(s);
+/** Bad news in the prior: each lowers the log-odds, none ever raises them. */
+export const PRIOR_PENALTIES = {
+  competitor: -0.6,
+  /** Per blocker, up to two. */
+  blocker: -0.7,
+  /** Per stakeholder with negative sentiment (blockers included), up to three. */
+  negativeStakeholder: -0.5,
+  /** Per note voicing concerns or setbacks, up to three. */
+  negativeNote: -0.2,
+  overdueCloseDate: -0.3,
+} as const;
+
+/**
+ * The prior before an organization has enough history: the stage's probability, moved by the seven support
+ * pillars and the momentum of the deal's supportive view (so bad news never counts as support), then
+ * lowered by each piece of bad news on its own. Competition, a blocker or negative sentiment can only lower it.
+ */
+function priorContributions(r: DealReading, staleAfterDays: number): Contribution[] {
+  const { s, support } = r;
   const out: Contribution[] = [{ key: 'stage', logOdds: logit(stageProbability(s)) }];
-  // All eight pillars at 10/10 add +1 log-odds, all at 0 take 1 away.
-  for (const p of pillars) out.push({ key: p.pillar, logOdds: (2 * (p.score / 10 - 0.5)) / pillars.length });
+  // All seven at 10/10 add +1 log-odds, all at 0 take 1 away.
+  for (const pillar of SUPPORT_PILLARS) {
+    const score = r.pillars.get(pillar)?.score ?? 0;
+    out.push({ key: pillar, logOdds: (2 * (score / 10 - 0.5)) / SUPPORT_PILLARS.length });
+  }
   if (s.stage.type === 'open') {
+    const idle = r.supportIdle;
     out.push({ key: 'idle', logOdds: idle > 2 * staleAfterDays ? -0.8 : idle > staleAfterDays ? -0.4 : 0 });
   }
-  const negatives = s.contacts.filter((c) => c.sentiment === 'negative' || c.role === 'blocker').length;
-  out.push({ key: 'negative_signals', logOdds: -0.3 * Math.min(negatives, 3) });
-  out.push({
-    key: 'stakeholders',
-    logOdds: s.contacts.length >= 3 ? 0.2 : s.contacts.length === 0 ? -0.3 : 0,
-  });
+  const people = support.contacts.length;
+  out.push({ key: 'stakeholders', logOdds: people >= 3 ? 0.2 : people === 0 ? -0.3 : 0 });
+  const blockers = s.contacts.filter((c) => c.role === 'blocker').length;
+  const negative = s.contacts.filter((c) => c.sentiment === 'negative').length;
+  const close = s.deal.expectedCloseDate;
+  out.push(
+    { key: 'competitor', logOdds: r.texts.competitor > 0 ? PRIOR_PENALTIES.competitor : 0 },
+    { key: 'blockers', logOdds: PRIOR_PENALTIES.blocker * Math.min(blockers, 2) },
+    { key: 'negative_stakeholders', logOdds: PRIOR_PENALTIES.negativeStakeholder * Math.min(negative, 3) },
+    { key: 'negative_notes', logOdds: PRIOR_PENALTIES.negativeNote * Math.min(r.texts.negative, 3) },
+    {
+      key: 'close_date',
+      logOdds: close && close.getTime() < s.asOf.getTime() ? PRIOR_PENALTIES.overdueCloseDate : 0,
+    },
+  );
   return out;
+}
+
+/** The fitted model's log-odds for a deal, by explanation factor (each relative to the history's average deal). */
+function fittedContributions(r: DealReading, fitted: FittedWinModel): { parts: Contribution[]; z: number } {
+  const specs = featureSpecs(fitted.context);
+  const x = featureVector(r, specs, fitted.context);
+  const c = contributions(fitted.model, x);
+  const byFactor = new Map<FactorKey, number>();
+  specs.forEach((f, j) => {
+    byFactor.set(f.factor, (byFactor.get(f.factor) ?? 0) + (c[j] as number));
+  });
+  return {
+    parts: [...byFactor].map(([key, logOdds]) => ({ key, logOdds })),
+    z: fitted.model.intercept + c.reduce((a, b) => a + b, 0),
+  };
+}
+
+/** The win probability of a snapshot alone, without the explanation (for evaluations). */
+export function winProbability(s: DealSnapshot, options: PredictOptions): number {
+  return predictSnapshot(s, options).win_probability;
 }
 
 export interface PredictOptions {
@@ -225,10 +331,10 @@ export function predictSnapshot(s: DealSnapshot, options: PredictOptions): Built
       recommendations: [],
       method: 'closed',
       history_size: options.winModel?.closedDeals ?? 0,
+      factors: [],
     };
   }
-  const pillars = scorePillars(s);
-  const byPillar = new Map(pillars.map((p) => [p.pillar, p]));
+  const r = readDeal(s);
   const complete = completeness(s, options.staleAfterDays);
   let probability: number;
   let parts: Contribution[];
@@ -236,25 +342,25 @@ export function predictSnapshot(s: DealSnapshot, options: PredictOptions): Built
   const fitted = options.winModel;
   let method: BuiltInPrediction['method'];
   if (fitted) {
-    const x = featureVector(s, pillars);
-    const c = contributions(fitted.model, x);
-    parts = FEATURES.map((f, j) => ({ key: f.key, logOdds: c[j] as number }));
-    probability = sigmoid(fitted.model.intercept + c.reduce((a, b) => a + b, 0));
+    const f = fittedContributions(r, fitted);
+    parts = f.parts;
+    probability = sigmoid(f.z);
     const historyWeight = fitted.closedDeals / (fitted.closedDeals + 150);
     confidence = (0.4 + 0.55 * historyWeight) * (0.7 + 0.3 * complete);
     method = 'fitted';
   } else {
-    parts = priorContributions(s, pillars, options.staleAfterDays);
+    parts = priorContributions(r, options.staleAfterDays);
     probability = sigmoid(parts.reduce((a, b) => a + b.logOdds, 0));
     confidence = 0.2 + 0.2 * complete;
     method = 'prior';
   }
   const source =
     method === 'fitted' ? `model fitted on ${fitted?.closedDeals} closed deals` : 'stage-and-pillars prior';
+  const context = fitted?.context ?? NO_CONTEXT;
   const factor = (p: Contribution): PredictionFactor => ({
-    factor: FEATURES.find((f) => f.key === p.key)?.label ?? p.key,
+    factor: FACTOR_LABELS[p.key],
     impact: impactOf(p.logOdds),
-    description: `${describeFeature(p.key, s, byPillar)} (${p.logOdds >= 0 ? '+' : ''}${p.logOdds.toFixed(2)} log-odds, ${source})`,
+    description: `${describeFactor(p.key, r, context)} (${p.logOdds >= 0 ? '+' : ''}${p.logOdds.toFixed(2)} log-odds, ${source})`,
   });
   const ranked = [...parts].sort(
     (a, b) => Math.abs(b.logOdds) - Math.abs(a.logOdds) || a.key.localeCompare(b.key),
@@ -285,5 +391,6 @@ export function predictSnapshot(s: DealSnapshot, options: PredictOptions): Built
     recommendations,
     method,
     history_size: fitted?.closedDeals ?? 0,
+    factors: ranked.map((p) => ({ ...factor(p), log_odds: p.logOdds })),
   };
 }

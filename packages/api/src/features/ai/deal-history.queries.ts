@@ -11,6 +11,7 @@ interface DealRow {
   value: string | number | null;
   currency: string | null;
   notes: string | null;
+  lead_source: string | null;
   expected_close_date: unknown;
   created_at: unknown;
   pipeline_id: string;
@@ -44,7 +45,7 @@ interface ActivityRow {
   created_at: unknown;
 }
 
-const DEAL_COLUMNS = `d.id, d.title, d.company_name, d.value, d.currency, d.notes, d.expected_close_date, d.created_at,
+const DEAL_COLUMNS = `d.id, d.title, d.company_name, d.value, d.currency, d.notes, d.lead_source, d.expected_close_date, d.created_at,
   d.pipeline_id, s.name as stage_name`;
 /** The AI's own entries (analyses) are no history of the deal: left out before they are read. */
 const CUSTOMER_ACTIVITY = `a.type not in (${[...SYSTEM_ACTIVITY_TYPES].map((t) => `'${t}'`).join(', ')})`;
@@ -77,6 +78,7 @@ function historyOf(row: HistoryRow, stagesOf: Map<string, StageFacts[]>): DealHi
       value: row.value == null ? null : Number(row.value),
       currency: row.currency,
       notes: row.notes,
+      leadSource: row.lead_source,
       expectedCloseDate: asDateOrNull(row.expected_close_date),
       createdAt: asDate(row.created_at),
     },
