@@ -34,6 +34,8 @@ export interface Scenario {
   name: string;
   key(f: Fixtures): string;
   requests(f: Fixtures): autocannon.Request[];
+  /** Headers beside the key and the JSON content type. */
+  headers?: Record<string, string>;
 }
 
 const COMPANIES = ['Acme', 'Globex', 'Initech', 'Hooli', 'Vandelay', 'Contoso', 'Northwind', 'Zenith'];
@@ -81,6 +83,29 @@ export const SCENARIOS: Scenario[] = [
   },
 ];
 
+/**
+ * GET /deals's work through the MCP door: a stateless Streamable HTTP POST with one tools/call of
+ * deals-list. The service only (the baseline has no MCP); its CPU per call is set beside the service's
+ * own GET /deals.
+ */
+export const MCP_SCENARIO: Scenario = {
+  name: 'MCP deals-list',
+  key: (f) => f.readKey,
+  headers: { accept: 'application/json, text/event-stream' },
+  requests: () => [
+    {
+      method: 'POST',
+      path: '/mcp',
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: { name: 'deals-list', arguments: { limit: 50 } },
+      }),
+    },
+  ],
+};
+
 let current: autocannon.Instance | undefined;
 
 /** Stops the run in progress (Ctrl+C); its promise then resolves with what it measured so far. */
@@ -96,7 +121,11 @@ function runOnce(url: string, scenario: Scenario, f: Fixtures, seconds: number, 
         connections,
         duration: seconds,
         timeout: 10,
-        headers: { authorization: `Bearer ${scenario.key(f)}`, 'content-type': 'application/json' },
+        headers: {
+          authorization: `Bearer ${scenario.key(f)}`,
+          'content-type': 'application/json',
+          ...scenario.headers,
+        },
         requests: scenario.requests(f),
       },
       (err: unknown, result: autocannon.Result) => {

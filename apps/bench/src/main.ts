@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { type Fixtures, measure, SCENARIOS, stopCurrentLoad } from './load.ts';
+import { type Fixtures, type LoadStats, MCP_SCENARIO, measure, SCENARIOS, stopCurrentLoad } from './load.ts';
 import { type Child, memoryOf, startServerProcess } from './processes.ts';
 import {
   type BenchReport,
@@ -45,9 +45,10 @@ const listEnv = (name: string) =>
     .filter(Boolean);
 const only = listEnv('BENCH_ONLY');
 const scenarios = only ? SCENARIOS.filter((s) => only.includes(s.name)) : SCENARIOS;
-if (scenarios.length === 0) {
+const serviceOnly = only && !only.includes(MCP_SCENARIO.name) ? [] : [MCP_SCENARIO];
+if (scenarios.length + serviceOnly.length === 0) {
   process.stderr.write(
-    `BENCH_ONLY names no scenario; they are: ${SCENARIOS.map((s) => s.name).join(', ')}\n`,
+    `BENCH_ONLY names no scenario; they are: ${[...SCENARIOS, MCP_SCENARIO].map((s) => s.name).join(', ')}\n`,
   );
   process.exit(1);
 }
@@ -125,15 +126,21 @@ interface Target {
   seedConfig: Parameters<typeof seed>[0];
 }
 
-async function runServer(name: string, script: string, env: Record<string, string>, f: Fixtures) {
+async function runServer(
+  name: string,
+  script: string,
+  env: Record<string, string>,
+  f: Fixtures,
+  extra: typeof scenarios = [],
+) {
   checkInterrupted();
   log(`${name}: starting`);
   const child: Child = await startServerProcess(name, script, env);
   const stop = onCleanup(() => child.stop());
   try {
     log(`${name}: ready on ${child.url} (pid ${child.pid})`);
-    const stats = [];
-    for (const scenario of scenarios) {
+    const stats: LoadStats[] = [];
+    for (const scenario of [...scenarios, ...extra]) {
       checkInterrupted();
       const s = await measure(child.url, scenario, f, {
         seconds: duration,
@@ -151,7 +158,7 @@ async function runServer(name: string, script: string, env: Record<string, strin
     const memory = memoryOf(child.pid);
     const failed = stats.some((s) => s.non2xx > 0);
     if (failed) log(`${name}: last output lines:\n${child.output() || '(none)'}`);
-    return { stats, memory };
+    return { stats: stats.slice(0, scenarios.length), extra: stats.slice(scenarios.length), memory };
   } finally {
     await stop();
   }
@@ -176,6 +183,7 @@ async function benchDatabase(t: Target): Promise<DatabaseReport> {
     SERVER_SCRIPT,
     { LOG_LEVEL: 'warn', CRM_BOOTSTRAP_ORG: 'false', ...UNTHROTTLED, ...t.serviceEnv },
     fixtures,
+    serviceOnly,
   );
   const baseline = await runServer('baseline', BASELINE_SCRIPT, t.baselineEnv, fixtures);
   const results: ScenarioResult[] = scenarios.map((s, i) => {
@@ -184,11 +192,14 @@ async function benchDatabase(t: Target): Promise<DatabaseReport> {
     if (!sv || !bl) throw new Error(`missing result for ${s.name}`);
     return scenarioResult(s.name, sv, bl);
   });
+  const mcp = service.extra[0];
+  const rest = service.stats[scenarios.findIndex((s) => s.name === 'GET /deals')];
   return {
     database: t.label,
     seed: { organizations: ORGS, dealsPerOrg: DEALS_PER_ORG, seconds: seeded.seconds },
     scenarios: results,
     memory: { service: service.memory, baseline: baseline.memory },
+    ...(mcp ? { mcp: { stats: mcp, restCpuMsPerRequest: rest?.cpuMsPerRequest ?? Number.NaN } } : {}),
   };
 }
 

@@ -22,6 +22,20 @@ export interface DatabaseReport {
   seed?: { organizations: number; dealsPerOrg: number; seconds: number };
   scenarios: ScenarioResult[];
   memory: { service?: Memory; baseline?: Memory };
+  /** deals-list through MCP, beside the CPU per request of the service's own GET /deals. */
+  mcp?: { stats: LoadStats; restCpuMsPerRequest: number };
+}
+
+/** The MCP door's line: its cost set against the same work over REST, in the same run. */
+function mcpLine(db: DatabaseReport): string[] {
+  if (!db.mcp) return [];
+  const { stats: s, restCpuMsPerRequest: rest } = db.mcp;
+  const ratio = rest > 0 ? s.cpuMsPerRequest / rest : Number.NaN;
+  return [
+    `MCP tools/call deals-list (limit 50): ${s.reqPerSec.toFixed(0)} req/s, p50 ${s.p50} ms, p99 ${s.p99} ms, ` +
+      `CPU ${s.cpuMsPerRequest.toFixed(2)} ms/req = ${Number.isNaN(ratio) ? 'n/a' : ratio.toFixed(2)}× the service's GET /deals ` +
+      `(${rest.toFixed(2)} ms/req; target ≤ 1.2×), non-2xx ${s.non2xx}`,
+  ];
 }
 
 export interface BenchReport {
@@ -136,7 +150,7 @@ export function formatText(r: BenchReport): string {
       out.push(`skipped: ${db.skipped}`, '');
       continue;
     }
-    out.push(seedLine(db), textTable(HEAD, rows(db)), memoryLine(db), '');
+    out.push(seedLine(db), textTable(HEAD, rows(db)), memoryLine(db), ...mcpLine(db), '');
   }
   return out.join('\n');
 }
@@ -158,7 +172,7 @@ export function formatMarkdown(r: BenchReport): string {
       out.push(`Skipped: ${db.skipped}`, '');
       continue;
     }
-    out.push(seedLine(db), '', markdownTable(HEAD, rows(db)), '', memoryLine(db), '');
+    out.push(seedLine(db), '', markdownTable(HEAD, rows(db)), '', memoryLine(db), '', ...mcpLine(db), '');
   }
   return out.join('\n');
 }

@@ -1,5 +1,5 @@
 import { ApiError, authenticate, createMcpServer, createRequestContext, type Services } from '@crm/api';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { Middleware } from 'koa';
 import type { Logger } from './logger.ts';
 
@@ -44,16 +44,26 @@ export function mcpRoute(services: Services, logger: Logger): Middleware {
       requestId,
       onFailure: (err) => logger.error({ req_id: requestId, err }, 'MCP tool call failed'),
     });
-    const transport = new StreamableHTTPServerTransport({
+    // The web-standard transport on a Request of our own, its Response's bytes written by Koa: the SDK's
+    // Node wrapper streams both ways through @hono/node-server instead. Nothing is closed afterwards: a
+    // stateless server holds no timer or socket once it has answered, and closing it only built an error
+    // (with its stack) per request for pending calls there were none of.
+    const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
       enableJsonResponse: true,
     });
-    ctx.respond = false;
-    ctx.res.on('close', () => {
-      void transport.close();
-      void server.close();
-    });
     await server.connect(transport);
-    await transport.handleRequest(ctx.req, ctx.res, ctx.request.body);
+    const headers = new Headers();
+    for (const [name, value] of Object.entries(ctx.req.headers))
+      if (typeof value === 'string') headers.set(name, value);
+    const response = await transport.handleRequest(new Request(ctx.href, { method: 'POST', headers }), {
+      parsedBody: ctx.request.body,
+    });
+    ctx.status = response.status;
+    response.headers.forEach((value, name) => {
+      ctx.set(name, value);
+    });
+    // The bytes as the transport encoded them: no decoding to a string to be encoded again.
+    ctx.body = response.body ? Buffer.from(await response.arrayBuffer()) : null;
   };
 }
