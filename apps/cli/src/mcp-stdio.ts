@@ -112,10 +112,13 @@ export async function serveMcpOverStdio(env: Record<string, string | undefined>,
     try {
       const headers = { authorization: `Bearer ${apiKey}` };
       // A wrong key is said once, at start, rather than as an error of every call.
-      await authenticate(createRequestContext(services, { requestId: 'mcp-stdio', headers }));
+      const { scopes } = await authenticate(
+        createRequestContext(services, { requestId: 'mcp-stdio', headers, door: 'mcp' }),
+      );
       const server = createMcpServer({
         services,
         headers,
+        scopes,
         requestId: `mcp-stdio-${process.pid}`,
         onFailure: (err) => log.error({ err }, 'MCP tool call failed'),
       });

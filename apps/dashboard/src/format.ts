@@ -55,3 +55,26 @@ export function formatWindow(seconds: number): string {
 }
 
 export const QUOTA_LABELS = { api_calls: 'API calls', ai_calls: 'AI calls' } as const;
+
+const pad2 = (n: number) => String(n).padStart(2, '0');
+
+/**
+ * The value of an `<input type="datetime-local">` ("2026-11-30T14:00", the browser's local time) as
+ * ISO 8601 with the browser's offset ("2026-11-30T14:00:00+05:30"); undefined when it is no date.
+ */
+export function localDateTimeToIso(value: string): string | undefined {
+  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}/.test(value)) return undefined;
+  // A date-time without an offset is local time (ECMAScript's Date parsing).
+  const d = new Date(value);
+  if (Number.isNaN(d.getTime())) return undefined;
+  const offset = -d.getTimezoneOffset();
+  const abs = Math.abs(offset);
+  const date = `${d.getFullYear()}-${pad2(d.getMonth() + 1)}-${pad2(d.getDate())}`;
+  const time = `${pad2(d.getHours())}:${pad2(d.getMinutes())}:${pad2(d.getSeconds())}`;
+  return `${date}T${time}${offset < 0 ? '-' : '+'}${pad2(Math.floor(abs / 60))}:${pad2(abs % 60)}`;
+}
+
+/** The browser's time zone ("Europe/Berlin"), to say what a datetime-local input means. */
+export function localTimeZone(): string {
+  return Intl.DateTimeFormat().resolvedOptions().timeZone;
+}

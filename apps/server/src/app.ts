@@ -175,6 +175,7 @@ export function buildApp(services: Services, logger: Logger, state: AppState = {
     const context = createRequestContext(services, {
       requestId: ctx.state.requestId,
       headers: ctx.req.headers,
+      door: isRest ? 'rest' : 'trpc',
     });
     ctx.state.apiContext = context;
     attachContext(ctx.req, context);

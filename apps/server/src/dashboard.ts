@@ -150,6 +150,7 @@ export function dashboardRoutes(services: Services, logger: Logger): Middleware 
     const context = createRequestContext(services, {
       requestId: ctx.state.requestId,
       headers: ctx.req.headers,
+      door: 'dashboard',
     });
     attachContext(ctx.req, context);
     await serveTrpc(ctx, {

@@ -26,7 +26,7 @@ export function mcpRoute(services: Services, logger: Logger): Middleware {
         { headers: { Allow: 'POST' } },
       );
     const requestId = ctx.state.requestId as string;
-    const context = createRequestContext(services, { requestId, headers: ctx.req.headers });
+    const context = createRequestContext(services, { requestId, headers: ctx.req.headers, door: 'mcp' });
     ctx.state.apiContext = context;
     let principal: Awaited<ReturnType<typeof authenticate>>;
     try {
@@ -41,6 +41,7 @@ export function mcpRoute(services: Services, logger: Logger): Middleware {
       services,
       headers: ctx.req.headers,
       principal,
+      scopes: principal.scopes,
       requestId,
       onFailure: (err) => logger.error({ req_id: requestId, err }, 'MCP tool call failed'),
     });

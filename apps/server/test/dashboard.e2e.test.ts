@@ -163,6 +163,148 @@ for (const { driver, label, skip } of DRIVERS) {
           .waitFor();
       });
 
+      /** The key made with only deals:read and an expiry, for the rotation test after it. */
+      let scoped: { key: string; expiresAt: string } | undefined;
+
+      /** The row of the key whose plaintext is `key` (a successor's prefix also shows in its predecessor's row). */
+      const rowOf = (p: Page, key: string) =>
+        p.getByRole('row').filter({ has: p.getByRole('cell', { name: `${key.slice(0, 7)}…`, exact: true }) });
+
+      it('creates a key with only deals:read and an expiry: shown once with both, it reads deals but may not write them', async () => {
+        // A browser half an hour off the hour (UTC+05:30 all year): the expiry it types in local time must
+        // reach the server as that instant.
+        const context = await browser.newContext({
+          viewport: { width: 1280, height: 900 },
+          timezoneId: 'Asia/Kolkata',
+          locale: 'en-US',
+        });
+        await context.addCookies(await admin.cookies());
+        const p = await newPage(context);
+        await p.goto(`${s.url}/admin/keys`);
+        await p.getByRole('button', { name: 'Create API Key' }).click();
+        const dialog = p.getByRole('dialog');
+        await dialog.getByLabel('Name').fill('Reporting');
+        await dialog.getByLabel('Only these scopes').check();
+        await dialog.getByRole('button', { name: 'Create', exact: true }).click();
+        await dialog.getByRole('alert').filter({ hasText: 'Choose at least one scope' }).waitFor();
+
+        await dialog.getByRole('group', { name: 'Deals' }).getByLabel('deals:read').check();
+        const expiresAt = new Date(Math.ceil(Date.now() / 60_000) * 60_000 + 3 * 86_400_000);
+        const kolkata = new Date(expiresAt.getTime() + 5.5 * 3_600_000).toISOString().slice(0, 16);
+        await dialog.getByLabel('Expires').fill(kolkata);
+        await checkAccessibility(p, 'create key with scopes');
+        await shoot(p, 'key-create-scopes');
+        await dialog.getByRole('button', { name: 'Create', exact: true }).click();
+
+        const field = dialog.getByLabel('API key');
+        await field.waitFor();
+        const key = await field.inputValue();
+        expect(key).toMatch(/^ck_[A-Za-z0-9_-]{32}$/);
+        await dialog.getByText('This key will not be shown again').waitFor();
+        expect(await dialog.locator('dl').textContent()).toContain('deals:read');
+        expect(await dialog.locator('dl').textContent()).not.toContain('Full access');
+        expect(await dialog.locator('dl time').getAttribute('datetime')).toBe(expiresAt.toISOString());
+        await checkAccessibility(p, 'scoped key created');
+        await shoot(p, 'key-created-scoped');
+
+        expect((await s.api('/deals', { key })).status).toBe(200);
+        const write = await s.api('/deals', { key, method: 'POST', json: { title: 'Not allowed' } });
+        expect(write.status).toBe(403);
+        expect(write.body.code).toBe('insufficient_scope');
+
+        await dialog.getByRole('button', { name: 'Done' }).click();
+        await p.getByLabel('API key', { exact: true }).waitFor({ state: 'detached' });
+        expect(await p.content()).not.toContain(key);
+        const row = rowOf(p, key);
+        await row.getByText('deals:read', { exact: true }).waitFor();
+        expect(await row.getByText('Full access').count()).toBe(0);
+        expect(await row.locator('time').first().getAttribute('datetime')).toBe(expiresAt.toISOString());
+        // The key made with the organization has full access and no expiry.
+        const original = rowOf(p, s.orgA.apiKey);
+        await original.getByText('Full access').waitFor();
+        await original.getByRole('cell', { name: 'Never' }).first().waitFor();
+        await checkAccessibility(p, 'keys with scopes');
+        await shoot(p, 'keys-scopes');
+        await context.close();
+        scoped = { key, expiresAt: expiresAt.toISOString() };
+      });
+
+      it('rotates a key: the successor is shown once and works; with no overlap the old key expires at once, with 24 hours both work', async () => {
+        if (!scoped) throw new Error('needs the key of the test before');
+        await page.goto(`${s.url}/admin/keys`);
+        await page.getByRole('table', { name: 'API keys' }).waitFor();
+        // A revoked key cannot be rotated.
+        expect(
+          await page
+            .getByRole('row', { name: /Website backend/ })
+            .getByRole('button', { name: 'Rotate' })
+            .count(),
+        ).toBe(0);
+
+        await rowOf(page, scoped.key).getByRole('button', { name: 'Rotate' }).click();
+        const dialog = page.getByRole('dialog');
+        await expect(dialog.getByLabel('24 hours').isChecked()).resolves.toBe(true);
+        await dialog.getByLabel('No overlap: stop it now').check();
+        await checkAccessibility(page, 'rotate key');
+        await shoot(page, 'key-rotate');
+        await dialog.getByRole('button', { name: 'Rotate', exact: true }).click();
+        const field = dialog.getByLabel('API key');
+        await field.waitFor();
+        const successor = await field.inputValue();
+        expect(successor).toMatch(/^ck_[A-Za-z0-9_-]{32}$/);
+        expect(successor).not.toBe(scoped.key);
+        await dialog.getByText('This key will not be shown again').waitFor();
+        await dialog.getByText('has stopped working').waitFor();
+        // The successor has the same access and expiry.
+        expect(await dialog.locator('dl').textContent()).toContain('deals:read');
+        expect(await dialog.locator('dl time').getAttribute('datetime')).toBe(scoped.expiresAt);
+        await checkAccessibility(page, 'key rotated');
+        await shoot(page, 'key-rotated');
+
+        expect((await s.api('/deals', { key: successor })).status).toBe(200);
+        const write = await s.api('/deals', {
+          key: successor,
+          method: 'POST',
+          json: { title: 'Not allowed' },
+        });
+        expect(write.body.code).toBe('insufficient_scope');
+        const old = await s.api('/deals', { key: scoped.key });
+        expect(old.status).toBe(401);
+        expect(old.body.code).toBe('expired_api_key');
+
+        await dialog.getByRole('button', { name: 'Done' }).click();
+        await page.getByLabel('API key', { exact: true }).waitFor({ state: 'detached' });
+        expect(await page.content()).not.toContain(successor);
+        const oldRow = rowOf(page, scoped.key);
+        await oldRow.getByText('Expired').first().waitFor();
+        await oldRow.getByText(`${successor.slice(0, 7)}…`).waitFor();
+        expect(await oldRow.getByRole('button', { name: 'Rotate' }).count()).toBe(0);
+
+        // The default overlap: the old key keeps working for 24 hours next to its successor.
+        await rowOf(page, successor).getByRole('button', { name: 'Rotate' }).click();
+        await dialog.getByRole('button', { name: 'Rotate', exact: true }).click();
+        await dialog.getByLabel('API key').waitFor();
+        const third = await dialog.getByLabel('API key').inputValue();
+        const until = await dialog.getByText('keeps working until').locator('time').getAttribute('datetime');
+        const overlap = Date.parse(until ?? '') - Date.now();
+        expect(overlap).toBeGreaterThan(23 * 3_600_000);
+        expect(overlap).toBeLessThanOrEqual(24 * 3_600_000);
+        expect((await s.api('/deals', { key: third })).status).toBe(200);
+        expect((await s.api('/deals', { key: successor })).status).toBe(200);
+        await dialog.getByRole('button', { name: 'Done' }).click();
+        await page.getByLabel('API key', { exact: true }).waitFor({ state: 'detached' });
+        const rotatedRow = rowOf(page, successor);
+        await rotatedRow.getByText('Rotated').waitFor();
+        await rotatedRow.getByText('Works until').waitFor();
+        expect(await rotatedRow.getByText('Works until').locator('time').getAttribute('datetime')).toBe(
+          until,
+        );
+        expect(await rotatedRow.getByRole('button', { name: 'Rotate' }).count()).toBe(0);
+        await rotatedRow.getByRole('button', { name: 'Revoke' }).waitFor();
+        await checkAccessibility(page, 'keys rotated');
+        await shoot(page, 'keys-rotated');
+      });
+
       it('usage shows the same numbers as GET /usage, and a lowered quota brings the 80% and then the 95% banner', async () => {
         for (let i = 0; i < 3; i++) await s.api('/deals');
         const rest = (await s.api('/usage')).body.data;
@@ -249,6 +391,7 @@ for (const { driver, label, skip } of DRIVERS) {
         await memberPage.getByRole('table', { name: 'API keys' }).waitFor();
         expect(await memberPage.getByRole('button', { name: 'Create API Key' }).count()).toBe(0);
         expect(await memberPage.getByRole('button', { name: 'Revoke' }).count()).toBe(0);
+        expect(await memberPage.getByRole('button', { name: 'Rotate' }).count()).toBe(0);
         await shoot(memberPage, 'keys-as-member');
         const status = await memberPage.evaluate(async () => {
           const res = await fetch('/admin/trpc/keys.create', {
@@ -259,6 +402,16 @@ for (const { driver, label, skip } of DRIVERS) {
           return res.status;
         });
         expect(status).toBe(403);
+        const rotateStatus = await memberPage.evaluate(async (keyId) => {
+          const res = await fetch('/admin/trpc/keys.rotate', {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ key_id: keyId }),
+          });
+          return res.status;
+        }, s.orgA.keyId);
+        expect(rotateStatus).toBe(403);
+        expect((await s.api('/deals')).status).toBe(200);
         await memberContext.close();
 
         await page.reload();

@@ -608,7 +608,7 @@ for (const { driver, label, skip } of DRIVERS) {
       }
 
       it('a revoked key answers 401 invalid_api_key', async () => {
-        const issued = await issueApiKey(s.running.db.orm.em.fork(), s.orgA.orgId, 'to revoke');
+        const issued = await issueApiKey(s.running.db.orm.em.fork(), s.orgA.orgId, { name: 'to revoke' });
         expect((await api('/deals', { key: issued.api_key })).status).toBe(200);
         expect(await revokeApiKey(s.running.db.orm.em.fork(), issued.key_id)).toMatchObject({
           key_id: issued.key_id,

@@ -61,6 +61,7 @@ const UNTHROTTLED: Record<string, string> = {
   CRM_RATE_LIMIT_AI: '1000000',
   CRM_RATE_LIMIT_SEARCH: '1000000',
   CRM_RATE_LIMIT_WEBHOOKS: '1000000',
+  CRM_RATE_LIMIT_EVENTS: '1000000',
   CRM_RATE_LIMIT_DEFAULT: '1000000',
   // Every test signs in from 127.0.0.1; the per-account limit stays as configured.
   CRM_SIGN_IN_ATTEMPTS_PER_ADDRESS: '1000000',
@@ -72,6 +73,7 @@ export const CONTRACT_RATE_LIMITS: Record<string, string> = {
   CRM_RATE_LIMIT_AI: '30',
   CRM_RATE_LIMIT_SEARCH: '60',
   CRM_RATE_LIMIT_WEBHOOKS: '30',
+  CRM_RATE_LIMIT_EVENTS: '120',
   CRM_RATE_LIMIT_DEFAULT: '300',
 };
 

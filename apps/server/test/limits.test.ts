@@ -378,6 +378,7 @@ for (const { driver, label, skip } of DRIVERS) {
               { group: 'ai', limit: 30, window_seconds: 60 },
               { group: 'search', limit: 60, window_seconds: 60 },
               { group: 'webhooks', limit: 30, window_seconds: 60 },
+              { group: 'events', limit: 120, window_seconds: 60 },
               { group: 'default', limit: 300, window_seconds: 60 },
             ],
             alerts: [],

@@ -1,19 +1,8 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DRIVERS, MISSING_ID, startTestServer, type TestOrg, type TestServer } from './harness.ts';
-
-/** An MCP client of the official SDK, connected over Streamable HTTP with `org`'s key. */
-export async function mcpClient(url: string, apiKey: string): Promise<Client> {
-  const client = new Client({ name: 'crm-test', version: '1.0.0' });
-  await client.connect(
-    new StreamableHTTPClientTransport(new URL('/mcp', url), {
-      requestInit: { headers: { Authorization: `Bearer ${apiKey}` } },
-    }),
-  );
-  return client;
-}
+import { mcpClient } from './mcp-client.ts';
 
 const call = (client: Client, name: string, args: Record<string, unknown> = {}) =>
   client.callTool({ name, arguments: args }) as Promise<CallToolResult>;

@@ -3,18 +3,25 @@ import { findActiveKey } from './admin/api-keys.ts';
 import { type Context, headerValue, type Principal } from './context.ts';
 import { ApiError } from './errors.ts';
 
-/** last_used_at is written at most once a minute per key and process: a hot row otherwise. */
-const KEY_USE_RESOLUTION_MS = 60_000;
+/**
+ * last_used_at is coarse: written at most once a minute per key, never once per request. Each process
+ * tries at most once a minute per key, and the write itself only moves a value older than a minute, so
+ * several instances together still write it at most once a minute.
+ */
+export const KEY_USE_RESOLUTION_MS = 60_000;
 const keyLastNoted = new Map<string, number>();
 
 function noteKeyUse(ctx: Context, keyId: string): void {
   const now = Date.now();
-  if (now - (keyLastNoted.get(keyId) ?? 0) < KEY_USE_RESOLUTION_MS) return;
+  if (now - (keyLastNoted.get(keyId) ?? Number.NEGATIVE_INFINITY) < KEY_USE_RESOLUTION_MS) return;
   keyLastNoted.set(keyId, now);
   // Outside the request's transaction and not awaited: bookkeeping must not fail or slow a call.
   ctx.services.orm.em
     .fork()
-    .execute('update api_keys set last_used_at = now() where id = ?', [keyId])
+    .execute(
+      'update api_keys set last_used_at = ? where id = ? and (last_used_at is null or last_used_at <= ?)',
+      [new Date(now), keyId, new Date(now - KEY_USE_RESOLUTION_MS)],
+    )
     .catch(() => keyLastNoted.delete(keyId));
 }
 
@@ -38,8 +45,13 @@ export async function authenticate(ctx: Context): Promise<Principal> {
     );
   const key = token ? await findActiveKey(ctx.em, token) : undefined;
   if (!key) throw new ApiError('invalid_api_key', 'Invalid or revoked API key');
+  if (key.expiresAt && key.expiresAt.getTime() <= Date.now())
+    throw new ApiError(
+      'expired_api_key',
+      `This API key expired at ${key.expiresAt.toISOString()}; use its successor or ask for a new key`,
+    );
   noteKeyUse(ctx, key.id);
-  return actFor(ctx, { orgId: key.orgId, apiKeyId: key.id });
+  return actFor(ctx, { orgId: key.orgId, apiKeyId: key.id, scopes: key.scopes });
 }
 
 /**

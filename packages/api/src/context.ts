@@ -1,6 +1,7 @@
 import type { Config } from '@crm/config';
 import type { EntityManager, Orm } from '@crm/db';
 import type { DashboardAuth, DashboardSession } from './admin/dashboard-auth.ts';
+import type { Door } from './call-context.ts';
 import type { Admission, Limits } from './limits/limits.ts';
 
 /** What every request handler can reach: built once at start-up. */
@@ -17,6 +18,8 @@ export interface Services {
 export interface Principal {
   orgId: string;
   apiKeyId: string;
+  /** What the key may call (`*`: everything). */
+  scopes: readonly string[];
 }
 
 export interface Context {
@@ -24,6 +27,8 @@ export interface Context {
   /** One unit of work per request. */
   em: EntityManager;
   requestId: string;
+  /** The door the call came through: who made a change says it. */
+  door: Door;
   /** Request headers, lower-cased names. */
   headers: Record<string, string | string[] | undefined>;
   /** Status and headers a procedure wants on its response (e.g. 201, Idempotent-Replayed). */
@@ -42,12 +47,13 @@ export type OrgScope = Pick<Context, 'services' | 'em'> & { principal: Pick<Prin
 
 export function createRequestContext(
   services: Services,
-  request: { requestId: string; headers: Context['headers'] },
+  request: { requestId: string; headers: Context['headers']; door: Door },
 ): Context {
   return {
     services,
     em: services.orm.em.fork(),
     requestId: request.requestId,
+    door: request.door,
     headers: request.headers,
     response: { headers: {} },
   };

@@ -1,5 +1,6 @@
 import { type EntityManager, type FieldChanges, sqlOf, type WebhookEventType } from '@crm/db';
 import { uuidv7 } from 'uuidv7';
+import { currentCall } from './call-context.ts';
 import { currentOrg } from './read-model.ts';
 
 /** A stage as stage events name it. */
@@ -38,7 +39,17 @@ export async function emitEvent(em: EntityManager, event: DomainEvent, at: Date 
  * so that every door emits the same event by the same code.
  */
 export function outboxRow(orgId: string, event: DomainEvent, at: Date) {
-  return { id: uuidv7(), org_id: orgId, type: event.type, payload: outboxPayload(event, at), created_at: at };
+  // Who made the change and in which request, for the event feed (the webhook body stays the contract's).
+  const call = currentCall();
+  return {
+    id: uuidv7(),
+    org_id: orgId,
+    type: event.type,
+    payload: outboxPayload(event, at),
+    created_at: at,
+    actor: (call?.actor as Record<string, unknown> | undefined) ?? null,
+    request_id: call?.requestId ?? null,
+  };
 }
 
 /** The body every endpoint receives for `event`. */

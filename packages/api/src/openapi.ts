@@ -17,7 +17,8 @@ export const ErrorBodySchema = z.object({
 
 const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: 'Invalid request: the message names the field',
-  401: 'Missing, invalid or revoked API key',
+  401: 'Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key',
+  403: 'The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit',
   404: 'Not found (also for another organization’s ids)',
   409: 'Conflict with the resource’s state: the webhook endpoint is inactive, or a retry with the same Idempotency-Key is still running',
   413: 'Request body over 1 MB',
@@ -56,6 +57,11 @@ const TAGS = [
     name: 'Webhooks',
     description:
       'Endpoints that receive signed events (Standard Webhooks) when deals, contacts or analyses change, with the history of every delivery.',
+  },
+  {
+    name: 'Events',
+    description:
+      'The organization’s change feed: every event its webhooks receive, in commit order, with who made the change, kept for `CRM_EVENTS_RETENTION_DAYS` days.',
   },
   {
     name: 'AI insights',
@@ -136,6 +142,13 @@ export function buildOpenApiDocument(baseUrl = API_BASE_PATH): OpenAPIObject {
           content: { 'application/json': { schema: errorRef } },
         };
       op.responses = responses;
+      // OpenAPI lists scopes only for OAuth flows (linters refuse them on a bearer scheme): an extension,
+      // and a sentence in the description for people.
+      Object.assign(op, {
+        'x-required-scope': operation.scope,
+        description:
+          `${(op as { description?: string }).description ?? ''}\n\nNeeds an API key with the scope \`${operation.scope}\` (or \`*\`).`.trim(),
+      });
       if (operation.idempotencyKey) {
         op.parameters = [
           ...(op.parameters ?? []),

@@ -1,6 +1,7 @@
 import { aiRouter } from './features/ai/ai.router.ts';
 import { contactsRouter } from './features/contacts/contacts.router.ts';
 import { dealsRouter } from './features/deals/deals.router.ts';
+import { eventsRouter } from './features/events/event-feed.router.ts';
 import { pipelineRouter } from './features/pipeline/pipeline.router.ts';
 import { searchRouter } from './features/search/search.router.ts';
 import { usageRouter } from './features/usage/usage.router.ts';
@@ -14,6 +15,7 @@ export const appRouter = router({
   search: searchRouter,
   usage: usageRouter,
   webhooks: webhooksRouter,
+  events: eventsRouter,
   ai: aiRouter,
 });
 export type AppRouter = typeof appRouter;

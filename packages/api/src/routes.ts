@@ -3,6 +3,7 @@ import type { z } from 'zod';
 import type { ErrorCode } from './errors.ts';
 import type { LimitGroup } from './limits/groups.ts';
 import { appRouter } from './router.ts';
+import type { Scope } from './scopes.ts';
 import type { Meta } from './trpc.ts';
 
 export { API_BASE_PATH };
@@ -34,6 +35,8 @@ export interface Operation {
   rateLimit: LimitGroup;
   /** Whether a retry with the same `Idempotency-Key` replays the first answer. */
   idempotencyKey: boolean;
+  /** The scope an API key needs to call it. */
+  scope: Scope;
   /** Every error code the operation can answer with. */
   errors: ErrorCode[];
   input: z.ZodType | undefined;
@@ -59,6 +62,8 @@ function errorsOf(op: Omit<Operation, 'errors'>, declared: ErrorCode[]): ErrorCo
   const codes = new Set<ErrorCode>([
     'missing_api_key',
     'invalid_api_key',
+    'expired_api_key',
+    'insufficient_scope',
     'rate_limited',
     'api_quota_exceeded',
   ]);
@@ -88,6 +93,7 @@ function collectOperations(): Operation[] {
     const pathParams = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1] as string);
     const input = _def.inputs?.[0];
     const readsQuery = method === 'GET' || method === 'DELETE';
+    if (!meta.scope) throw new Error(`${procedure} names no scope in its meta: every operation needs one`);
     const op: Omit<Operation, 'errors'> = {
       procedure,
       operationId: meta.openapi.operationId ?? procedure.replace(/\./g, '-'),
@@ -99,6 +105,7 @@ function collectOperations(): Operation[] {
       summary,
       description,
       agentHint: meta.agentHint ?? '',
+      scope: meta.scope,
       successStatus: meta.successStatus ?? 200,
       rateLimit: meta.rateLimit ?? 'default',
       idempotencyKey: meta.idempotencyKey ?? false,

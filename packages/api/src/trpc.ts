@@ -1,9 +1,11 @@
 import { initTRPC } from '@trpc/server';
 import type { OpenApiMeta } from 'trpc-to-openapi';
 import { admitCall } from './admission.ts';
+import { runAsCall } from './call-context.ts';
 import type { Context } from './context.ts';
 import { ApiError, type ErrorBody, type ErrorCode, toErrorResponse, toTRPCError } from './errors.ts';
 import type { RateLimitGroup } from './limits/groups.ts';
+import type { Scope } from './scopes.ts';
 
 export type { AuthedContext } from './context.ts';
 export { RATE_LIMIT_GROUPS, type RateLimitGroup } from './limits/groups.ts';
@@ -20,6 +22,8 @@ export type Meta = OpenApiMeta<{
   idempotencyKey?: boolean;
   errors?: ErrorCode[];
   agentHint?: string;
+  /** The scope an API key needs to call it. */
+  scope?: Scope;
 }>;
 
 /** What a tRPC client finds in `error.data`, and what the REST edge turns into the contract body. */
@@ -62,7 +66,10 @@ export const publicProcedure = t.procedure.use(errorBoundary);
 export const authedProcedure = publicProcedure.use(async ({ ctx, meta, next }) => {
   const authed =
     ctx.principal && ctx.admission ? { ...ctx, principal: ctx.principal } : await admitCall(ctx, meta);
-  return next({ ctx: authed });
+  // Who makes the changes of this call, for the events it emits.
+  const via = ctx.door === 'dashboard' ? 'trpc' : ctx.door;
+  const actor = { type: 'api_key' as const, api_key_id: authed.principal.apiKeyId, via };
+  return runAsCall({ actor, requestId: ctx.requestId }, () => next({ ctx: authed }));
 });
 
 /** Calls procedures in-process with a context of one's own (the MCP door). */

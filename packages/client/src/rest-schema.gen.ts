@@ -10,12 +10,16 @@ export interface paths {
         /**
          * List deals, newest first
          * @description Returns a page of the organization’s deals (`limit`, `offset`) with `meta.total`, optionally only those with a `lifecycle_stage` or in a pipeline.
+         *
+         *     Needs an API key with the scope `deals:read` (or `*`).
          */
         get: operations["deals-list"];
         put?: never;
         /**
          * Create a deal
          * @description Creates a deal in the first stage of its pipeline (the default one unless `pipeline_id` is given) or in `stage_id`, records a `deal_created` activity and emits `deal.created`; returns the deal with 201. A stage outside the pipeline is a 400; send `Idempotency-Key` to retry safely.
+         *
+         *     Needs an API key with the scope `deals:write` (or `*`).
          */
         post: operations["deals-create"];
         delete?: never;
@@ -34,6 +38,8 @@ export interface paths {
         /**
          * A deal with its stakeholders and recent activities
          * @description Returns the deal, its stakeholders (the deal’s contacts) and its 20 most recent activities, newest first. A deal that does not exist or belongs to another organization is a 404.
+         *
+         *     Needs an API key with the scope `deals:read` (or `*`).
          */
         get: operations["deals-get"];
         put?: never;
@@ -41,6 +47,8 @@ export interface paths {
         /**
          * Delete a deal, its contacts and activities
          * @description Deletes the deal together with its contacts and activities and returns `{"success": true}`. An unknown deal is a 404.
+         *
+         *     Needs an API key with the scope `deals:write` (or `*`).
          */
         delete: operations["deals-delete"];
         options?: never;
@@ -48,6 +56,8 @@ export interface paths {
         /**
          * Change some fields of a deal
          * @description Changes the fields sent and leaves the others alone (`null` clears one; `lifecycle_stage: null` makes it follow the stage again), records the changes as activities and emits `deal.updated`, plus `deal.stage_changed`, `deal.won` or `deal.lost` on a stage move; returns the deal. 404 for an unknown deal, 400 for a stage outside its pipeline.
+         *
+         *     Needs an API key with the scope `deals:write` (or `*`).
          */
         patch: operations["deals-update"];
         trace?: never;
@@ -62,12 +72,16 @@ export interface paths {
         /**
          * List contacts, newest first
          * @description Returns a page of the organization’s contacts (`limit`, `offset`) with `meta.total`; `q` keeps those whose name, e-mail or title contains it, case-insensitively.
+         *
+         *     Needs an API key with the scope `contacts:read` (or `*`).
          */
         get: operations["contacts-list"];
         put?: never;
         /**
          * Add a stakeholder to a deal
          * @description Adds a contact to a deal (`role_type` defaults to `unknown`), records a `contact_added` activity on the deal and emits `contact.created`; returns the contact with 201. A `deal_id` that is not one of the organization’s deals is a 404; send `Idempotency-Key` to retry safely.
+         *
+         *     Needs an API key with the scope `contacts:write` (or `*`).
          */
         post: operations["contacts-create"];
         delete?: never;
@@ -86,6 +100,8 @@ export interface paths {
         /**
          * A contact with its deal's title and company
          * @description Returns the contact with the title and company of its deal. A contact that does not exist or belongs to another organization is a 404.
+         *
+         *     Needs an API key with the scope `contacts:read` (or `*`).
          */
         get: operations["contacts-get"];
         put?: never;
@@ -96,6 +112,8 @@ export interface paths {
         /**
          * Change some fields of a contact
          * @description Changes the fields sent and leaves the others alone (`null` clears one; `role_type: null` resets it to `unknown`); when anything changed, records a `contact_updated` activity on the deal and emits `contact.updated`. Returns the contact; an unknown contact is a 404.
+         *
+         *     Needs an API key with the scope `contacts:write` (or `*`).
          */
         patch: operations["contacts-update"];
         trace?: never;
@@ -110,6 +128,8 @@ export interface paths {
         /**
          * Stages of the default pipeline, in order
          * @description Returns the stages of the organization’s default pipeline by position, each with its `stage_type` (open, won or lost), win probability and color.
+         *
+         *     Needs an API key with the scope `pipeline:read` (or `*`).
          */
         get: operations["pipeline-stages"];
         put?: never;
@@ -130,6 +150,8 @@ export interface paths {
         /**
          * Health of the open pipeline
          * @description Counts the open deals that are healthy, stale (idle for more than `stale_threshold_days`), in need of a next step soon, or critical (past their close date or idle for twice the threshold).
+         *
+         *     Needs an API key with the scope `pipeline:read` (or `*`).
          */
         get: operations["pipeline-health"];
         put?: never;
@@ -150,6 +172,8 @@ export interface paths {
         /**
          * Search deals and contacts by text
          * @description Returns up to 20 deals whose title or company, and up to 20 contacts whose name, e-mail or title, contains `q` (case-insensitive), newest first. A `q` shorter than 2 characters is a 400.
+         *
+         *     Needs an API key with the scope `search` (or `*`).
          */
         get: operations["search-query"];
         put?: never;
@@ -170,6 +194,8 @@ export interface paths {
         /**
          * This month’s API and AI usage against the quotas, the rate limits, and usage alerts
          * @description Returns the API and AI calls of the current UTC month against the organization’s quotas, each rate-limit group’s limit and window, and the alerts recorded when a quota reached 80 % or 95 %. This call counts too.
+         *
+         *     Needs an API key with the scope `usage:read` (or `*`).
          */
         get: operations["usage-get"];
         put?: never;
@@ -190,12 +216,16 @@ export interface paths {
         /**
          * List webhook endpoints (never their secrets)
          * @description Returns the organization’s webhook endpoints with the events they receive, whether they are active and their consecutive failures. Secrets are never shown again.
+         *
+         *     Needs an API key with the scope `webhooks:read` (or `*`).
          */
         get: operations["webhooks-list"];
         put?: never;
         /**
          * Create a webhook endpoint; its signing secret is shown only in this response
          * @description Creates an endpoint that receives the events named, signed with a new secret (`whsec_…`) returned only here: store it. A URL that is not a public http(s) URL, or a 101st endpoint, is a 400. Not idempotent: a retried create makes a second endpoint.
+         *
+         *     Needs an API key with the scope `webhooks:write` (or `*`).
          */
         post: operations["webhooks-create"];
         delete?: never;
@@ -217,6 +247,8 @@ export interface paths {
         /**
          * Delete a webhook endpoint with its delivery history
          * @description Deletes the endpoint with its deliveries and their attempts, and returns `{"success": true}`; it receives nothing more. An unknown endpoint is a 404.
+         *
+         *     Needs an API key with the scope `webhooks:write` (or `*`).
          */
         delete: operations["webhooks-delete"];
         options?: never;
@@ -236,6 +268,8 @@ export interface paths {
         /**
          * Re-activate an endpoint deactivated after failures; failure_count starts again at 0
          * @description Turns an endpoint switched off after repeated failures (or a `410 Gone`) back on and returns it; it receives the events that happen from now on (replay the cancelled deliveries for the others). An unknown endpoint is a 404.
+         *
+         *     Needs an API key with the scope `webhooks:write` (or `*`).
          */
         post: operations["webhooks-activate"];
         delete?: never;
@@ -254,6 +288,8 @@ export interface paths {
         /**
          * An endpoint’s deliveries, newest first, with every attempt (kept for 30 days)
          * @description Returns a page of the endpoint’s deliveries, optionally only those with a `status`, each with every attempt: its response status, duration, error and the first 1 KB of the response. An unknown endpoint is a 404.
+         *
+         *     Needs an API key with the scope `webhooks:read` (or `*`).
          */
         get: operations["webhooks-deliveries"];
         put?: never;
@@ -276,8 +312,54 @@ export interface paths {
         /**
          * Send a delivery’s event again (same webhook-id), as a new delivery
          * @description Queues the delivery’s event again as a new delivery with a fresh retry schedule and the same `webhook-id`, and returns it with 202. A deactivated endpoint is a 409 `webhook_inactive`; an unknown endpoint or delivery a 404.
+         *
+         *     Needs an API key with the scope `webhooks:write` (or `*`).
          */
         post: operations["webhooks-replay"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The organization’s events, in commit order, after a cursor
+         * @description Returns the events of the last `CRM_EVENTS_RETENTION_DAYS` days (90 by default) in the order they were committed, each with the same id, type, timestamp and data as its webhook delivery, who made the change and the request id. Page with `after` = `meta.next_cursor`: the cursor never skips an event, even one whose transaction committed after the reader passed its time. Poll with the last `next_cursor` to catch up after missed webhooks.
+         *
+         *     Needs an API key with the scope `events:read` (or `*`).
+         */
+        get: operations["events-list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/events/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One event
+         * @description Returns one event by its id (the `webhook-id` of its deliveries), to reconcile a webhook against the feed. An unknown event, one of another organization or one past the retention is a 404.
+         *
+         *     Needs an API key with the scope `events:read` (or `*`).
+         */
+        get: operations["events-get"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -296,6 +378,8 @@ export interface paths {
         /**
          * MEDDPICC analysis of a deal; stores it, updates deal_health and emits analysis.completed
          * @description Scores the deal on the eight MEDDPICC pillars from its data, with risks, win factors, recommended actions and readiness for the next stage; stores the analysis, sets the deal’s `deal_health` and `win_probability` and emits `analysis.completed`. Counts against the AI quota; an unknown deal is a 404.
+         *
+         *     Needs an API key with the scope `ai` (or `*`).
          */
         post: operations["ai-analyze"];
         delete?: never;
@@ -316,6 +400,8 @@ export interface paths {
         /**
          * Win probability of a deal with its confidence, factors and recommendations
          * @description Returns the deal’s win probability (0-100) with a confidence, the factors for and against it and up to three recommendations, learned from the organization’s own closed deals once there are enough. Counts against the AI quota; an unknown deal is a 404.
+         *
+         *     Needs an API key with the scope `ai` (or `*`).
          */
         post: operations["ai-predict"];
         delete?: never;
@@ -334,6 +420,8 @@ export interface paths {
         /**
          * Daily briefing on the open pipeline
          * @description Returns the open pipeline’s totals, the deals closing this week, the stale and the at-risk deals (up to 10 each, with the reason) and the last 7 days’ signals. Counts against the AI quota.
+         *
+         *     Needs an API key with the scope `ai` (or `*`).
          */
         get: operations["ai-briefing"];
         put?: never;
@@ -354,6 +442,8 @@ export interface paths {
         /**
          * Coaching from recent win/loss patterns
          * @description Returns the win rate, won and lost counts and average cycle of the deals closed in the last 90 days, with tips from the traits that differ between won and lost deals (at least 3 of each needed). Counts against the AI quota.
+         *
+         *     Needs an API key with the scope `ai` (or `*`).
          */
         get: operations["ai-coaching"];
         put?: never;
@@ -578,6 +668,65 @@ export interface components {
             response_body: string | null;
             succeeded: boolean;
         };
+        Event: {
+            /**
+             * Format: uuid
+             * @description The event’s id: the `webhook-id` of its webhook deliveries
+             */
+            id: string;
+            /** @enum {string} */
+            type: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed";
+            /**
+             * Format: date-time
+             * @description When the change was made: the `timestamp` of its webhook body
+             */
+            timestamp: string;
+            /** @description Its place in the feed: pass it as `after` to read what came after it */
+            cursor: string;
+            /** @description The resource as the REST API returned it, as in the webhook body */
+            data: {
+                [key: string]: unknown;
+            };
+            /** @description Updates: each changed field with its previous (`from`) and new (`to`) value */
+            changes?: {
+                [key: string]: {
+                    from: unknown;
+                    to: unknown;
+                };
+            };
+            /** @description Stage events: the stage left and entered */
+            stage?: {
+                from: {
+                    /** Format: uuid */
+                    id: string;
+                    name: string;
+                    stage_type: string;
+                };
+                to: {
+                    /** Format: uuid */
+                    id: string;
+                    name: string;
+                    stage_type: string;
+                };
+            };
+            /** @description Who made the change: an API key (through REST, tRPC or MCP) or a dashboard user; null when unknown */
+            actor: ({
+                /** @constant */
+                type: "api_key";
+                /** Format: uuid */
+                api_key_id: string;
+                /** @enum {string} */
+                via: "rest" | "trpc" | "mcp";
+            } | {
+                /** @constant */
+                type: "user";
+                user_id: string;
+                /** @constant */
+                via: "dashboard";
+            }) | null;
+            /** @description The `X-Request-Id` of the request that made the change */
+            request_id: string | null;
+        };
         AnalysisResult: {
             deal: {
                 /** Format: uuid */
@@ -668,7 +817,7 @@ export interface components {
             /** @description What went wrong, naming the field for invalid input */
             error: string;
             /** @enum {string} */
-            code?: "invalid_request" | "invalid_json" | "missing_api_key" | "invalid_api_key" | "not_signed_in" | "forbidden" | "not_found" | "method_not_allowed" | "idempotency_key_in_use" | "webhook_inactive" | "last_admin" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "api_quota_exceeded" | "ai_quota_exceeded" | "internal_error" | "service_unavailable";
+            code?: "invalid_request" | "invalid_json" | "missing_api_key" | "invalid_api_key" | "expired_api_key" | "not_signed_in" | "forbidden" | "insufficient_scope" | "not_found" | "method_not_allowed" | "idempotency_key_in_use" | "webhook_inactive" | "last_admin" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "api_quota_exceeded" | "ai_quota_exceeded" | "internal_error" | "service_unavailable";
             retry_after_seconds?: number;
             limit?: number;
             used?: number;
@@ -724,8 +873,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing, invalid or revoked API key */
+            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -827,8 +985,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing, invalid or revoked API key */
+            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -931,8 +1098,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing, invalid or revoked API key */
+            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1011,8 +1187,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing, invalid or revoked API key */
+            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1119,8 +1304,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing, invalid or revoked API key */
+            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1222,8 +1416,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing, invalid or revoked API key */
+            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1319,8 +1522,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing, invalid or revoked API key */
+            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1432,8 +1644,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing, invalid or revoked API key */
+            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1537,8 +1758,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing, invalid or revoked API key */
+            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1622,8 +1852,17 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing, invalid or revoked API key */
+            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1680,8 +1919,17 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing, invalid or revoked API key */
+            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1750,8 +1998,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing, invalid or revoked API key */
+            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1849,7 +2106,7 @@ export interface operations {
                             };
                             rate_limits: {
                                 /** @enum {string} */
-                                group: "crud" | "ai" | "search" | "webhooks" | "default";
+                                group: "crud" | "ai" | "search" | "webhooks" | "events" | "default";
                                 /** @description Requests per window and API key */
                                 limit: number;
                                 window_seconds: number;
@@ -1870,8 +2127,17 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing, invalid or revoked API key */
+            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1928,8 +2194,17 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing, invalid or revoked API key */
+            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2012,8 +2287,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing, invalid or revoked API key */
+            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2101,8 +2385,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing, invalid or revoked API key */
+            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2180,8 +2473,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing, invalid or revoked API key */
+            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2286,8 +2588,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing, invalid or revoked API key */
+            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2367,8 +2678,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing, invalid or revoked API key */
+            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2441,6 +2761,180 @@ export interface operations {
             };
         };
     };
+    "events-list": {
+        parameters: {
+            query?: {
+                after?: string;
+                types?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Event"][];
+                        meta: {
+                            /** @description Pass as `after` for the next page (or to poll for new events); null while the feed is empty */
+                            next_cursor: string | null;
+                            /** @description Whether more events follow right now */
+                            has_more: boolean;
+                        };
+                    };
+                };
+            };
+            /** @description Invalid request: the message names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is not answering; `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "events-get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Event id (the webhook-id) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Event"];
+                    };
+                };
+            };
+            /** @description Invalid request: the message names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for another organization’s ids) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is not answering; `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     "ai-analyze": {
         parameters: {
             query?: never;
@@ -2473,8 +2967,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing, invalid or revoked API key */
+            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2570,8 +3073,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing, invalid or revoked API key */
+            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2655,8 +3167,17 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing, invalid or revoked API key */
+            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2713,8 +3234,17 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing, invalid or revoked API key */
+            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -60,6 +60,7 @@ const EnvSchema = z.object({
   CRM_RATE_LIMIT_AI: perWindow(30),
   CRM_RATE_LIMIT_SEARCH: perWindow(60),
   CRM_RATE_LIMIT_WEBHOOKS: perWindow(30),
+  CRM_RATE_LIMIT_EVENTS: perWindow(120),
   CRM_RATE_LIMIT_DEFAULT: perWindow(300),
   CRM_INSTANCE_COUNT: z.coerce.number().int().min(1).max(1000).default(1),
   CRM_API_QUOTA_MONTHLY: monthly(1_000_000),
@@ -71,6 +72,7 @@ const EnvSchema = z.object({
   CRM_WEBHOOKS_RETRY_SCHEDULE: durationList.prefault(DEFAULT_WEBHOOK_RETRY_SCHEDULE),
   CRM_WEBHOOKS_MAX_CONSECUTIVE_FAILURES: z.coerce.number().int().min(1).default(50),
   CRM_WEBHOOKS_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
+  CRM_EVENTS_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(90),
   CRM_WEBHOOKS_CONCURRENCY: z.coerce.number().int().min(1).max(200).default(10),
   CRM_WEBHOOKS_POLL_INTERVAL_MS: z.coerce.number().int().min(10).max(60_000).default(500),
   CRM_WEBHOOKS_ENCRYPTION_KEY: aesKey.optional(),
@@ -160,6 +162,8 @@ export type WebhooksConfig = Readonly<{
   /** Consecutive failed attempts after which an endpoint is deactivated. */
   maxConsecutiveFailures: number;
   retentionDays: number;
+  /** How long events stay in the event feed (`GET /events`), delivered or not. */
+  eventsRetentionDays: number;
   /** Deliveries in flight at once in one worker process. */
   concurrency: number;
   pollIntervalMs: number;
@@ -170,7 +174,14 @@ export type WebhooksConfig = Readonly<{
 /** Rate limits (requests per window and API key) and monthly quotas (calls per organization). */
 export type LimitsConfig = Readonly<{
   windowSeconds: number;
-  perWindow: Readonly<{ crud: number; ai: number; search: number; webhooks: number; default: number }>;
+  perWindow: Readonly<{
+    crud: number;
+    ai: number;
+    search: number;
+    webhooks: number;
+    events: number;
+    default: number;
+  }>;
   /** How many instances share the load: during a Redis outage each enforces 1/N of each limit. */
   instanceCount: number;
   monthlyQuota: Readonly<{ api: number; ai: number }>;
@@ -226,6 +237,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         ai: e.CRM_RATE_LIMIT_AI,
         search: e.CRM_RATE_LIMIT_SEARCH,
         webhooks: e.CRM_RATE_LIMIT_WEBHOOKS,
+        events: e.CRM_RATE_LIMIT_EVENTS,
         default: e.CRM_RATE_LIMIT_DEFAULT,
       },
       instanceCount: e.CRM_INSTANCE_COUNT,
@@ -240,6 +252,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       retryScheduleMs: Object.freeze(e.CRM_WEBHOOKS_RETRY_SCHEDULE),
       maxConsecutiveFailures: e.CRM_WEBHOOKS_MAX_CONSECUTIVE_FAILURES,
       retentionDays: e.CRM_WEBHOOKS_RETENTION_DAYS,
+      eventsRetentionDays: e.CRM_EVENTS_RETENTION_DAYS,
       concurrency: e.CRM_WEBHOOKS_CONCURRENCY,
       pollIntervalMs: e.CRM_WEBHOOKS_POLL_INTERVAL_MS,
       encryptionKey: e.CRM_WEBHOOKS_ENCRYPTION_KEY,

@@ -53,6 +53,12 @@ export const ApiKey = defineEntity({
     createdAt: createdAt(),
     lastUsedAt: p.datetime().nullable(),
     revokedAt: p.datetime().nullable(),
+    /** What the key may call: scope names, or `*` for everything. */
+    scopes: p.array().default(['*']),
+    /** After this the key answers 401 `expired_api_key`; null: never. */
+    expiresAt: p.datetime().nullable(),
+    /** The key a rotation issued in its place. */
+    replacedBy: p.uuid().nullable(),
   },
 });
 export type ApiKey = InferEntity<typeof ApiKey>;
@@ -235,6 +241,11 @@ export const OutboxEvent = defineEntity({
     payload: p.text(),
     createdAt: createdAt(),
     dispatchedAt: p.datetime().nullable(),
+    /** Its place in the organization's event feed, given once it is committed (see the migration). */
+    position: p.bigint('number').nullable(),
+    /** Who made the change: `{ type: 'api_key', api_key_id, via }` or `{ type: 'user', user_id, via }`. */
+    actor: p.json<Record<string, unknown>>().nullable(),
+    requestId: p.text().nullable(),
   },
 });
 export type OutboxEvent = InferEntity<typeof OutboxEvent>;

@@ -1,3 +1,3 @@
-export { ref } from '@mikro-orm/core';
+export { LockMode, ref } from '@mikro-orm/core';
 export * from './entities.ts';
 export * from './orm.ts';

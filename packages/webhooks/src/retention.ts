@@ -9,12 +9,17 @@ export interface Pruned {
 
 /**
  * Deletes webhook history past the retention period: attempts made before it, finished deliveries last
- * touched before it, and dispatched events older than it that no delivery still refers to. A pending
- * delivery and its event are never pruned.
+ * touched before it, and dispatched events older than it and than the event feed's retention that no
+ * delivery still refers to. A pending delivery and its event are never pruned.
  */
-export async function pruneWebhookHistory(orm: Orm, retentionDays: number): Promise<Pruned> {
+export async function pruneWebhookHistory(
+  orm: Orm,
+  retentionDays: number,
+  eventsRetentionDays = retentionDays,
+): Promise<Pruned> {
   const db = sqlOf(orm.em.fork());
   const cutoff = sql<Date>`now() - cast(${retentionDays} as integer) * interval '1 day'`;
+  const eventsCutoff = sql<Date>`now() - cast(${Math.max(retentionDays, eventsRetentionDays)} as integer) * interval '1 day'`;
   const attempts = await db
     .deleteFrom('webhook_attempts')
     .where('created_at', '<', cutoff)
@@ -27,7 +32,7 @@ export async function pruneWebhookHistory(orm: Orm, retentionDays: number): Prom
   const events = await db
     .deleteFrom('outbox_events')
     .where('dispatched_at', 'is not', null)
-    .where('created_at', '<', cutoff)
+    .where('created_at', '<', eventsCutoff)
     .where(({ not, exists, selectFrom }) =>
       not(
         exists(

@@ -279,7 +279,11 @@ export class WebhookWorker {
   private async pruneWhenDue(): Promise<void> {
     if (Date.now() - this.lastPruneAt < PRUNE_INTERVAL_MS) return;
     this.lastPruneAt = Date.now();
-    const pruned = await pruneWebhookHistory(this.orm, this.config.retentionDays);
+    const pruned = await pruneWebhookHistory(
+      this.orm,
+      this.config.retentionDays,
+      this.config.eventsRetentionDays,
+    );
     if (pruned.attempts + pruned.deliveries + pruned.events > 0)
       this.logger.info({ ...pruned }, 'pruned webhook history past its retention');
   }

@@ -6,6 +6,8 @@ type Props = {
   onClose: () => void;
   /** While true, Escape does not close the dialog (a request is under way). */
   busy?: boolean;
+  /** A wider dialog, for forms with a grid of choices. */
+  wide?: boolean;
   children: (close: () => void) => ReactNode;
 };
 
@@ -13,7 +15,7 @@ type Props = {
  * A native modal <dialog>, opened with showModal() when mounted. Mount it to open, and let it call
  * onClose to unmount it: whatever its children kept in state (a shown-once secret) is gone with it.
  */
-export function Modal({ title, onClose, busy = false, children }: Props) {
+export function Modal({ title, onClose, busy = false, wide = false, children }: Props) {
   const ref = useRef<HTMLDialogElement>(null);
   const titleId = useId();
 
@@ -27,7 +29,7 @@ export function Modal({ title, onClose, busy = false, children }: Props) {
   return (
     <dialog
       ref={ref}
-      className="modal"
+      className={wide ? 'modal modal-wide' : 'modal'}
       aria-labelledby={titleId}
       onClose={onClose}
       onCancel={(event) => {

@@ -1,5 +1,6 @@
 import { ORG_FILTER, USER_ROLES, WEBHOOK_EVENT_TYPES } from '@crm/db';
 import { z } from 'zod';
+import { runAsCall } from '../call-context.ts';
 import { type Context, headerValue } from '../context.ts';
 import { ApiError, notFound } from '../errors.ts';
 import { usageOf } from '../features/usage/usage.service.ts';
@@ -14,8 +15,9 @@ import {
   replayDelivery,
   sendTestEvent,
 } from '../features/webhooks/webhooks.service.ts';
+import { ALL_SCOPES, SCOPES } from '../scopes.ts';
 import { publicProcedure, router } from '../trpc.ts';
-import { issueApiKey, listApiKeys, revokeApiKey } from './api-keys.ts';
+import { issueApiKey, listApiKeys, revokeApiKey, rotateApiKey } from './api-keys.ts';
 import { listAudit, recordAudit } from './audit.ts';
 import { dashboardSessionOf } from './dashboard-auth.ts';
 import {
@@ -66,7 +68,10 @@ const sessionProcedure = dashboardProcedure.use(async ({ ctx, next }) => {
   const session = auth ? await dashboardSessionOf(auth, ctx.headers) : undefined;
   if (!session) throw new ApiError('not_signed_in', 'Sign in to use the dashboard');
   ctx.em.setFilterParams(ORG_FILTER, { orgId: session.orgId });
-  return next({ ctx: { ...ctx, dashboard: session, principal: { orgId: session.orgId } } });
+  const actor = { type: 'user' as const, user_id: session.userId, via: 'dashboard' as const };
+  return runAsCall({ actor, requestId: ctx.requestId }, () =>
+    next({ ctx: { ...ctx, dashboard: session, principal: { orgId: session.orgId } } }),
+  );
 });
 
 /** Changes only admins may make; a member is refused here, whatever the page showed. */
@@ -107,17 +112,48 @@ export const adminRouter = router({
       (await listApiKeys(ctx.em, ctx.dashboard.orgId)).map(({ org_id: _org, ...key }) => key),
     ),
     create: adminProcedure
-      .input(z.object({ name: z.string().trim().min(1, 'name: required').max(100) }))
+      .input(
+        z.object({
+          name: z.string().trim().min(1, 'name: required').max(100),
+          scopes: z
+            .array(z.enum([ALL_SCOPES, ...SCOPES]))
+            .min(1, 'scopes: choose at least one')
+            .optional(),
+          expires_at: z.iso.datetime({ offset: true }).nullable().optional(),
+        }),
+      )
       .mutation(async ({ ctx, input }) => {
-        const issued = await issueApiKey(ctx.em, ctx.dashboard.orgId, input.name, {
-          actor: ctx.dashboard.email,
-        });
+        const grant = {
+          name: input.name,
+          scopes: input.scopes,
+          expiresAt: input.expires_at ? new Date(input.expires_at) : null,
+        };
+        const issued = await issueApiKey(ctx.em, ctx.dashboard.orgId, grant, { actor: ctx.dashboard.email });
         return {
           ...issued,
           name: input.name,
           prefix: issued.api_key.slice(0, 7),
           created_at: new Date().toISOString(),
         };
+      }),
+    rotate: adminProcedure
+      .input(
+        z.object({
+          key_id: z.uuid(),
+          overlap_hours: z
+            .number()
+            .min(0)
+            .max(24 * 30)
+            .default(24),
+        }),
+      )
+      .mutation(async ({ ctx, input }) => {
+        const rotated = await rotateApiKey(ctx.em, input.key_id, input.overlap_hours * 3_600_000, {
+          actor: ctx.dashboard.email,
+          orgId: ctx.dashboard.orgId,
+        });
+        if (!rotated) throw notFound('API key');
+        return rotated;
       }),
     revoke: adminProcedure.input(z.object({ key_id: z.uuid() })).mutation(async ({ ctx, input }) => {
       const revoked = await revokeApiKey(ctx.em, input.key_id, {

@@ -1,5 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { ApiKey, type EntityManager, Organization, transaction } from '@crm/db';
+import { ApiKey, type EntityManager, LockMode, Organization, transaction } from '@crm/db';
+import { ApiError } from '../errors.ts';
+import { ALL_SCOPES, parseScopes } from '../scopes.ts';
 import { CLI_ACTOR, recordAudit } from './audit.ts';
 
 /** Keys look like `ck_` + 32 url-safe characters (192 random bits), matching the contract's `^[a-z]{2}_`. */
@@ -25,37 +27,111 @@ export function looksLikeApiKey(key: string): boolean {
 export interface IssuedKey {
   key_id: string;
   api_key: string;
+  scopes: string[];
+  expires_at: string | null;
+}
+
+/** What a new key may do and until when (by default: everything, for good). */
+export interface KeyGrant {
+  name?: string;
+  /** Scope names or `*` (see scopes.ts); already checked by the caller's schema or `parseScopes`. */
+  scopes?: readonly string[];
+  expiresAt?: Date | null;
 }
 
 /**
  * Creates a key and returns its plaintext, the only time it exists. The one way keys are made (CLI,
- * dashboard, first start); each is recorded in the organization's audit log under `actor`.
+ * dashboard, first start, rotation); each is recorded in the organization's audit log under `actor`.
  */
 export async function issueApiKey(
   em: EntityManager,
   orgId: string,
-  name?: string,
+  grant: KeyGrant = {},
   acting: { actor: string } = { actor: CLI_ACTOR },
 ): Promise<IssuedKey> {
+  const scopes = parseScopes(grant.scopes ?? [ALL_SCOPES]);
+  if (grant.expiresAt && grant.expiresAt.getTime() <= Date.now())
+    throw new ApiError(
+      'invalid_request',
+      `expires_at: must be in the future, got ${grant.expiresAt.toISOString()}`,
+    );
   return transaction(em, async (tx) => {
     const org = await tx.findOne(Organization, { id: orgId });
     if (!org) throw new Error(`Organization ${orgId} does not exist`);
     const plaintext = generateApiKey();
     const key = tx.create(ApiKey, {
       orgId,
-      name: name ?? null,
+      name: grant.name ?? null,
       prefix: plaintext.slice(0, 7),
       keyHash: hashApiKey(plaintext),
       createdBy: acting.actor,
+      scopes,
+      expiresAt: grant.expiresAt ?? null,
     });
     await tx.flush();
     await recordAudit(tx, {
       orgId,
       actor: acting.actor,
       action: 'api_key.created',
-      target: `${key.prefix}… ${name ?? ''}`.trim(),
+      target: `${key.prefix}… ${grant.name ?? ''}`.trim(),
     });
-    return { key_id: key.id, api_key: plaintext };
+    return issued(key, plaintext);
+  });
+}
+
+const issued = (key: ApiKey, plaintext: string): IssuedKey => ({
+  key_id: key.id,
+  api_key: plaintext,
+  scopes: key.scopes,
+  expires_at: key.expiresAt?.toISOString() ?? null,
+});
+
+/**
+ * Rotation: issues a successor with the same name, scopes and expiry (shown once), and lets the old key
+ * work until `overlapMs` from now (or its own earlier expiry), so clients can switch over without an
+ * outage. Undefined when no such unrevoked key exists (or it belongs to another organization than
+ * `acting.orgId`).
+ */
+export async function rotateApiKey(
+  em: EntityManager,
+  keyId: string,
+  overlapMs: number,
+  acting: { actor: string; orgId?: string } = { actor: CLI_ACTOR },
+): Promise<(IssuedKey & { replaces: string; old_key_expires_at: string }) | undefined> {
+  return transaction(em, async (tx) => {
+    const old = await tx.findOne(ApiKey, { id: keyId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+    if (!old || old.revokedAt || (acting.orgId && old.orgId !== acting.orgId)) return undefined;
+    const now = Date.now();
+    if (old.expiresAt && old.expiresAt.getTime() <= now)
+      throw new ApiError(
+        'invalid_request',
+        `API key ${keyId} expired at ${old.expiresAt.toISOString()}: issue a new one instead`,
+      );
+    const plaintext = generateApiKey();
+    const successor = tx.create(ApiKey, {
+      orgId: old.orgId,
+      name: old.name ?? null,
+      prefix: plaintext.slice(0, 7),
+      keyHash: hashApiKey(plaintext),
+      createdBy: acting.actor,
+      scopes: old.scopes,
+      expiresAt: old.expiresAt ?? null,
+    });
+    const overlapEnd = new Date(now + overlapMs);
+    old.expiresAt = old.expiresAt && old.expiresAt < overlapEnd ? old.expiresAt : overlapEnd;
+    old.replacedBy = successor.id;
+    await tx.flush();
+    await recordAudit(tx, {
+      orgId: old.orgId,
+      actor: acting.actor,
+      action: 'api_key.rotated',
+      target: `${old.prefix}… → ${successor.prefix}… ${old.name ?? ''}`.trim(),
+    });
+    return {
+      ...issued(successor, plaintext),
+      replaces: old.id,
+      old_key_expires_at: old.expiresAt.toISOString(),
+    };
   });
 }
 
@@ -69,6 +145,10 @@ export interface ApiKeySummary {
   created_by: string | null;
   last_used_at: string | null;
   revoked_at: string | null;
+  scopes: string[];
+  expires_at: string | null;
+  /** The key a rotation issued in its place. */
+  replaced_by: string | null;
 }
 
 export async function listApiKeys(em: EntityManager, orgId?: string): Promise<ApiKeySummary[]> {
@@ -86,6 +166,9 @@ function toSummary(k: ApiKey): ApiKeySummary {
     created_by: k.createdBy ?? null,
     last_used_at: k.lastUsedAt?.toISOString() ?? null,
     revoked_at: k.revokedAt?.toISOString() ?? null,
+    scopes: k.scopes,
+    expires_at: k.expiresAt?.toISOString() ?? null,
+    replaced_by: k.replacedBy ?? null,
   };
 }
 
@@ -116,21 +199,28 @@ export async function revokeApiKey(
   });
 }
 
-/** The active key with this plaintext, or undefined. The hash is compared in constant time. */
+/** The unrevoked key with this plaintext, or undefined. The hash is compared in constant time. */
 export async function findActiveKey(
   em: EntityManager,
   plaintext: string,
-): Promise<{ id: string; orgId: string } | undefined> {
+): Promise<{ id: string; orgId: string; scopes: string[]; expiresAt: Date | null } | undefined> {
   if (!looksLikeApiKey(plaintext)) return undefined;
   const hash = hashApiKey(plaintext);
   const rows = await em
     .getConnection()
-    .execute<{ id: string; org_id: string; key_hash: string }[]>(
-      'select id, org_id, key_hash from api_keys where key_hash = ? and revoked_at is null',
+    .execute<
+      { id: string; org_id: string; key_hash: string; scopes: string[]; expires_at: Date | string | null }[]
+    >(
+      'select id, org_id, key_hash, scopes, expires_at from api_keys where key_hash = ? and revoked_at is null',
       [hash],
     );
   const row = rows[0];
   if (!row) return undefined;
   if (!timingSafeEqual(Buffer.from(row.key_hash), Buffer.from(hash))) return undefined;
-  return { id: row.id, orgId: row.org_id };
+  return {
+    id: row.id,
+    orgId: row.org_id,
+    scopes: row.scopes,
+    expiresAt: row.expires_at === null ? null : new Date(row.expires_at),
+  };
 }

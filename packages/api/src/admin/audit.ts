@@ -5,6 +5,7 @@ import { uuidv7 } from 'uuidv7';
 export type AuditAction =
   | 'api_key.created'
   | 'api_key.revoked'
+  | 'api_key.rotated'
   | 'webhook.created'
   | 'webhook.deleted'
   | 'webhook.activated'

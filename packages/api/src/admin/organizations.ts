@@ -36,7 +36,7 @@ export async function createOrganizationWithKey(
   acting?: { actor: string },
 ): Promise<{ org_id: string } & IssuedKey> {
   const org = await createOrganization(em, name);
-  const key = await issueApiKey(em, org.id, 'default', acting);
+  const key = await issueApiKey(em, org.id, { name: 'default' }, acting);
   return { org_id: org.id, ...key };
 }
 

@@ -4,7 +4,7 @@ import type { LimitsConfig } from '@crm/config';
  * The contract's per-minute rate-limit groups (section 8). A procedure names its group in its meta;
  * one without a group falls in the default group. The AI group also consumes the monthly AI quota.
  */
-export const RATE_LIMIT_GROUPS = ['crud', 'ai', 'search', 'webhooks'] as const;
+export const RATE_LIMIT_GROUPS = ['crud', 'ai', 'search', 'webhooks', 'events'] as const;
 export type RateLimitGroup = (typeof RATE_LIMIT_GROUPS)[number];
 
 /** Every operation counts in exactly one group: its own, or `default`. */

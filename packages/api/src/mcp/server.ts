@@ -13,7 +13,7 @@ import {
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { buildOpenApiDocument } from '../openapi.ts';
 import { getPrompt, listPrompts } from './prompts.ts';
-import { callTool, type McpCaller, TOOLS } from './tools.ts';
+import { callTool, type McpCaller, toolsFor } from './tools.ts';
 
 export const MCP_SERVER_INFO = { name: 'headless-crm', title: 'Headless CRM', version: '1.0.0' };
 
@@ -81,7 +81,7 @@ export function createMcpServer(caller: McpCaller): Server {
     instructions: INSTRUCTIONS,
     jsonSchemaValidator: validator,
   });
-  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [...TOOLS] }));
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: toolsFor(caller.scopes) }));
   server.setRequestHandler(CallToolRequestSchema, (request) =>
     callTool(caller, request.params.name, request.params.arguments),
   );

@@ -13,6 +13,7 @@ import { type ErrorBody, toErrorResponse } from '../errors.ts';
 import type { Admission } from '../limits/limits.ts';
 import { appRouter } from '../router.ts';
 import { OPERATIONS, type Operation } from '../routes.ts';
+import { allows } from '../scopes.ts';
 import { createCallerFactory } from '../trpc.ts';
 
 /** The optional argument that carries `Idempotency-Key` on the creates that honour it. */
@@ -24,6 +25,8 @@ export interface McpCaller {
   headers: Context['headers'];
   /** Set when the door already authenticated the key for this request (Streamable HTTP). */
   principal?: Principal;
+  /** The key's scopes, for the tool list (each call is still checked on its own). */
+  scopes: readonly string[];
   requestId: string;
   /** Told of a call that failed unexpectedly (a 5xx): the transport logs it. */
   onFailure?: (err: unknown, body: ErrorBody) => void;
@@ -92,6 +95,14 @@ function toolOf(op: Operation): Tool {
 /** Every operation as a tool, built once: the same list the OpenAPI document describes. */
 export const TOOLS: readonly Tool[] = OPERATIONS.map(toolOf);
 const OPERATION_BY_TOOL = new Map(OPERATIONS.map((op) => [op.operationId, op]));
+
+/** The tools a key with these scopes may call: the only ones it is shown. */
+export function toolsFor(scopes: readonly string[]): Tool[] {
+  return TOOLS.filter((tool) => {
+    const op = OPERATION_BY_TOOL.get(tool.name);
+    return op !== undefined && allows(scopes, op.scope);
+  });
+}
 const INPUT_KEYS = new Map(
   OPERATIONS.map((op) => [
     op.operationId,
@@ -160,7 +171,7 @@ export async function callTool(
     return errorResult({ error: `${IDEMPOTENCY_ARGUMENT}: expected string`, code: 'invalid_request' });
 
   const headers = idempotencyKey ? { ...caller.headers, 'idempotency-key': idempotencyKey } : caller.headers;
-  const ctx = createRequestContext(caller.services, { requestId: caller.requestId, headers });
+  const ctx = createRequestContext(caller.services, { requestId: caller.requestId, headers, door: 'mcp' });
   if (caller.principal) actFor(ctx, caller.principal);
   try {
     const admitted = await admitCall(ctx, op);

@@ -3,7 +3,8 @@ import { type EntityManager, Organization, USER_ROLES, type UserRole } from '@cr
 import { z } from 'zod';
 import { ApiError } from '../../errors.ts';
 import { orgQuotaReport, setOrgQuota, UnknownOrganizationError } from '../../limits/org-quotas.ts';
-import { issueApiKey, listApiKeys, revokeApiKey } from '../api-keys.ts';
+import { parseScopes } from '../../scopes.ts';
+import { issueApiKey, listApiKeys, revokeApiKey, rotateApiKey } from '../api-keys.ts';
 import { CLI_ACTOR } from '../audit.ts';
 import { createOrganizationWithKey, deleteOrganization, listOrganizations } from '../organizations.ts';
 import { createPerson, listPeople, removePerson, resetPassword } from '../people.ts';
@@ -41,6 +42,38 @@ function quotaArg(value: string | undefined, flag: string): number | null | unde
       `${flag} must be a whole number of calls per month, or "default"; got ${JSON.stringify(value)}`,
     );
   return Number(value);
+}
+
+function scopesArg(value: string): string[] {
+  try {
+    return parseScopes(value);
+  } catch (err) {
+    throw new CliError(`--scopes: ${(err as Error).message}`);
+  }
+}
+
+/** A moment ahead, as an ISO 8601 date-time with its offset (`2027-01-31T00:00:00Z`). */
+function futureDateArg(value: string): Date {
+  if (!z.iso.datetime({ offset: true }).safeParse(value).success)
+    throw new CliError(
+      `--expires-at must be a date-time with an offset, e.g. 2027-01-31T00:00:00Z; got ${JSON.stringify(value)}`,
+    );
+  const at = new Date(value);
+  if (at.getTime() <= Date.now()) throw new CliError(`--expires-at must be in the future, got ${value}`);
+  return at;
+}
+
+const DURATION_UNITS_MS: Record<string, number> = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** A duration such as `24h`, `30m`, `90s`, `7d`, or `0`. */
+function durationArg(value: string, flag: string): number {
+  if (value === '0') return 0;
+  const match = /^(\d{1,6})([smhd])$/.exec(value);
+  if (!match)
+    throw new CliError(
+      `${flag} must be a duration such as 24h, 30m, 90s, 7d or 0; got ${JSON.stringify(value)}`,
+    );
+  return Number(match[1]) * (DURATION_UNITS_MS[match[2] as string] as number);
 }
 
 /** The quota functions name a missing organization in their own error; the CLI shows it as one line. */
@@ -142,15 +175,36 @@ export const COMMANDS: CommandSpec[] = [
     options: {
       org: { type: 'string', required: true, description: 'org_id' },
       name: { type: 'string', description: 'label' },
+      scopes: { type: 'string', description: 'deals:read,search,... or *' },
+      'expires-at': { type: 'string', description: 'date-time' },
     },
-    summary: 'Issue another API key for an organization (shown once)',
+    summary: 'Issue another API key for an organization (shown once), optionally narrowed and expiring',
     prepare({ options }) {
       const orgId = uuidArg(options.org ?? '', '--org');
       const label = options.name?.trim();
       if (label === '') throw new CliError('--name must not be empty');
+      const scopes = options.scopes === undefined ? undefined : scopesArg(options.scopes);
+      const expiresAt =
+        options['expires-at'] === undefined ? undefined : futureDateArg(options['expires-at']);
       return async (em) => {
         await requireOrganization(em, orgId);
-        return [await issueApiKey(em, orgId, label)];
+        return [await issueApiKey(em, orgId, { name: label, scopes, expiresAt })];
+      };
+    },
+  },
+  {
+    name: 'key rotate',
+    positionals: ['key_id'],
+    options: { overlap: { type: 'string', description: 'duration, e.g. 24h (default), 30m, 0' } },
+    summary:
+      'Issue a successor with the same name and scopes (shown once); the old key works until the overlap ends',
+    prepare({ positionals, options }) {
+      const keyId = uuidArg(positionals[0] ?? '', 'key_id');
+      const overlapMs = durationArg(options.overlap ?? '24h', '--overlap');
+      return async (em) => {
+        const rotated = await asCliMessage(() => rotateApiKey(em, keyId, overlapMs));
+        if (!rotated) throw new CliError(`API key ${keyId} does not exist or is revoked`);
+        return [rotated];
       };
     },
   },

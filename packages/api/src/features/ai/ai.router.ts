@@ -20,6 +20,7 @@ export const aiRouter = router({
         description:
           'Scores the deal on the eight MEDDPICC pillars from its data, with risks, win factors, recommended actions and readiness for the next stage; stores the analysis, sets the deal’s `deal_health` and `win_probability` and emits `analysis.completed`. Counts against the AI quota; an unknown deal is a 404.',
       },
+      scope: 'ai',
       agentHint:
         "Use when asked how healthy a deal is or what is missing: a MEDDPICC analysis with risks, win factors and next actions. Stores the analysis and updates the deal's health. Uses the AI quota.",
       rateLimit: 'ai',
@@ -38,6 +39,7 @@ export const aiRouter = router({
         description:
           'Returns the deal’s win probability (0-100) with a confidence, the factors for and against it and up to three recommendations, learned from the organization’s own closed deals once there are enough. Counts against the AI quota; an unknown deal is a 404.',
       },
+      scope: 'ai',
       agentHint:
         'Use when asked how likely a deal is to close: win probability with confidence and the factors for and against. Uses the AI quota.',
       rateLimit: 'ai',
@@ -56,6 +58,7 @@ export const aiRouter = router({
         description:
           'Returns the open pipeline’s totals, the deals closing this week, the stale and the at-risk deals (up to 10 each, with the reason) and the last 7 days’ signals. Counts against the AI quota.',
       },
+      scope: 'ai',
       agentHint:
         'Use at the start of a day or a pipeline review: totals, deals closing this week, stale and at-risk deals, recent signals. Uses the AI quota.',
       rateLimit: 'ai',
@@ -74,6 +77,7 @@ export const aiRouter = router({
         description:
           'Returns the win rate, won and lost counts and average cycle of the deals closed in the last 90 days, with tips from the traits that differ between won and lost deals (at least 3 of each needed). Counts against the AI quota.',
       },
+      scope: 'ai',
       agentHint:
         'Use for a coaching review of the sales team: per-owner patterns and suggestions. Uses the AI quota.',
       rateLimit: 'ai',

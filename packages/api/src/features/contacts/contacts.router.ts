@@ -31,6 +31,7 @@ export const contactsRouter = router({
         description:
           'Returns a page of the organization’s contacts (`limit`, `offset`) with `meta.total`; `q` keeps those whose name, e-mail or title contains it, case-insensitively.',
       },
+      scope: 'contacts:read',
       agentHint:
         'Use to list stakeholders, optionally only those matching a name, e-mail or title (q). Returns contacts with their role, influence, engagement and sentiment.',
       rateLimit: 'crud',
@@ -50,6 +51,7 @@ export const contactsRouter = router({
           'Adds a contact to a deal (`role_type` defaults to `unknown`), records a `contact_added` activity on the deal and emits `contact.created`; returns the contact with 201. A `deal_id` that is not one of the organization’s deals is a 404; send `Idempotency-Key` to retry safely.',
         successDescription: 'Created',
       },
+      scope: 'contacts:write',
       agentHint:
         'Use to add a stakeholder to a deal (deal_id) with role, influence, engagement and sentiment: the AI analysis reads them. Pass idempotency_key when you may retry.',
       idempotencyKey: true,
@@ -75,6 +77,7 @@ export const contactsRouter = router({
         description:
           'Returns the contact with the title and company of its deal. A contact that does not exist or belongs to another organization is a 404.',
       },
+      scope: 'contacts:read',
       agentHint: 'Use to read one contact by id.',
     })
     .input(IdParam)
@@ -91,6 +94,7 @@ export const contactsRouter = router({
         description:
           'Changes the fields sent and leaves the others alone (`null` clears one; `role_type: null` resets it to `unknown`); when anything changed, records a `contact_updated` activity on the deal and emits `contact.updated`. Returns the contact; an unknown contact is a 404.',
       },
+      scope: 'contacts:write',
       agentHint:
         "Use to change a contact's fields, for instance its sentiment or engagement after a meeting.",
     })

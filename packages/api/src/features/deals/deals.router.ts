@@ -27,6 +27,7 @@ export const dealsRouter = router({
         description:
           'Returns a page of the organization’s deals (`limit`, `offset`) with `meta.total`, optionally only those with a `lifecycle_stage` or in a pipeline.',
       },
+      scope: 'deals:read',
       agentHint:
         'Use to browse or page through deals (newest first), or to find those in a lifecycle stage or pipeline; for a deal you know by name, search is quicker. Returns deals with stage, value and dates, and meta.total.',
       rateLimit: 'crud',
@@ -46,6 +47,7 @@ export const dealsRouter = router({
           'Creates a deal in the first stage of its pipeline (the default one unless `pipeline_id` is given) or in `stage_id`, records a `deal_created` activity and emits `deal.created`; returns the deal with 201. A stage outside the pipeline is a 400; send `Idempotency-Key` to retry safely.',
         successDescription: 'Created',
       },
+      scope: 'deals:write',
       agentHint:
         "Use to record a new sales opportunity. Only title is required; it lands in the pipeline's first stage unless stage_id is given. Pass idempotency_key when you may retry. Returns the created deal.",
       idempotencyKey: true,
@@ -71,6 +73,7 @@ export const dealsRouter = router({
         description:
           'Returns the deal, its stakeholders (the deal’s contacts) and its 20 most recent activities, newest first. A deal that does not exist or belongs to another organization is a 404.',
       },
+      scope: 'deals:read',
       agentHint:
         'Use before discussing or changing one deal: returns the deal, its stakeholders and its 20 latest activities.',
     })
@@ -88,6 +91,7 @@ export const dealsRouter = router({
         description:
           'Changes the fields sent and leaves the others alone (`null` clears one; `lifecycle_stage: null` makes it follow the stage again), records the changes as activities and emits `deal.updated`, plus `deal.stage_changed`, `deal.won` or `deal.lost` on a stage move; returns the deal. 404 for an unknown deal, 400 for a stage outside its pipeline.',
       },
+      scope: 'deals:write',
       agentHint:
         'Use to change fields of one deal or move it to another stage (stage_id); send only the fields to change. Returns the updated deal.',
     })
@@ -113,6 +117,7 @@ export const dealsRouter = router({
         description:
           'Deletes the deal together with its contacts and activities and returns `{"success": true}`. An unknown deal is a 404.',
       },
+      scope: 'deals:write',
       agentHint:
         'Deletes a deal with its contacts and activities, for good. Only when the user asks for deletion explicitly.',
     })

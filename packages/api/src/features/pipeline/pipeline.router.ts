@@ -17,6 +17,7 @@ export const pipelineRouter = router({
         description:
           'Returns the stages of the organization’s default pipeline by position, each with its `stage_type` (open, won or lost), win probability and color.',
       },
+      scope: 'pipeline:read',
       agentHint: 'Use to learn the stage ids and names before creating or moving deals.',
     })
     .input(z.void())
@@ -33,6 +34,7 @@ export const pipelineRouter = router({
         description:
           'Counts the open deals that are healthy, stale (idle for more than `stale_threshold_days`), in need of a next step soon, or critical (past their close date or idle for twice the threshold).',
       },
+      scope: 'pipeline:read',
       agentHint:
         'Use for an overview of the open pipeline: deals and value per stage, stale deals, weighted value.',
     })

@@ -14,6 +14,7 @@ export const searchRouter = router({
         description:
           'Returns up to 20 deals whose title or company, and up to 20 contacts whose name, e-mail or title, contains `q` (case-insensitive), newest first. A `q` shorter than 2 characters is a 400.',
       },
+      scope: 'search',
       agentHint:
         'Use to find deals and contacts by a name, company or e-mail in one call, when you do not have the id.',
       rateLimit: 'search',

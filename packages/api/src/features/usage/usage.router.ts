@@ -15,6 +15,7 @@ export const usageRouter = router({
         description:
           'Returns the API and AI calls of the current UTC month against the organization’s quotas, each rate-limit group’s limit and window, and the alerts recorded when a quota reached 80 % or 95 %. This call counts too.',
       },
+      scope: 'usage:read',
       agentHint: "Use to check how much of this month's API and AI quota is left before a long task.",
     })
     .input(z.void())

@@ -33,6 +33,7 @@ export const webhooksRouter = router({
         description:
           'Returns the organization’s webhook endpoints with the events they receive, whether they are active and their consecutive failures. Secrets are never shown again.',
       },
+      scope: 'webhooks:read',
       agentHint: 'Use to see which endpoints receive events.',
       rateLimit: 'webhooks',
     })
@@ -51,6 +52,7 @@ export const webhooksRouter = router({
           'Creates an endpoint that receives the events named, signed with a new secret (`whsec_…`) returned only here: store it. A URL that is not a public http(s) URL, or a 101st endpoint, is a 400. Not idempotent: a retried create makes a second endpoint.',
         successDescription: 'Created',
       },
+      scope: 'webhooks:write',
       agentHint:
         'Use to subscribe an HTTPS endpoint to events. The answer holds the signing secret once: give it to the user to store.',
       successStatus: 201,
@@ -69,6 +71,7 @@ export const webhooksRouter = router({
         description:
           'Deletes the endpoint with its deliveries and their attempts, and returns `{"success": true}`; it receives nothing more. An unknown endpoint is a 404.',
       },
+      scope: 'webhooks:write',
       agentHint: 'Removes a webhook endpoint; only when the user asks for it.',
     })
     .input(IdParam)
@@ -88,6 +91,7 @@ export const webhooksRouter = router({
         description:
           'Turns an endpoint switched off after repeated failures (or a `410 Gone`) back on and returns it; it receives the events that happen from now on (replay the cancelled deliveries for the others). An unknown endpoint is a 404.',
       },
+      scope: 'webhooks:write',
       agentHint: 'Use to switch a webhook endpoint that was deactivated after failures back on.',
     })
     .input(IdParam)
@@ -106,6 +110,7 @@ export const webhooksRouter = router({
         description:
           'Returns a page of the endpoint’s deliveries, optionally only those with a `status`, each with every attempt: its response status, duration, error and the first 1 KB of the response. An unknown endpoint is a 404.',
       },
+      scope: 'webhooks:read',
       agentHint: 'Use to see whether events reached an endpoint: each delivery with its attempts and status.',
     })
     .input(WebhookDeliveryListQuery)
@@ -123,6 +128,7 @@ export const webhooksRouter = router({
           'Queues the delivery’s event again as a new delivery with a fresh retry schedule and the same `webhook-id`, and returns it with 202. A deactivated endpoint is a 409 `webhook_inactive`; an unknown endpoint or delivery a 404.',
         successDescription: 'Queued',
       },
+      scope: 'webhooks:write',
       agentHint: 'Use to send a failed delivery again once the receiver is fixed.',
       errors: ['webhook_inactive'],
       successStatus: 202,

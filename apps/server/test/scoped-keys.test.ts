@@ -1,0 +1,184 @@
+import { issueApiKey, OPERATIONS, type Operation, rotateApiKey, SCOPES } from '@crm/api';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { DRIVERS, MISSING_ID, startTestServer, type TestServer } from './harness.ts';
+import { mcpClient } from './mcp-client.ts';
+
+/** The operation's path with every parameter filled with an id nobody has. */
+const pathOf = (op: Operation) => op.path.replace(/\{[^}]+\}/g, MISSING_ID);
+const takesBody = (op: Operation) => op.method === 'POST' || op.method === 'PATCH';
+
+async function rest(s: TestServer, key: string, op: Operation) {
+  return s.api(pathOf(op), { method: op.method, key, ...(takesBody(op) ? { json: {} } : {}) });
+}
+
+/** The same call through tRPC: queries as GET with `input`, mutations as POST. */
+async function trpc(s: TestServer, key: string, op: Operation) {
+  const input = Object.fromEntries(op.pathParams.map((p) => [p, MISSING_ID]));
+  const isQuery = op.method === 'GET';
+  const url = `${s.url}/trpc/${op.procedure}${isQuery && op.pathParams.length > 0 ? `?input=${encodeURIComponent(JSON.stringify(input))}` : ''}`;
+  const res = await fetch(url, {
+    method: isQuery ? 'GET' : 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    ...(isQuery ? {} : { body: JSON.stringify(input) }),
+  });
+  const body = (await res.json()) as { error?: { data?: { body?: { code?: string; error?: string } } } };
+  return { status: res.status, code: body.error?.data?.body?.code, message: body.error?.data?.body?.error };
+}
+
+const usedApiCalls = async (s: TestServer, key: string) =>
+  (await s.api('/usage', { key })).body.data.quotas.api_calls.used as number;
+
+for (const { driver, label, skip } of DRIVERS) {
+  describe.skipIf(skip)(`scoped, expiring and rotatable API keys on ${label}`, () => {
+    let s: TestServer;
+    beforeAll(async () => {
+      s = await startTestServer(driver);
+    });
+    afterAll(async () => {
+      await s?.stop();
+    });
+    const fork = () => s.running.db.orm.em.fork();
+
+    it('the scope matrix: each scope against every operation, over REST, tRPC and MCP', async () => {
+      expect(new Set(OPERATIONS.map((op) => op.scope))).toEqual(new Set(SCOPES));
+      for (const scope of SCOPES) {
+        const { api_key: key } = await issueApiKey(fork(), s.orgA.orgId, { name: scope, scopes: [scope] });
+        const client = await mcpClient(s.url, key);
+        try {
+          const { tools } = await client.listTools();
+          expect(tools.map((t) => t.name).sort(), scope).toEqual(
+            OPERATIONS.filter((op) => op.scope === scope)
+              .map((op) => op.operationId)
+              .sort(),
+          );
+          for (const op of OPERATIONS) {
+            const what = `${scope} → ${op.method} ${op.path}`;
+            const viaRest = await rest(s, key, op);
+            const viaTrpc = await trpc(s, key, op);
+            const viaMcp = (await client.callTool({
+              name: op.operationId,
+              arguments: Object.fromEntries(op.pathParams.map((p) => [p, MISSING_ID])),
+            })) as CallToolResult;
+            const mcpCode = (viaMcp._meta as { error?: { code?: string } } | undefined)?.error?.code;
+            if (op.scope === scope) {
+              expect(viaRest.status, what).not.toBe(403);
+              expect(viaTrpc.code, what).not.toBe('insufficient_scope');
+              expect(mcpCode, what).not.toBe('insufficient_scope');
+            } else {
+              expect(viaRest.status, what).toBe(403);
+              expect(viaRest.body, what).toEqual({
+                error: expect.stringContaining(`lacks the scope ${op.scope}`),
+                code: 'insufficient_scope',
+              });
+              expect(viaTrpc, what).toMatchObject({ status: 403, code: 'insufficient_scope' });
+              expect(viaTrpc.message, what).toContain(op.scope);
+              expect(mcpCode, what).toBe('insufficient_scope');
+            }
+          }
+        } finally {
+          await client.close();
+        }
+      }
+    });
+
+    it('a refused call counts against no quota and no rate limit', async () => {
+      const org = await s.newOrg('Scope quota org');
+      const { api_key: narrow } = await issueApiKey(fork(), org.orgId, { scopes: ['deals:read'] });
+      const before = await usedApiCalls(s, org.apiKey);
+      for (let i = 0; i < 5; i++)
+        expect((await s.api('/deals', { method: 'POST', key: narrow, json: { title: 'x' } })).status).toBe(
+          403,
+        );
+      const refused = await s.api('/deals', { method: 'POST', key: narrow, json: { title: 'x' } });
+      expect(refused.headers.get('ratelimit')).toBeNull();
+      // The second usage call counts itself, and nothing else did.
+      expect(await usedApiCalls(s, org.apiKey)).toBe(before + 1);
+      expect((await s.api('/deals', { key: narrow })).status).toBe(200);
+    });
+
+    it('the OpenAPI document names each operation’s scope', async () => {
+      const doc = (await s.api('/openapi.json', { key: null })).body;
+      expect(doc.paths['/deals'].post['x-required-scope']).toBe('deals:write');
+      expect(doc.paths['/deals'].post.description).toMatch(/scope `deals:write`/);
+      expect(doc.paths['/events'].get['x-required-scope']).toBe('events:read');
+      expect(doc.paths['/deals'].post.responses['403'].description).toMatch(/insufficient_scope/);
+    });
+
+    it('an expired key answers 401 expired_api_key', async () => {
+      const issued = await issueApiKey(fork(), s.orgA.orgId, { expiresAt: new Date(Date.now() + 60_000) });
+      expect(issued.expires_at).not.toBeNull();
+      expect((await s.api('/deals', { key: issued.api_key })).status).toBe(200);
+      await s.sql("update api_keys set expires_at = now() - interval '1 second' where id = ?", [
+        issued.key_id,
+      ]);
+      const res = await s.api('/deals', { key: issued.api_key });
+      expect(res.status).toBe(401);
+      expect(res.body).toEqual({ error: expect.stringMatching(/expired at/), code: 'expired_api_key' });
+      await expect(
+        issueApiKey(fork(), s.orgA.orgId, { expiresAt: new Date(Date.now() - 1000) }),
+      ).rejects.toThrow(/expires_at: must be in the future/);
+    });
+
+    it('rotation: the successor has the same name and scopes; old and new both work until the overlap ends, then only the new', async () => {
+      const old = await issueApiKey(fork(), s.orgA.orgId, {
+        name: 'vendor',
+        scopes: ['deals:read', 'search'],
+      });
+      const rotated = await rotateApiKey(fork(), old.key_id, 1_500);
+      expect(rotated).toMatchObject({
+        scopes: ['deals:read', 'search'],
+        replaces: old.key_id,
+        expires_at: null,
+      });
+      const [successor] = await s.sql<{ name: string }>('select name from api_keys where id = ?', [
+        rotated?.key_id,
+      ]);
+      expect(successor?.name).toBe('vendor');
+      expect((await s.api('/deals', { key: old.api_key })).status).toBe(200);
+      expect((await s.api('/deals', { key: rotated?.api_key })).status).toBe(200);
+      await new Promise((r) => setTimeout(r, 1_700));
+      expect((await s.api('/deals', { key: old.api_key })).body.code).toBe('expired_api_key');
+      expect((await s.api('/deals', { key: rotated?.api_key })).status).toBe(200);
+      expect(
+        (await s.api('/deals', { method: 'POST', key: rotated?.api_key, json: { title: 'x' } })).status,
+      ).toBe(403);
+      // A revoked key is not rotated.
+      const gone = await issueApiKey(fork(), s.orgA.orgId, {});
+      await s.sql('update api_keys set revoked_at = now() where id = ?', [gone.key_id]);
+      expect(await rotateApiKey(fork(), gone.key_id, 0)).toBeUndefined();
+    });
+
+    it('last_used_at moves at most once a minute, not on every request', async () => {
+      const issued = await issueApiKey(fork(), s.orgA.orgId, {});
+      const lastUsed = async () =>
+        (
+          await s.sql<{ last_used_at: Date | null }>('select last_used_at from api_keys where id = ?', [
+            issued.key_id,
+          ])
+        )[0]?.last_used_at ?? null;
+      expect(await lastUsed()).toBeNull();
+      await s.api('/deals', { key: issued.api_key });
+      await vi.waitFor(async () => expect(await lastUsed()).not.toBeNull());
+      const first = new Date((await lastUsed()) as Date).getTime();
+      for (let i = 0; i < 10; i++) await s.api('/deals', { key: issued.api_key });
+      await new Promise((r) => setTimeout(r, 200));
+      expect(new Date((await lastUsed()) as Date).getTime()).toBe(first);
+      // A minute later (the server's clock moved on), the next call moves it once more.
+      vi.useFakeTimers({ toFake: ['Date'] });
+      try {
+        vi.setSystemTime(Date.now() + 61_000);
+        await s.api('/deals', { key: issued.api_key });
+        await vi.waitFor(async () =>
+          expect(new Date((await lastUsed()) as Date).getTime()).toBeGreaterThan(first + 60_000),
+        );
+        const second = new Date((await lastUsed()) as Date).getTime();
+        for (let i = 0; i < 5; i++) await s.api('/deals', { key: issued.api_key });
+        await new Promise((r) => setTimeout(r, 200));
+        expect(new Date((await lastUsed()) as Date).getTime()).toBe(second);
+      } finally {
+        vi.useRealTimers();
+      }
+    });
+  });
+}
