@@ -143,7 +143,12 @@ for (const { driver, label, skip } of DRIVERS) {
       const all = await s.api('/contacts?limit=2');
       expect(all.status).toBe(200);
       expect(all.body.data.map((c: { name: string }) => c.name)).toEqual(['Yak', 'Zed Zebra']);
-      expect(all.body.meta).toEqual({ total: expect.any(Number), limit: 2, offset: 0 });
+      expect(all.body.meta).toEqual({
+        total: expect.any(Number),
+        limit: 2,
+        offset: 0,
+        next_cursor: all.body.data[1].id,
+      });
       const q = await s.api('/contacts?q=zoo');
       expect(q.body.data.map((c: { name: string }) => c.name).sort()).toEqual(['Yak', 'Zed Zebra']);
       expect(q.body.meta.total).toBe(2);

@@ -88,7 +88,12 @@ for (const { driver, label, skip } of DRIVERS) {
       for (const title of ['L1', 'L2', 'L3']) await s.api('/deals', { method: 'POST', json: { title } });
       const page = await s.api('/deals?limit=2&offset=0');
       expect(page.status).toBe(200);
-      expect(page.body.meta).toEqual({ total: expect.any(Number), limit: 2, offset: 0 });
+      expect(page.body.meta).toEqual({
+        total: expect.any(Number),
+        limit: 2,
+        offset: 0,
+        next_cursor: page.body.data[1].id,
+      });
       expect(page.body.data).toHaveLength(2);
       expect(page.body.data[0].title).toBe('L3');
       const total = page.body.meta.total;
@@ -109,7 +114,10 @@ for (const { driver, label, skip } of DRIVERS) {
       const inPipeline = await s.api(`/deals?pipeline_id=${pipelineId}&limit=100`);
       expect(inPipeline.body.meta.total).toBe(total);
       const elsewhere = await s.api(`/deals?pipeline_id=${MISSING_ID}`);
-      expect(elsewhere.body).toEqual({ data: [], meta: { total: 0, limit: 50, offset: 0 } });
+      expect(elsewhere.body).toEqual({
+        data: [],
+        meta: { total: 0, limit: 50, offset: 0, next_cursor: null },
+      });
     });
 
     it('shows the deal with its stakeholders and recent activities', async () => {

@@ -194,7 +194,7 @@ for (const { driver, label, skip } of DRIVERS) {
       it('GET /deals filtered by A’s pipeline_id finds nothing', async () => {
         const res = await s.api(`/deals?pipeline_id=${a.pipelineId}`, { key: keyB });
         expect(res.status).toBe(200);
-        expect(res.body).toEqual({ data: [], meta: { total: 0, limit: 50, offset: 0 } });
+        expect(res.body).toEqual({ data: [], meta: { total: 0, limit: 50, offset: 0, next_cursor: null } });
       });
 
       it('GET /deals filtered by lifecycle_stage finds only B’s deals', async () => {
@@ -216,7 +216,10 @@ for (const { driver, label, skip } of DRIVERS) {
         expect(ids(res)).toEqual([b.contactId]);
         expect(res.body.meta.total).toBe(1);
         const byEmail = await s.api('/contacts?q=q%40a.example', { key: keyB });
-        expect(byEmail.body).toEqual({ data: [], meta: { total: 0, limit: 50, offset: 0 } });
+        expect(byEmail.body).toEqual({
+          data: [],
+          meta: { total: 0, limit: 50, offset: 0, next_cursor: null },
+        });
       });
 
       it('GET /search?q=<A’s deal title> finds only B’s deal and contact', async () => {

@@ -126,6 +126,8 @@ describe('the server process', () => {
     );
     expect(operations.sort()).toEqual(
       [
+        'GET /events',
+        'GET /events/{id}',
         'GET /deals',
         'POST /deals',
         'GET /deals/{id}',

@@ -26,6 +26,18 @@ export const PaginationMeta = z.object({
   offset: z.number().int().min(0),
 });
 
+/** Lists that can also be read page after page by cursor, Stripe's `starting_after` way. */
+export const CursorPagination = {
+  ...Pagination,
+  after: Uuid.optional().describe(
+    'Continue after this item (its id: the previous page’s `meta.next_cursor`), reading in index order; instead of `offset`',
+  ),
+};
+
+export const CursorPaginationMeta = PaginationMeta.extend({
+  next_cursor: Uuid.nullable().describe('Pass as `after` for the next page; null on the last page'),
+});
+
 export const SuccessResponse = z.object({ success: z.literal(true) });
 
 /** Any text input: PostgreSQL text cannot hold NUL, so it is refused up front with the field's name. */

@@ -839,6 +839,7 @@ export interface operations {
             query?: {
                 limit?: number;
                 offset?: number;
+                after?: string;
                 lifecycle_stage?: string;
                 pipeline_id?: string;
             };
@@ -860,6 +861,8 @@ export interface operations {
                             total: number;
                             limit: number;
                             offset: number;
+                            /** @description Pass as `after` for the next page; null on the last page */
+                            next_cursor: string | null;
                         };
                     };
                 };
@@ -1383,6 +1386,7 @@ export interface operations {
             query?: {
                 limit?: number;
                 offset?: number;
+                after?: string;
                 q?: string;
             };
             header?: never;
@@ -1403,6 +1407,8 @@ export interface operations {
                             total: number;
                             limit: number;
                             offset: number;
+                            /** @description Pass as `after` for the next page; null on the last page */
+                            next_cursor: string | null;
                         };
                     };
                 };

@@ -1,4 +1,11 @@
-import { type EntityManager, Organization, Pipeline, PipelineStage, type StageType } from '@crm/db';
+import {
+  type EntityManager,
+  Organization,
+  Pipeline,
+  PipelineStage,
+  type StageType,
+  transaction,
+} from '@crm/db';
 import { type IssuedKey, issueApiKey } from './api-keys.ts';
 
 /** The stages every new organization starts with; see the README for what each means. */
@@ -53,8 +60,14 @@ export async function listOrganizations(
  * instance, as keys are looked up on each request. Returns false when there is no such organization.
  */
 export async function deleteOrganization(em: EntityManager, orgId: string): Promise<boolean> {
-  const deleted = await em
-    .getConnection()
-    .execute<{ id: string }[]>('delete from organizations where id = ? returning id', [orgId]);
-  return deleted.length > 0;
+  return transaction(em, async (tx) => {
+    const deleted = await tx.execute<{ id: string }[]>(
+      'delete from organizations where id = ? returning id',
+      [orgId],
+    );
+    // The kept counts have no foreign key (the cascade's own triggers write them while the row goes).
+    await tx.execute('delete from deal_counts where org_id = ?', [orgId]);
+    await tx.execute('delete from contact_counts where org_id = ?', [orgId]);
+    return deleted.length > 0;
+  });
 }

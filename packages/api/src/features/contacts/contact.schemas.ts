@@ -1,6 +1,14 @@
 import { ENGAGEMENT_LEVELS, INFLUENCE_LEVELS, ROLE_TYPES, SENTIMENTS } from '@crm/db';
 import { z } from 'zod';
-import { DateTimeOut, LongText, Pagination, PaginationMeta, ShortText, Text, Uuid } from '../../schemas.ts';
+import {
+  CursorPagination,
+  CursorPaginationMeta,
+  DateTimeOut,
+  LongText,
+  ShortText,
+  Text,
+  Uuid,
+} from '../../schemas.ts';
 
 export const RoleType = z.enum(ROLE_TYPES);
 export const InfluenceLevel = z.enum(INFLUENCE_LEVELS);
@@ -100,9 +108,9 @@ export const ContactUpdateInput = z
 export type ContactUpdateInput = z.infer<typeof ContactUpdateInput>;
 
 export const ContactListQuery = z.object({
-  ...Pagination,
+  ...CursorPagination,
   q: Text().trim().min(1).max(200).optional().describe('Case-insensitive substring of name, email or title'),
 });
 export type ContactListQuery = z.infer<typeof ContactListQuery>;
 
-export const ContactList = z.object({ data: z.array(Contact), meta: PaginationMeta });
+export const ContactList = z.object({ data: z.array(Contact), meta: CursorPaginationMeta });

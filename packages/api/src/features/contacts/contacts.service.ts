@@ -1,8 +1,9 @@
 import { Contact, Deal, type EntityManager, type FieldChanges } from '@crm/db';
 import { changeValue, recordActivity, sameValue } from '../../activities.ts';
 import type { AuthedContext } from '../../context.ts';
-import { notFound } from '../../errors.ts';
+import { ApiError, notFound } from '../../errors.ts';
 import { emitEvent } from '../../events.ts';
+import { orgRows } from '../../read-model.ts';
 import { toIso } from '../../schemas.ts';
 import { likePattern } from '../search/search.service.ts';
 import type {
@@ -32,8 +33,14 @@ export function toContactDto(contact: Contact): ContactDto {
   };
 }
 
+/**
+ * A page of contacts, newest first, by `offset` or after a cursor. Without `q` the total is the count the
+ * database keeps; with `q` it is counted (over the trigram indexes: it grows with the matches).
+ */
 export async function listContacts(em: EntityManager, query: ContactListQuery) {
-  const where = query.q
+  if (query.after && query.offset > 0)
+    throw new ApiError('invalid_request', 'after: give after or offset, not both');
+  const search = query.q
     ? {
         $or: [
           { name: { $ilike: likePattern(query.q) } },
@@ -42,12 +49,48 @@ export async function listContacts(em: EntityManager, query: ContactListQuery) {
         ],
       }
     : {};
-  const [contacts, total] = await em.findAndCount(Contact, where, {
-    orderBy: { createdAt: 'desc', id: 'desc' },
-    limit: query.limit,
-    offset: query.offset,
-  });
-  return { data: contacts.map(toContactDto), meta: { total, limit: query.limit, offset: query.offset } };
+  let where: object = search;
+  if (query.after) {
+    const anchor = await em.findOne(Contact, { id: query.after }, { fields: ['id', 'createdAt'] });
+    if (!anchor)
+      throw new ApiError(
+        'invalid_request',
+        'after: no contact with this id (deleted since?); start again without after',
+      );
+    const before = {
+      $or: [
+        { createdAt: { $lt: anchor.createdAt } },
+        { createdAt: anchor.createdAt, id: { $lt: anchor.id } },
+      ],
+    };
+    where = query.q ? { $and: [search, before] } : before;
+  }
+  const [contacts, total] = await Promise.all([
+    em.find(Contact, where, {
+      orderBy: { createdAt: 'desc', id: 'desc' },
+      limit: query.limit + 1,
+      offset: query.offset,
+    }),
+    query.q ? em.count(Contact, search) : keptContactCount(em),
+  ]);
+  const data = contacts.slice(0, query.limit).map(toContactDto);
+  return {
+    data,
+    meta: {
+      total,
+      limit: query.limit,
+      offset: query.offset,
+      next_cursor: contacts.length > query.limit ? (data.at(-1)?.id ?? null) : null,
+    },
+  };
+}
+
+async function keptContactCount(em: EntityManager): Promise<number> {
+  const [row] = await orgRows<{ total: string | number | null }>(
+    em,
+    'select sum(n) as total from contact_counts where org_id = ?',
+  );
+  return Number(row?.total ?? 0);
 }
 
 async function findContact(em: EntityManager, id: string): Promise<Contact> {

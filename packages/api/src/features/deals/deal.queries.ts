@@ -1,5 +1,6 @@
 import type { Deal, EntityManager } from '@crm/db';
 import type { z } from 'zod';
+import { ApiError } from '../../errors.ts';
 import { isoSql, numberOrNull, orgRows } from '../../read-model.ts';
 import { toIso } from '../../schemas.ts';
 import type { StageRow } from '../pipeline/stages.service.ts';
@@ -75,29 +76,63 @@ export function dealDtoOf(deal: NewDeal, stage: StageRow): DealDto {
   });
 }
 
+/**
+ * A page of deals, newest first, by `offset` or after a cursor (the last deal seen: read in the index's
+ * order from there, however deep). The total comes from the counts the database keeps per organization,
+ * pipeline and lifecycle stage: a few rows summed, whatever the organization's size.
+ */
 export async function queryDeals(em: EntityManager, query: DealListQuery) {
+  if (query.after && query.offset > 0)
+    throw new ApiError('invalid_request', 'after: give after or offset, not both');
   const conditions = ['d.org_id = ?'];
+  const counted = ['org_id = ?'];
   const params: unknown[] = [];
   if (query.lifecycle_stage) {
     conditions.push('d.lifecycle_stage = ?');
+    counted.push('lifecycle_stage = ?');
     params.push(query.lifecycle_stage);
   }
   if (query.pipeline_id) {
     conditions.push('d.pipeline_id = ?');
+    counted.push('pipeline_id = ?');
     params.push(query.pipeline_id);
   }
-  const where = conditions.join(' and ');
-  const [rows, counted] = await Promise.all([
+  const page = [...conditions];
+  const pageParams = [...params];
+  if (query.after) {
+    page.push(
+      '(d.created_at, d.id) < (select a.created_at, a.id from deals a where a.org_id = d.org_id and a.id = ?)',
+    );
+    pageParams.push(query.after);
+  }
+  const [rows, totals, anchor] = await Promise.all([
     orgRows<DealRow>(
       em,
-      `select ${DEAL_COLUMNS} from ${DEAL_FROM} where ${where} order by d.created_at desc, d.id desc limit ? offset ?`,
-      [...params, query.limit, query.offset],
+      `select ${DEAL_COLUMNS} from ${DEAL_FROM} where ${page.join(' and ')}
+        order by d.created_at desc, d.id desc limit ? offset ?`,
+      [...pageParams, query.limit + 1, query.offset],
     ),
-    orgRows<{ total: string | number }>(em, `select count(*) as total from deals d where ${where}`, params),
+    orgRows<{ total: string | number | null }>(
+      em,
+      `select sum(n) as total from deal_counts where ${counted.join(' and ')}`,
+      params,
+    ),
+    query.after ? orgRows(em, 'select 1 from deals where org_id = ? and id = ?', [query.after]) : undefined,
   ]);
+  if (anchor && anchor.length === 0)
+    throw new ApiError(
+      'invalid_request',
+      'after: no deal with this id (deleted since?); start again without after',
+    );
+  const data = rows.slice(0, query.limit).map(toDealDto);
   return {
-    data: rows.map(toDealDto),
-    meta: { total: Number(counted[0]?.total ?? 0), limit: query.limit, offset: query.offset },
+    data,
+    meta: {
+      total: Number(totals[0]?.total ?? 0),
+      limit: query.limit,
+      offset: query.offset,
+      next_cursor: rows.length > query.limit ? (data.at(-1)?.id ?? null) : null,
+    },
   };
 }
 

@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import {
+  CursorPagination,
+  CursorPaginationMeta,
   DateTime,
   DateTimeOut,
   LongText,
-  Pagination,
-  PaginationMeta,
   ShortText,
   Text,
   Uuid,
@@ -131,13 +131,13 @@ export const DealUpdateInput = z
 export type DealUpdateInput = z.infer<typeof DealUpdateInput>;
 
 export const DealListQuery = z.object({
-  ...Pagination,
+  ...CursorPagination,
   lifecycle_stage: LifecycleStage.optional(),
   pipeline_id: Uuid.optional(),
 });
 export type DealListQuery = z.infer<typeof DealListQuery>;
 
-export const DealList = z.object({ data: z.array(Deal), meta: PaginationMeta });
+export const DealList = z.object({ data: z.array(Deal), meta: CursorPaginationMeta });
 
 export const Stakeholder = z
   .object({

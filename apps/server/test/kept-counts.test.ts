@@ -1,0 +1,163 @@
+import { deleteOrganization } from '@crm/api';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DRIVERS, startTestServer, type TestOrg, type TestServer } from './harness.ts';
+
+const LIFECYCLES = ['evaluation', 'churn_risk', null] as const;
+
+for (const { driver, label, skip } of DRIVERS) {
+  describe.skipIf(skip)(`kept counts and cursors on ${label}`, () => {
+    let s: TestServer;
+    beforeAll(async () => {
+      s = await startTestServer(driver);
+    });
+    afterAll(async () => {
+      await s?.stop();
+    });
+
+    /** meta.total of each filter the API offers against count(*) of the rows themselves. */
+    async function expectExactTotals(org: TestOrg) {
+      const [pipeline] = await s.sql<{ id: string }>(
+        'select id from pipelines where org_id = ? and is_default',
+        [org.orgId],
+      );
+      const pipelineId = pipeline?.id as string;
+      const filters: Array<[string, string, unknown[]]> = [
+        ['', '', []],
+        [`pipeline_id=${pipelineId}`, 'and pipeline_id = ?', [pipelineId]],
+      ];
+      for (const stage of ['lead', 'opportunity', 'customer', 'lost', 'evaluation', 'churn_risk'])
+        filters.push([`lifecycle_stage=${stage}`, 'and lifecycle_stage = ?', [stage]]);
+      for (const [query, where, params] of filters) {
+        const res = await s.api(`/deals?limit=1&${query}`, { key: org.apiKey });
+        const [row] = await s.sql<{ n: string | number }>(
+          `select count(*) as n from deals where org_id = ? ${where}`,
+          [org.orgId, ...params],
+        );
+        expect(res.body.meta.total, query || 'no filter').toBe(Number(row?.n));
+      }
+      const contacts = await s.api('/contacts?limit=1', { key: org.apiKey });
+      const [c] = await s.sql<{ n: string | number }>('select count(*) as n from contacts where org_id = ?', [
+        org.orgId,
+      ]);
+      expect(contacts.body.meta.total).toBe(Number(c?.n));
+    }
+
+    it('stay exact under concurrent creates, deletes, stage moves and lifecycle changes', async () => {
+      const org = await s.newOrg('Counted org');
+      const stages = (await s.api('/pipeline/stages', { key: org.apiKey })).body.data as Array<{
+        id: string;
+      }>;
+      const writer = async (w: number) => {
+        const mine: string[] = [];
+        for (let i = 0; i < 25; i++) {
+          const created = await s.api('/deals', {
+            method: 'POST',
+            key: org.apiKey,
+            json: { title: `c${w}-${i}` },
+          });
+          expect(created.status).toBe(201);
+          const id = created.body.data.id as string;
+          mine.push(id);
+          const op = (w + i) % 5;
+          if (op === 0) {
+            await s.api(`/deals/${id}`, {
+              method: 'PATCH',
+              key: org.apiKey,
+              json: { stage_id: stages[(w + i) % stages.length]?.id },
+            });
+          } else if (op === 1) {
+            await s.api(`/deals/${id}`, {
+              method: 'PATCH',
+              key: org.apiKey,
+              json: { lifecycle_stage: LIFECYCLES[i % LIFECYCLES.length] },
+            });
+          } else if (op === 2 && mine.length > 1) {
+            const victim = mine.splice(0, 1)[0] as string;
+            expect((await s.api(`/deals/${victim}`, { method: 'DELETE', key: org.apiKey })).status).toBe(200);
+          } else if (op === 3) {
+            await s.api('/contacts', {
+              method: 'POST',
+              key: org.apiKey,
+              json: { name: `p${w}-${i}`, deal_id: id },
+            });
+          }
+        }
+      };
+      await Promise.all(Array.from({ length: 8 }, (_, w) => writer(w)));
+      await expectExactTotals(org);
+    }, 120_000);
+
+    it('count rows written outside the API too, and forget a deleted organization', async () => {
+      const org = await s.newOrg('Operator org');
+      const [pipeline] = await s.sql<{ id: string; stage: string }>(
+        `select p.id, (select s.id from pipeline_stages s where s.pipeline_id = p.id order by position limit 1) as stage
+           from pipelines p where p.org_id = ?`,
+        [org.orgId],
+      );
+      await s.sql(
+        `insert into deals (id, org_id, title, currency, lifecycle_stage, lifecycle_stage_manual, pipeline_id, stage_id, created_at)
+         select gen_random_uuid(), ?, 'psql ' || g, 'USD', 'lead', false, ?, ?, now() from generate_series(1, 40) g`,
+        [org.orgId, pipeline?.id, pipeline?.stage],
+      );
+      await s.sql(
+        "update deals set lifecycle_stage = 'evaluation' where org_id = ? and title like 'psql 1%'",
+        [org.orgId],
+      );
+      await s.sql("delete from deals where org_id = ? and title like 'psql 2%'", [org.orgId]);
+      await expectExactTotals(org);
+      expect(await deleteOrganization(s.running.db.orm.em.fork(), org.orgId)).toBe(true);
+      expect(await s.sql('select * from deal_counts where org_id = ?', [org.orgId])).toEqual([]);
+      expect(await s.sql('select * from contact_counts where org_id = ?', [org.orgId])).toEqual([]);
+    });
+
+    it('cursor pages cover every row exactly once while rows are added', async () => {
+      const org = await s.newOrg('Cursor org');
+      for (let i = 0; i < 30; i++)
+        await s.api('/deals', { method: 'POST', key: org.apiKey, json: { title: `before ${i}` } });
+      const existing = (
+        await s.sql<{ id: string }>(
+          'select id from deals where org_id = ? order by created_at desc, id desc',
+          [org.orgId],
+        )
+      ).map((r) => r.id);
+      const seen: string[] = [];
+      let after: string | null = null;
+      let pages = 0;
+      do {
+        const res = await s.api(`/deals?limit=7${after ? `&after=${after}` : ''}`, { key: org.apiKey });
+        expect(res.status).toBe(200);
+        seen.push(...res.body.data.map((d: { id: string }) => d.id));
+        after = res.body.meta.next_cursor;
+        pages++;
+        // New deals arrive while paging: they are newer than the cursor, so they do not shift the pages.
+        await s.api('/deals', { method: 'POST', key: org.apiKey, json: { title: `during ${pages}` } });
+      } while (after);
+      expect(seen).toEqual(existing);
+      expect(pages).toBe(Math.ceil(30 / 7));
+
+      const contactsSeen: string[] = [];
+      const deal = (await s.api('/deals?limit=1', { key: org.apiKey })).body.data[0].id as string;
+      for (let i = 0; i < 12; i++)
+        await s.api('/contacts', {
+          method: 'POST',
+          key: org.apiKey,
+          json: { name: `Person ${i}`, deal_id: deal },
+        });
+      let cursor: string | null = null;
+      do {
+        const res = await s.api(`/contacts?limit=5${cursor ? `&after=${cursor}` : ''}`, { key: org.apiKey });
+        contactsSeen.push(...res.body.data.map((c: { id: string }) => c.id));
+        cursor = res.body.meta.next_cursor;
+      } while (cursor);
+      expect(new Set(contactsSeen).size).toBe(12);
+      expect(contactsSeen).toHaveLength(12);
+
+      const both = await s.api(`/deals?after=${deal}&offset=5`, { key: org.apiKey });
+      expect(both.status).toBe(400);
+      expect(both.body.error).toMatch(/^after: give after or offset/);
+      const gone = await s.api('/deals?after=01890a5d-ac96-774b-bcce-b302099a8057', { key: org.apiKey });
+      expect(gone.status).toBe(400);
+      expect(gone.body.error).toMatch(/^after: no deal with this id/);
+    });
+  });
+}
