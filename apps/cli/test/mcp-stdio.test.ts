@@ -98,12 +98,12 @@ describe('crm mcp (stdio)', () => {
   );
 
   it('a wrong key is said once on stderr, and the process ends with 1', async () => {
-    const dir = await mkdtemp(path.join(tmpdir(), 'crm-mcp-'));
-    try {
+    {
       const child = spawn(process.execPath, [MAIN, 'mcp'], {
         env: {
           ...getDefaultEnvironment(),
-          CRM_DATA_DIR: dir,
+          // An in-memory database: no files to create, only the key to refuse.
+          CRM_DATA_DIR: 'memory://',
           CRM_API_KEY: 'ck_wrongwrongwrongwrongwrongwrongwr',
         },
       });
@@ -114,8 +114,6 @@ describe('crm mcp (stdio)', () => {
       const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
       expect(code).toBe(1);
       expect(stderr).toMatch(/error: Invalid or revoked API key/);
-    } finally {
-      await rm(dir, { recursive: true, force: true });
     }
   });
 

@@ -57,14 +57,21 @@ export function mcpRoute(services: Services, logger: Logger): Middleware {
     const headers = new Headers();
     for (const [name, value] of Object.entries(ctx.req.headers))
       if (typeof value === 'string') headers.set(name, value);
-    const response = await transport.handleRequest(new Request(ctx.href, { method: 'POST', headers }), {
+    let request: Request;
+    try {
+      request = new Request(ctx.href, { method: 'POST', headers });
+    } catch {
+      throw new ApiError('invalid_request', `Host: not a valid host name (${JSON.stringify(ctx.host)})`);
+    }
+    const response = await transport.handleRequest(request, {
       parsedBody: ctx.request.body,
     });
+    // The bytes as the transport encoded them (no decoding to a string to be encoded again), then the
+    // status: Koa turns an empty body set after it into 204, and MCP wants notifications answered 202.
+    ctx.body = response.body ? Buffer.from(await response.arrayBuffer()) : null;
     ctx.status = response.status;
     response.headers.forEach((value, name) => {
       ctx.set(name, value);
     });
-    // The bytes as the transport encoded them: no decoding to a string to be encoded again.
-    ctx.body = response.body ? Buffer.from(await response.arrayBuffer()) : null;
   };
 }

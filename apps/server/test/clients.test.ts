@@ -1,4 +1,5 @@
 import type { AppRouter } from '@crm/api';
+import { allPages } from '@crm/client';
 import { TRPCClientError } from '@trpc/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DRIVERS, startTestServer, type TestServer } from './harness.ts';
@@ -68,6 +69,27 @@ for (const { driver, label, skip } of DRIVERS) {
       expect(deleted.data).toEqual({ success: true });
       const gone = await client.GET('/deals/{id}', { params: { path: { id } } });
       expect(gone.response.status).toBe(404);
+    });
+
+    it('allPages reads every deal by cursor, with either client', async () => {
+      const org = await s.newOrg('All pages org');
+      for (let i = 0; i < 12; i++) await s.trpc(org).deals.create.mutate({ title: `Paged ${i}` });
+      const trpc = s.trpc(org);
+      const viaTrpc: string[] = [];
+      for await (const deal of allPages((after) => trpc.deals.list.query({ limit: 5, after })))
+        viaTrpc.push(deal.title);
+      expect(viaTrpc).toEqual(Array.from({ length: 12 }, (_, i) => `Paged ${11 - i}`));
+      const rest = s.rest(org);
+      const viaRest: string[] = [];
+      for await (const deal of allPages(async (after) => {
+        const { data } = await rest.GET('/deals', {
+          params: { query: { limit: 5, ...(after ? { after } : {}) } },
+        });
+        if (!data) throw new Error('no page');
+        return data;
+      }))
+        viaRest.push(deal.title);
+      expect(viaRest).toEqual(viaTrpc);
     });
   });
 }

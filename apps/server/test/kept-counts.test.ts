@@ -152,6 +152,22 @@ for (const { driver, label, skip } of DRIVERS) {
       expect(new Set(contactsSeen).size).toBe(12);
       expect(contactsSeen).toHaveLength(12);
 
+      // Rows of one statement share their timestamp to the microsecond: the cursor still covers each once.
+      await s.sql(
+        `insert into contacts (id, org_id, deal_id, name, role_type, created_at)
+         select gen_random_uuid(), ?, ?, 'Same instant ' || g, 'unknown', now() from generate_series(1, 30) g`,
+        [org.orgId, deal],
+      );
+      const sameInstant: string[] = [];
+      cursor = null;
+      do {
+        const res = await s.api(`/contacts?limit=7${cursor ? `&after=${cursor}` : ''}`, { key: org.apiKey });
+        sameInstant.push(...res.body.data.map((c: { id: string }) => c.id));
+        cursor = res.body.meta.next_cursor;
+      } while (cursor);
+      expect(sameInstant).toHaveLength(42);
+      expect(new Set(sameInstant).size).toBe(42);
+
       const both = await s.api(`/deals?after=${deal}&offset=5`, { key: org.apiKey });
       expect(both.status).toBe(400);
       expect(both.body.error).toMatch(/^after: give after or offset/);

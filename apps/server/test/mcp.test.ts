@@ -216,6 +216,17 @@ for (const { driver, label, skip } of DRIVERS) {
           key ? 'invalid_api_key' : 'missing_api_key',
         );
       }
+      // A POST of notifications only is accepted with 202 and no body, as the transport requires.
+      const notified = await fetch(`${s.url}/mcp`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${s.orgA.apiKey}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+      });
+      expect(notified.status).toBe(202);
       const get = await fetch(`${s.url}/mcp`, { headers: { authorization: `Bearer ${s.orgA.apiKey}` } });
       expect(get.status).toBe(405);
       expect(get.headers.get('allow')).toBe('POST');

@@ -143,7 +143,14 @@ for (const { driver, label, skip } of DRIVERS) {
       expect(
         (await s.api('/deals', { method: 'POST', key: rotated?.api_key, json: { title: 'x' } })).status,
       ).toBe(403);
-      // A revoked key is not rotated.
+      // A key already rotated is not rotated again (its successor is), and a revoked key is not rotated.
+      await expect(rotateApiKey(fork(), old.key_id, 0)).rejects.toThrow(
+        /already rotated: rotate its successor/,
+      );
+      await expect(issueApiKey(fork(), s.orgA.orgId, { scopes: ['*', 'deals:read'] })).rejects.toMatchObject({
+        code: 'invalid_request',
+        message: expect.stringMatching(/^scopes: \* already grants every scope/),
+      });
       const gone = await issueApiKey(fork(), s.orgA.orgId, {});
       await s.sql('update api_keys set revoked_at = now() where id = ?', [gone.key_id]);
       expect(await rotateApiKey(fork(), gone.key_id, 0)).toBeUndefined();

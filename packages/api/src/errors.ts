@@ -142,8 +142,11 @@ function fromHttpLikeError(err: HttpLikeError): ApiError | undefined {
 const UNAVAILABLE_RETRY_SECONDS = 5;
 
 const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH']);
-/** SQLSTATEs of a database that is unreachable, shutting down, full, or cut a statement off at its timeout. */
-const UNAVAILABLE_SQLSTATE = /^(08...|57014|57P0[123]|53300)$/;
+/**
+ * SQLSTATEs of a database that is unreachable, shutting down, full, cut a statement off at its timeout, or
+ * ended the transaction in a deadlock or serialization failure: each is worth retrying a moment later.
+ */
+const UNAVAILABLE_SQLSTATE = /^(08...|57014|57P0[123]|53300|40P01|40001)$/;
 const UNAVAILABLE_MESSAGE =
   /Query read timeout|timeout exceeded when trying to connect|Connection terminated|connection timeout|Connection ended unexpectedly/i;
 

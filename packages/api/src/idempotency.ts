@@ -8,9 +8,19 @@ import { ApiError } from './errors.ts';
 export const IDEMPOTENCY_WINDOW_HOURS = 24;
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
+/** JSON with every object's keys sorted, at every depth: {a,b} and {b,a} are the same request. */
+function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(
+          Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+        )
+      : v,
+  );
+}
+
 function requestHash(operation: string, input: Record<string, unknown>): string {
-  // Inputs are flat objects; sorting the keys makes {a,b} and {b,a} the same request.
-  const canonical = JSON.stringify(input, Object.keys(input).sort());
+  const canonical = canonicalJson(input);
   return createHash('sha256').update(operation).update('\0').update(canonical).digest('hex');
 }
 

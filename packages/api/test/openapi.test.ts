@@ -97,7 +97,9 @@ describe('the OpenAPI document', () => {
       'PATCH /contacts/{id}',
       'PATCH /deals/{id}',
       'POST /contacts',
+      'POST /contacts/batch',
       'POST /deals',
+      'POST /deals/batch',
       'POST /webhooks',
     ]);
     for (const { method, path, op } of bodies) {

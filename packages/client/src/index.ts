@@ -37,3 +37,25 @@ export function createCrmRestClient(options: ClientOptions): Client<paths> {
     ...(options.fetch ? { fetch: options.fetch } : {}),
   });
 }
+
+/** A page of a cursor list (`GET /deals`, `GET /contacts`), as either client returns it. */
+export interface CursorPage<T> {
+  data: T[];
+  meta: { next_cursor: string | null };
+}
+
+/**
+ * Every item of a cursor list, page after page in index order (`after` = the last page's `next_cursor`),
+ * however large the organization: `for await (const deal of allPages((after) =>
+ * trpc.deals.list.query({ limit: 100, after })))`.
+ */
+export async function* allPages<T>(
+  page: (after: string | undefined) => Promise<CursorPage<T>>,
+): AsyncGenerator<T> {
+  let after: string | undefined;
+  do {
+    const { data, meta } = await page(after);
+    yield* data;
+    after = meta.next_cursor ?? undefined;
+  } while (after);
+}

@@ -28,6 +28,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/deals/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create up to 100 deals at once
+         * @description Creates every deal of `items` (each the body of POST /deals) in one transaction: all or nothing. Each records its `deal_created` activity and emits `deal.created`, as a single create does; an item that fails fails the call with its index (`items[3].title: Required`). Each item counts as one API call against the monthly quota; a batch the quota cannot take answers 429 and creates nothing. Send `Idempotency-Key` to retry safely. Returns the deals with 201, in the order given.
+         *
+         *     Needs an API key with the scope `deals:write` (or `*`).
+         */
+        post: operations["deals-batch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/deals/{id}": {
         parameters: {
             query?: never;
@@ -84,6 +106,28 @@ export interface paths {
          *     Needs an API key with the scope `contacts:write` (or `*`).
          */
         post: operations["contacts-create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/contacts/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add up to 100 stakeholders at once
+         * @description Adds every contact of `items` (each the body of POST /contacts) in one transaction: all or nothing. Each records its `contact_added` activity and emits `contact.created`, as a single create does; an item that fails fails the call with its index (`items[2].deal_id: …`, a 404 for a deal that is not the organization’s). Each item counts as one API call against the monthly quota; a batch the quota cannot take answers 429 and adds nothing. Send `Idempotency-Key` to retry safely. Returns the contacts with 201, in the order given.
+         *
+         *     Needs an API key with the scope `contacts:write` (or `*`).
+         */
+        post: operations["contacts-batch"];
         delete?: never;
         options?: never;
         head?: never;
@@ -458,6 +502,47 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        DealCreateRequest: {
+            title: string;
+            company_name?: string;
+            value?: number;
+            currency?: string;
+            contact_name?: string;
+            /** Format: email */
+            contact_email?: string;
+            notes?: string;
+            lead_source?: string;
+            /** Format: date-time */
+            expected_close_date?: string;
+            /** Format: uuid */
+            pipeline_id?: string;
+            /** Format: uuid */
+            stage_id?: string;
+        };
+        /**
+         * @example {
+         *       "name": "Jane Doe",
+         *       "deal_id": "0195f3a2-7c1e-7b3a-9f10-2d4e6a8c0b12",
+         *       "email": "jane.doe@example.com",
+         *       "title": "VP Engineering",
+         *       "phone": "+1 415 555 0100",
+         *       "role_type": "champion"
+         *     }
+         */
+        ContactCreateRequest: {
+            name: string;
+            /** Format: uuid */
+            deal_id: string;
+            /** Format: email */
+            email?: string;
+            title?: string;
+            phone?: string;
+            /**
+             * @default unknown
+             * @enum {string}
+             */
+            role_type: "economic_buyer" | "champion" | "technical_buyer" | "end_user" | "influencer" | "executive_sponsor" | "blocker" | "unknown";
+        };
         /** @enum {string} */
         WebhookEvent: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed";
         Deal: {
@@ -1071,6 +1156,144 @@ export interface operations {
             };
         };
     };
+    "deals-batch": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Retry safely: the same key with the same body within 24 hours returns the first response; with another body, 422. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "items": [
+                 *         {
+                 *           "title": "Acme rollout",
+                 *           "company_name": "Acme Corp",
+                 *           "value": 12000,
+                 *           "currency": "USD",
+                 *           "contact_name": "Jane Doe",
+                 *           "contact_email": "jane.doe@example.com",
+                 *           "notes": "Wants SSO before signing; budget approved for Q1.",
+                 *           "lead_source": "Website",
+                 *           "expected_close_date": "2026-12-15T17:00:00Z"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    items: components["schemas"]["DealCreateRequest"][];
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Deal"][];
+                    };
+                };
+            };
+            /** @description Invalid request: the message names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the resource’s state: the webhook endpoint is inactive, or a retry with the same Idempotency-Key is still running */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body over 1 MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Content-Type is not application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Idempotency-Key reused with a different body */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is not answering; `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     "deals-get": {
         parameters: {
             query?: never;
@@ -1516,6 +1739,150 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: components["schemas"]["Contact"];
+                    };
+                };
+            };
+            /** @description Invalid request: the message names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for another organization’s ids) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the resource’s state: the webhook endpoint is inactive, or a retry with the same Idempotency-Key is still running */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body over 1 MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Content-Type is not application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Idempotency-Key reused with a different body */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is not answering; `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "contacts-batch": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Retry safely: the same key with the same body within 24 hours returns the first response; with another body, 422. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "items": [
+                 *         {
+                 *           "name": "Jane Doe",
+                 *           "deal_id": "0195f3a2-7c1e-7b3a-9f10-2d4e6a8c0b12",
+                 *           "email": "jane.doe@example.com",
+                 *           "title": "VP Engineering",
+                 *           "phone": "+1 415 555 0100",
+                 *           "role_type": "champion"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    items: components["schemas"]["ContactCreateRequest"][];
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Contact"][];
                     };
                 };
             };

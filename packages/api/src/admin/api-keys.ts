@@ -49,7 +49,12 @@ export async function issueApiKey(
   grant: KeyGrant = {},
   acting: { actor: string } = { actor: CLI_ACTOR },
 ): Promise<IssuedKey> {
-  const scopes = parseScopes(grant.scopes ?? [ALL_SCOPES]);
+  let scopes: string[];
+  try {
+    scopes = parseScopes(grant.scopes ?? [ALL_SCOPES]);
+  } catch (err) {
+    throw new ApiError('invalid_request', `scopes: ${(err as Error).message}`);
+  }
   if (grant.expiresAt && grant.expiresAt.getTime() <= Date.now())
     throw new ApiError(
       'invalid_request',
@@ -102,6 +107,11 @@ export async function rotateApiKey(
     const old = await tx.findOne(ApiKey, { id: keyId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
     if (!old || old.revokedAt || (acting.orgId && old.orgId !== acting.orgId)) return undefined;
     const now = Date.now();
+    if (old.replacedBy)
+      throw new ApiError(
+        'invalid_request',
+        `API key ${keyId} was already rotated: rotate its successor ${old.replacedBy} instead`,
+      );
     if (old.expiresAt && old.expiresAt.getTime() <= now)
       throw new ApiError(
         'invalid_request',

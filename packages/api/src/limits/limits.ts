@@ -143,6 +143,30 @@ export class Limits {
     return { rate, period, quotas, nowMs };
   }
 
+  /**
+   * Counts `units` more API calls against the organization's monthly quota for an admitted call that does
+   * the work of several (a batch: one call per item), all or none: when they would go over the quota
+   * nothing is counted and the answer says how the quota stands.
+   */
+  async chargeMore(
+    caller: Caller,
+    units: number,
+  ): Promise<{ charged: boolean; quota: QuotaStatus; period: Period; nowMs: number }> {
+    const nowMs = this.now();
+    const period = this.clock.at(nowMs);
+    const limits = await this.quotaLimits(caller.orgId);
+    const result = await this.counters.charge(caller.orgId, period, [
+      { quota: 'api_calls', limit: limits.api_calls, units },
+    ]);
+    const quota: QuotaStatus = {
+      quota: 'api_calls',
+      limit: limits.api_calls,
+      used: result.used.api_calls ?? 0,
+    };
+    if (result.charged) this.count(caller.orgId, period, [quota], units);
+    return { charged: result.charged, quota, period, nowMs };
+  }
+
   /** The organization's quotas as they stand, with any alert they call for recorded first. */
   async usage(orgId: string): Promise<UsageSnapshot> {
     const period = this.clock.at();
@@ -183,7 +207,7 @@ export class Limits {
     await this.link?.close();
   }
 
-  private count(orgId: string, period: Period, quotas: readonly QuotaStatus[]): void {
+  private count(orgId: string, period: Period, quotas: readonly QuotaStatus[], units = 1): void {
     const key = `${orgId}|${period.key}`;
     let entry = this.pending.get(key);
     if (!entry) {
@@ -196,7 +220,7 @@ export class Limits {
       this.pending.set(key, entry);
     }
     for (const q of quotas) {
-      entry.counts[q.quota] += 1;
+      entry.counts[q.quota] += units;
       if (q.used > entry.highest[q.quota]) entry.highest[q.quota] = q.used;
     }
   }

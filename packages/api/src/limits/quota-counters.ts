@@ -9,6 +9,8 @@ export type Counts = Record<Quota, number>;
 export interface Charge {
   quota: Quota;
   limit: number;
+  /** How many calls this charge is (a batch counts each item); 1 unless said. */
+  units?: number;
 }
 
 /** The counts of the charged quotas after the charge, or as they stand when one was at its limit. */
@@ -21,7 +23,7 @@ export type Seeder = (orgId: string, period: Period) => Promise<Counts>;
 
 /** The live monthly counters a request is checked and counted against. */
 export interface QuotaCounters {
-  /** Atomically: unless one of the quotas is at its limit, adds one to each. */
+  /** Atomically: unless one of the quotas would go over its limit, adds each charge's units to it. */
   charge(orgId: string, period: Period, charges: readonly Charge[]): Promise<ChargeResult>;
   /** Takes back a charge whose request was rejected by its rate limit. */
   uncharge(orgId: string, period: Period, quotas: readonly Quota[]): Promise<void>;
@@ -49,9 +51,9 @@ export class MemoryCounters implements QuotaCounters {
   async charge(orgId: string, period: Period, charges: readonly Charge[]): Promise<ChargeResult> {
     const counts = this.entries.get(entryKey(orgId, period)) ?? (await this.load(orgId, period));
     // From here on nothing awaits: the check and the increment are one step for this process.
-    const blocked = charges.find((c) => counts[c.quota] >= c.limit);
+    const blocked = charges.find((c) => counts[c.quota] + (c.units ?? 1) > c.limit);
     if (blocked) return { charged: false, blockedBy: blocked.quota, used: pick(counts, charges) };
-    for (const c of charges) counts[c.quota] += 1;
+    for (const c of charges) counts[c.quota] += c.units ?? 1;
     return { charged: true, used: pick(counts, charges) };
   }
 
@@ -104,12 +106,14 @@ function pick(counts: Counts, charges: readonly Charge[]): Partial<Counts> {
 }
 
 /**
- * Checks every charged counter against its limit and, only if none is reached, increments them all:
- * atomic in Redis, so instances sharing it never lose or double a count.
- * KEYS: the counters; ARGV: their limits. Returns {status, count...}: status 0 charged (counts after),
- * -1 a counter is missing (seed it, then retry), i > 0 KEYS[i] is at its limit (nothing changed).
+ * Checks every charged counter against its limit and, only if none would go over, adds the units to them
+ * all: atomic in Redis, so instances sharing it never lose or double a count.
+ * KEYS: the counters; ARGV: their limits, then their units. Returns {status, count...}: status 0 charged
+ * (counts after), -1 a counter is missing (seed it, then retry), i > 0 KEYS[i] would go over its limit
+ * (nothing changed).
  */
 const CHARGE_LUA = `
+local n = #KEYS
 local counts = {}
 for i, key in ipairs(KEYS) do
   local value = redis.call('get', key)
@@ -117,11 +121,11 @@ for i, key in ipairs(KEYS) do
   counts[i] = tonumber(value)
 end
 local status = 0
-for i = 1, #KEYS do
-  if status == 0 and counts[i] >= tonumber(ARGV[i]) then status = i end
+for i = 1, n do
+  if status == 0 and counts[i] + tonumber(ARGV[n + i]) > tonumber(ARGV[i]) then status = i end
 end
 if status == 0 then
-  for i, key in ipairs(KEYS) do counts[i] = redis.call('incr', key) end
+  for i, key in ipairs(KEYS) do counts[i] = redis.call('incrby', key, ARGV[n + i]) end
 end
 table.insert(counts, 1, status)
 return counts
@@ -197,7 +201,7 @@ export class RedisCounters implements QuotaCounters {
     // While Redis is down (or hangs) a call does not wait for it: the per-instance counts serve.
     if (!this.link.available) return this.fallback.charge(orgId, period, charges);
     const keys = charges.map((c) => this.key(orgId, period, c.quota));
-    const limits = charges.map((c) => c.limit);
+    const limits = [...charges.map((c) => c.limit), ...charges.map((c) => c.units ?? 1)];
     // Sent before the first await, so it travels with the rate limiter's command (one round trip).
     const first = this.link.client.crmQuotaCharge(keys.length, ...keys, ...limits);
     return this.completeCharge(first, orgId, period, charges, keys, limits);

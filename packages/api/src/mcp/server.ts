@@ -106,7 +106,15 @@ export function createMcpServer(caller: McpCaller): Server {
     }
     if (uri === 'crm://pipeline/stages') return readThroughTool(caller, uri, 'pipeline-stages', {});
     const deal = /^crm:\/\/deals\/([^/]+)$/.exec(uri);
-    if (deal) return readThroughTool(caller, uri, 'deals-get', { id: decodeURIComponent(deal[1] as string) });
+    if (deal) {
+      let id: string;
+      try {
+        id = decodeURIComponent(deal[1] as string);
+      } catch {
+        throw new McpError(RESOURCE_NOT_FOUND, `Resource not found: ${uri}`, { uri });
+      }
+      return readThroughTool(caller, uri, 'deals-get', { id });
+    }
     throw new McpError(RESOURCE_NOT_FOUND, `Resource not found: ${uri}`, { uri });
   });
 

@@ -167,10 +167,15 @@ export async function callTool(
       error: `Unknown argument${unknown.length > 1 ? 's' : ''}: ${(unknown.length > 0 ? unknown : [IDEMPOTENCY_ARGUMENT]).join(', ')}`,
       code: 'invalid_request',
     });
-  if (idempotencyKey !== undefined && typeof idempotencyKey !== 'string')
-    return errorResult({ error: `${IDEMPOTENCY_ARGUMENT}: expected string`, code: 'invalid_request' });
+  if (idempotencyKey !== undefined && (typeof idempotencyKey !== 'string' || idempotencyKey === ''))
+    return errorResult({
+      error: `${IDEMPOTENCY_ARGUMENT}: expected a non-empty string`,
+      code: 'invalid_request',
+    });
 
-  const headers = idempotencyKey ? { ...caller.headers, 'idempotency-key': idempotencyKey } : caller.headers;
+  // Only the argument says Idempotency-Key: a header on the MCP request would apply to every create in it.
+  const { 'idempotency-key': _header, ...headers } = caller.headers;
+  if (typeof idempotencyKey === 'string') headers['idempotency-key'] = idempotencyKey;
   const ctx = createRequestContext(caller.services, { requestId: caller.requestId, headers, door: 'mcp' });
   if (caller.principal) actFor(ctx, caller.principal);
   try {

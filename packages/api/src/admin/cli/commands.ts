@@ -73,7 +73,9 @@ function durationArg(value: string, flag: string): number {
     throw new CliError(
       `${flag} must be a duration such as 24h, 30m, 90s, 7d or 0; got ${JSON.stringify(value)}`,
     );
-  return Number(match[1]) * (DURATION_UNITS_MS[match[2] as string] as number);
+  const ms = Number(match[1]) * (DURATION_UNITS_MS[match[2] as string] as number);
+  if (ms > 365 * 86_400_000) throw new CliError(`${flag} must be at most a year (365d); got ${value}`);
+  return ms;
 }
 
 /** The quota functions name a missing organization in their own error; the CLI shows it as one line. */

@@ -1,4 +1,6 @@
 import { transaction } from '@crm/db';
+import { z } from 'zod';
+import { batchOf, createBatch } from '../../batch.ts';
 import { withIdempotency } from '../../idempotency.ts';
 import { dataOf, IdParam } from '../../schemas.ts';
 import { authedProcedure, router } from '../../trpc.ts';
@@ -64,6 +66,33 @@ export const contactsRouter = router({
     .mutation(({ ctx, input }) =>
       withIdempotency(ctx, 'contacts.create', input, (em) =>
         transaction(em, async (tx) => ({ data: toContactDto(await createContact(ctx, tx, input)) })),
+      ),
+    ),
+
+  batch: authedProcedure
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/contacts/batch',
+        tags,
+        summary: 'Add up to 100 stakeholders at once',
+        description:
+          'Adds every contact of `items` (each the body of POST /contacts) in one transaction: all or nothing. Each records its `contact_added` activity and emits `contact.created`, as a single create does; an item that fails fails the call with its index (`items[2].deal_id: …`, a 404 for a deal that is not the organization’s). Each item counts as one API call against the monthly quota; a batch the quota cannot take answers 429 and adds nothing. Send `Idempotency-Key` to retry safely. Returns the contacts with 201, in the order given.',
+        successDescription: 'Created',
+      },
+      scope: 'contacts:write',
+      agentHint:
+        'Use to add many stakeholders at once (an import): up to 100 per call, all or nothing. Pass idempotency_key when you may retry.',
+      idempotencyKey: true,
+      errors: ['not_found'],
+      successStatus: 201,
+      rateLimit: 'crud',
+    })
+    .input(batchOf(ContactCreateInput))
+    .output(dataOf(z.array(Contact)))
+    .mutation(({ ctx, input }) =>
+      createBatch(ctx, 'contacts.batch', input, async (em, item) =>
+        toContactDto(await createContact(ctx, em, item)),
       ),
     ),
 

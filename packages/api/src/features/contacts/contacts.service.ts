@@ -3,7 +3,7 @@ import { changeValue, recordActivity, sameValue } from '../../activities.ts';
 import type { AuthedContext } from '../../context.ts';
 import { ApiError, notFound } from '../../errors.ts';
 import { emitEvent } from '../../events.ts';
-import { orgRows } from '../../read-model.ts';
+import { currentOrg, isoSql, orgRows } from '../../read-model.ts';
 import { toIso } from '../../schemas.ts';
 import { likePattern } from '../search/search.service.ts';
 import type {
@@ -33,54 +33,65 @@ export function toContactDto(contact: Contact): ContactDto {
   };
 }
 
+const CONTACT_COLUMNS = `c.id, c.name, c.email, c.title, c.phone, c.deal_id, c.role_type, c.department,
+  c.influence_level, c.engagement_level, c.sentiment, c.linkedin_url, c.notes,
+  ${isoSql('c.created_at')} as created_at, ${isoSql('c.updated_at')} as updated_at`;
+
 /**
- * A page of contacts, newest first, by `offset` or after a cursor. Without `q` the total is the count the
- * database keeps; with `q` it is counted (over the trigram indexes: it grows with the matches).
+ * A page of contacts, newest first, by `offset` or after a cursor (compared in SQL with the anchor row, at
+ * the column's full precision, and read down the (org_id, created_at, id) index). Without `q` the total
+ * is the count the database keeps; with `q` it is counted (over the trigram indexes: it grows with the
+ * matches, not with the organization).
  */
 export async function listContacts(em: EntityManager, query: ContactListQuery) {
   if (query.after && query.offset > 0)
     throw new ApiError('invalid_request', 'after: give after or offset, not both');
-  const search = query.q
-    ? {
-        $or: [
-          { name: { $ilike: likePattern(query.q) } },
-          { email: { $ilike: likePattern(query.q) } },
-          { title: { $ilike: likePattern(query.q) } },
-        ],
-      }
-    : {};
-  let where: object = search;
-  if (query.after) {
-    const anchor = await em.findOne(Contact, { id: query.after }, { fields: ['id', 'createdAt'] });
-    if (!anchor)
-      throw new ApiError(
-        'invalid_request',
-        'after: no contact with this id (deleted since?); start again without after',
-      );
-    const before = {
-      $or: [
-        { createdAt: { $lt: anchor.createdAt } },
-        { createdAt: anchor.createdAt, id: { $lt: anchor.id } },
-      ],
-    };
-    where = query.q ? { $and: [search, before] } : before;
+  const search: string[] = [];
+  const searchParams: unknown[] = [];
+  if (query.q) {
+    const pattern = likePattern(query.q);
+    search.push('(c.name ilike ? or c.email ilike ? or c.title ilike ?)');
+    searchParams.push(pattern, pattern, pattern);
   }
-  const [contacts, total] = await Promise.all([
-    em.find(Contact, where, {
-      orderBy: { createdAt: 'desc', id: 'desc' },
-      limit: query.limit + 1,
-      offset: query.offset,
-    }),
-    query.q ? em.count(Contact, search) : keptContactCount(em),
+  const page = ['c.org_id = ?', ...search];
+  const pageParams = [...searchParams];
+  if (query.after) {
+    page.push(
+      '(c.created_at, c.id) < (select a.created_at, a.id from contacts a where a.org_id = ? and a.id = ?)',
+    );
+    pageParams.push(currentOrg(em), query.after);
+  }
+  const [rows, total, anchor] = await Promise.all([
+    orgRows<ContactDto>(
+      em,
+      `select ${CONTACT_COLUMNS} from contacts c where ${page.join(' and ')}
+        order by c.created_at desc, c.id desc limit ? offset ?`,
+      [...pageParams, query.limit + 1, query.offset],
+    ),
+    query.q
+      ? orgRows<{ total: string | number }>(
+          em,
+          `select count(*) as total from contacts c where c.org_id = ? and ${search.join(' and ')}`,
+          searchParams,
+        ).then((r) => Number(r[0]?.total ?? 0))
+      : keptContactCount(em),
+    query.after
+      ? orgRows(em, 'select 1 from contacts where org_id = ? and id = ?', [query.after])
+      : undefined,
   ]);
-  const data = contacts.slice(0, query.limit).map(toContactDto);
+  if (anchor && anchor.length === 0)
+    throw new ApiError(
+      'invalid_request',
+      'after: no contact with this id (deleted since?); start again without after',
+    );
+  const data = rows.slice(0, query.limit);
   return {
     data,
     meta: {
       total,
       limit: query.limit,
       offset: query.offset,
-      next_cursor: contacts.length > query.limit ? (data.at(-1)?.id ?? null) : null,
+      next_cursor: rows.length > query.limit ? (data.at(-1)?.id ?? null) : null,
     },
   };
 }

@@ -1,7 +1,7 @@
 import type { Deal, EntityManager } from '@crm/db';
 import type { z } from 'zod';
 import { ApiError } from '../../errors.ts';
-import { isoSql, numberOrNull, orgRows } from '../../read-model.ts';
+import { currentOrg, isoSql, numberOrNull, orgRows } from '../../read-model.ts';
 import { toIso } from '../../schemas.ts';
 import type { StageRow } from '../pipeline/stages.service.ts';
 import type { Activity, DealDto, DealListQuery, Stakeholder } from './deal.schemas.ts';
@@ -100,10 +100,12 @@ export async function queryDeals(em: EntityManager, query: DealListQuery) {
   const page = [...conditions];
   const pageParams = [...params];
   if (query.after) {
+    // The anchor's organization bound, not correlated: the planner then reads it once and descends the
+    // (org_id, created_at, id) index from there, instead of filtering every row.
     page.push(
-      '(d.created_at, d.id) < (select a.created_at, a.id from deals a where a.org_id = d.org_id and a.id = ?)',
+      '(d.created_at, d.id) < (select a.created_at, a.id from deals a where a.org_id = ? and a.id = ?)',
     );
-    pageParams.push(query.after);
+    pageParams.push(currentOrg(em), query.after);
   }
   const [rows, totals, anchor] = await Promise.all([
     orgRows<DealRow>(

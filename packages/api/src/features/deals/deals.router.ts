@@ -1,4 +1,6 @@
 import { transaction } from '@crm/db';
+import { z } from 'zod';
+import { batchOf, createBatch } from '../../batch.ts';
 import { withIdempotency } from '../../idempotency.ts';
 import { dataOf, IdParam, SuccessResponse } from '../../schemas.ts';
 import { authedProcedure, router } from '../../trpc.ts';
@@ -61,6 +63,30 @@ export const dealsRouter = router({
       withIdempotency(ctx, 'deals.create', input, async (em) => ({
         data: await createDeal(ctx, em, input),
       })),
+    ),
+
+  batch: authedProcedure
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/deals/batch',
+        tags,
+        summary: 'Create up to 100 deals at once',
+        description:
+          'Creates every deal of `items` (each the body of POST /deals) in one transaction: all or nothing. Each records its `deal_created` activity and emits `deal.created`, as a single create does; an item that fails fails the call with its index (`items[3].title: Required`). Each item counts as one API call against the monthly quota; a batch the quota cannot take answers 429 and creates nothing. Send `Idempotency-Key` to retry safely. Returns the deals with 201, in the order given.',
+        successDescription: 'Created',
+      },
+      scope: 'deals:write',
+      agentHint:
+        'Use to load many deals at once (an import, a migration): up to 100 per call, all or nothing. Pass idempotency_key when you may retry.',
+      idempotencyKey: true,
+      successStatus: 201,
+      rateLimit: 'crud',
+    })
+    .input(batchOf(DealCreateInput))
+    .output(dataOf(z.array(Deal)))
+    .mutation(({ ctx, input }) =>
+      createBatch(ctx, 'deals.batch', input, (em, item) => createDeal(ctx, em, item)),
     ),
 
   get: authedProcedure

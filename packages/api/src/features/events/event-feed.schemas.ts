@@ -8,6 +8,10 @@ export const EventType = z.enum(WEBHOOK_EVENT_TYPES);
 const Cursor = z
   .string()
   .regex(/^\d{1,19}$/, 'must be a cursor from meta.next_cursor or an event’s cursor')
+  .refine(
+    (v) => !/^\d{1,19}$/.test(v) || BigInt(v) <= 9_223_372_036_854_775_807n,
+    'must be a cursor from meta.next_cursor or an event’s cursor',
+  )
   .describe('Where to continue: `meta.next_cursor` of the previous page, or an event’s `cursor`');
 
 export const EventListQuery = z.object({

@@ -18,6 +18,17 @@ const SEQUENCER_BATCH = 5_000;
  * is placed late, whatever its id or timestamp.
  */
 export async function placeCommittedEvents(em: EntityManager): Promise<number> {
+  // A backlog (many writers, no reader for a while) is worked off pass after pass, for at most a second.
+  const started = Date.now();
+  let total = 0;
+  for (;;) {
+    const placed = await placeOnePass(em);
+    total += placed;
+    if (placed < SEQUENCER_BATCH || Date.now() - started > 1_000) return total;
+  }
+}
+
+function placeOnePass(em: EntityManager): Promise<number> {
   return transaction(em.fork(), async (tx) => {
     await tx.execute(`select pg_advisory_xact_lock(${SEQUENCER_LOCK})`);
     const placed = await tx.execute<{ id: string }[]>(

@@ -1,0 +1,79 @@
+import { type EntityManager, transaction } from '@crm/db';
+import { z } from 'zod';
+import type { AuthedContext } from './context.ts';
+import { ApiError, toApiError } from './errors.ts';
+import { withIdempotency } from './idempotency.ts';
+
+/** How many items one batch call may carry. */
+export const MAX_BATCH_ITEMS = 100;
+
+/** A batch body: `{ "items": [ …up to 100 of the single create's body… ] }`. */
+export const batchOf = <T extends z.ZodType>(item: T) =>
+  z
+    .strictObject({
+      items: z
+        .array(item)
+        .min(1, 'give at least one item')
+        .max(MAX_BATCH_ITEMS, `at most ${MAX_BATCH_ITEMS} items per call`),
+    })
+    // The document's example: the single create's own examples, as one batch.
+    .meta({ examples: [{ items: item.meta()?.examples ?? [] }] });
+
+/**
+ * Creates every item with the single create's own code (so each records the same activity and emits the
+ * same event), all in one transaction: all or nothing. An item that fails fails the call with its index
+ * in the message (`items[3].stage_id: …`). Each item counts as one API call: the call itself was counted
+ * when admitted; the other items are counted before the commit, and a batch the quota cannot take answers
+ * 429 with nothing written. `Idempotency-Key` replays the whole batch's answer.
+ */
+export function createBatch<I, O>(
+  ctx: AuthedContext,
+  operation: string,
+  input: { items: I[] },
+  create: (em: EntityManager, item: I) => Promise<O>,
+): Promise<{ data: O[] }> {
+  return withIdempotency(ctx, operation, input, (em) =>
+    transaction(em, async (tx) => {
+      const data: O[] = [];
+      for (const [index, item] of input.items.entries()) {
+        try {
+          data.push(await create(tx, item));
+        } catch (err) {
+          const failure = toApiError(err);
+          if (failure.status >= 500) throw err;
+          throw new ApiError(
+            failure.code,
+            `items[${index}]${/^\w+:/.test(failure.message) ? '.' : ': '}${failure.message}`,
+            {
+              extra: failure.extra,
+              headers: failure.headers,
+            },
+          );
+        }
+      }
+      await chargeItems(ctx, input.items.length - 1);
+      return { data };
+    }),
+  );
+}
+
+async function chargeItems(ctx: AuthedContext, units: number): Promise<void> {
+  if (units <= 0) return;
+  const { charged, quota, period, nowMs } = await ctx.services.limits.chargeMore(ctx.principal, units);
+  if (charged) return;
+  const retryAfter = Math.max(0, Math.ceil((period.end.getTime() - nowMs) / 1000));
+  throw new ApiError(
+    'api_quota_exceeded',
+    `Monthly API call quota too small for this batch: its ${units + 1} items count as ${units + 1} calls, and ${quota.used} of ${quota.limit} are used in ${period.key} (UTC); it resets at ${period.resetAt}`,
+    {
+      extra: {
+        retry_after_seconds: retryAfter,
+        ...(quota.limit >= 1 ? { limit: quota.limit } : {}),
+        used: quota.used,
+        remaining: Math.max(0, quota.limit - quota.used),
+        reset_at: period.resetAt,
+      },
+      headers: { 'Retry-After': String(retryAfter) },
+    },
+  );
+}
