@@ -130,6 +130,8 @@ describe('the server process', () => {
         'GET /events/{id}',
         'GET /deals',
         'POST /deals',
+        'POST /deals/batch',
+        'POST /contacts/batch',
         'GET /deals/{id}',
         'PATCH /deals/{id}',
         'DELETE /deals/{id}',
