@@ -1,3 +1,4 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import type { WebhooksConfig } from '@crm/config';
 import type { Orm } from '@crm/db';
 import { dispatchOutbox } from './dispatch.ts';
@@ -15,6 +16,9 @@ import { openSecret } from './secrets.ts';
 import { signedHeaders } from './signature.ts';
 import { type AttemptOutcome, WebhookTransport } from './transport.ts';
 import { listenForWork, type Queued, type Wakeups } from './wakeup.ts';
+
+/** The shortest time between two passes woken by commits (see `loop`). */
+const PASS_COALESCE_MS = 25;
 
 /** Events fanned out per transaction. */
 const DISPATCH_BATCH = 200;
@@ -67,6 +71,7 @@ export class WebhookWorker {
   private stopping = false;
   private loopDone: Promise<void> | undefined;
   private wakeups: Wakeups | undefined;
+  private lastPassAt = 0;
   /** Something happened since the current pass began (see `signal`): run another instead of sleeping. */
   private signalled = false;
   /** Ends the current sleep early. */
@@ -132,6 +137,12 @@ export class WebhookWorker {
    */
   private async loop(): Promise<void> {
     while (!this.stopping) {
+      // A stream of commits is worked off in passes at most every PASS_COALESCE_MS, each taking all that
+      // came meanwhile: a pass per commit would compete with the requests that commit, for the embedded
+      // database's one connection above all, and a few milliseconds of delivery delay buy that back.
+      const since = Date.now() - this.lastPassAt;
+      if (this.signalled && since < PASS_COALESCE_MS) await delay(PASS_COALESCE_MS - since);
+      this.lastPassAt = Date.now();
       this.signalled = false;
       let more = false;
       try {
