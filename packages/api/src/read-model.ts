@@ -1,4 +1,5 @@
 import { type EntityManager, ORG_FILTER } from '@crm/db';
+import { ApiError } from './errors.ts';
 
 /**
  * Hot read paths (lists, details, search, health) are plain SQL: hydrating entities cost more than the
@@ -25,3 +26,29 @@ export const isoSql = (column: string) =>
   `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
 export const numberOrNull = (v: unknown): number | null => (v == null ? null : Number(v));
+
+/**
+ * The condition of a page after a cursor on a list read newest first (`created_at desc, id desc`), and the
+ * check that the cursor's row is there. The anchor is compared in SQL at the column's full precision, with
+ * its organization bound (not correlated): the planner reads it once and descends the (org_id, created_at,
+ * id) index from there instead of filtering every row.
+ */
+export async function afterCursor(
+  em: EntityManager,
+  list: { table: 'deals' | 'contacts'; alias: string; what: string },
+  query: { after?: string; offset: number },
+): Promise<{ condition: string; params: unknown[] } | undefined> {
+  if (!query.after) return undefined;
+  if (query.offset > 0) throw new ApiError('invalid_request', 'after: give after or offset, not both');
+  const anchor = await orgRows(em, `select 1 from ${list.table} where org_id = ? and id = ?`, [query.after]);
+  if (anchor.length === 0)
+    throw new ApiError(
+      'invalid_request',
+      `after: no ${list.what} with this id (deleted since?); start again without after`,
+    );
+  const { alias: t } = list;
+  return {
+    condition: `(${t}.created_at, ${t}.id) < (select a.created_at, a.id from ${list.table} a where a.org_id = ? and a.id = ?)`,
+    params: [currentOrg(em), query.after],
+  };
+}

@@ -1,9 +1,9 @@
 import { Contact, Deal, type EntityManager, type FieldChanges } from '@crm/db';
 import { changeValue, recordActivity, sameValue } from '../../activities.ts';
 import type { AuthedContext } from '../../context.ts';
-import { ApiError, notFound } from '../../errors.ts';
+import { notFound } from '../../errors.ts';
 import { emitEvent } from '../../events.ts';
-import { currentOrg, isoSql, orgRows } from '../../read-model.ts';
+import { afterCursor, isoSql, orgRows } from '../../read-model.ts';
 import { toIso } from '../../schemas.ts';
 import { likePattern } from '../search/search.service.ts';
 import type {
@@ -44,8 +44,6 @@ const CONTACT_COLUMNS = `c.id, c.name, c.email, c.title, c.phone, c.deal_id, c.r
  * matches, not with the organization).
  */
 export async function listContacts(em: EntityManager, query: ContactListQuery) {
-  if (query.after && query.offset > 0)
-    throw new ApiError('invalid_request', 'after: give after or offset, not both');
   const search: string[] = [];
   const searchParams: unknown[] = [];
   if (query.q) {
@@ -55,13 +53,12 @@ export async function listContacts(em: EntityManager, query: ContactListQuery) {
   }
   const page = ['c.org_id = ?', ...search];
   const pageParams = [...searchParams];
-  if (query.after) {
-    page.push(
-      '(c.created_at, c.id) < (select a.created_at, a.id from contacts a where a.org_id = ? and a.id = ?)',
-    );
-    pageParams.push(currentOrg(em), query.after);
+  const cursor = await afterCursor(em, { table: 'contacts', alias: 'c', what: 'contact' }, query);
+  if (cursor) {
+    page.push(cursor.condition);
+    pageParams.push(...cursor.params);
   }
-  const [rows, total, anchor] = await Promise.all([
+  const [rows, total] = await Promise.all([
     orgRows<ContactDto>(
       em,
       `select ${CONTACT_COLUMNS} from contacts c where ${page.join(' and ')}
@@ -79,11 +76,6 @@ export async function listContacts(em: EntityManager, query: ContactListQuery) {
       ? orgRows(em, 'select 1 from contacts where org_id = ? and id = ?', [query.after])
       : undefined,
   ]);
-  if (anchor && anchor.length === 0)
-    throw new ApiError(
-      'invalid_request',
-      'after: no contact with this id (deleted since?); start again without after',
-    );
   const data = rows.slice(0, query.limit);
   return {
     data,

@@ -1,7 +1,6 @@
 import type { Deal, EntityManager } from '@crm/db';
 import type { z } from 'zod';
-import { ApiError } from '../../errors.ts';
-import { currentOrg, isoSql, numberOrNull, orgRows } from '../../read-model.ts';
+import { afterCursor, isoSql, numberOrNull, orgRows } from '../../read-model.ts';
 import { toIso } from '../../schemas.ts';
 import type { StageRow } from '../pipeline/stages.service.ts';
 import type { Activity, DealDto, DealListQuery, Stakeholder } from './deal.schemas.ts';
@@ -82,8 +81,6 @@ export function dealDtoOf(deal: NewDeal, stage: StageRow): DealDto {
  * pipeline and lifecycle stage: a few rows summed, whatever the organization's size.
  */
 export async function queryDeals(em: EntityManager, query: DealListQuery) {
-  if (query.after && query.offset > 0)
-    throw new ApiError('invalid_request', 'after: give after or offset, not both');
   const conditions = ['d.org_id = ?'];
   const counted = ['org_id = ?'];
   const params: unknown[] = [];
@@ -99,15 +96,12 @@ export async function queryDeals(em: EntityManager, query: DealListQuery) {
   }
   const page = [...conditions];
   const pageParams = [...params];
-  if (query.after) {
-    // The anchor's organization bound, not correlated: the planner then reads it once and descends the
-    // (org_id, created_at, id) index from there, instead of filtering every row.
-    page.push(
-      '(d.created_at, d.id) < (select a.created_at, a.id from deals a where a.org_id = ? and a.id = ?)',
-    );
-    pageParams.push(currentOrg(em), query.after);
+  const cursor = await afterCursor(em, { table: 'deals', alias: 'd', what: 'deal' }, query);
+  if (cursor) {
+    page.push(cursor.condition);
+    pageParams.push(...cursor.params);
   }
-  const [rows, totals, anchor] = await Promise.all([
+  const [rows, totals] = await Promise.all([
     orgRows<DealRow>(
       em,
       `select ${DEAL_COLUMNS} from ${DEAL_FROM} where ${page.join(' and ')}
@@ -119,13 +113,7 @@ export async function queryDeals(em: EntityManager, query: DealListQuery) {
       `select sum(n) as total from deal_counts where ${counted.join(' and ')}`,
       params,
     ),
-    query.after ? orgRows(em, 'select 1 from deals where org_id = ? and id = ?', [query.after]) : undefined,
   ]);
-  if (anchor && anchor.length === 0)
-    throw new ApiError(
-      'invalid_request',
-      'after: no deal with this id (deleted since?); start again without after',
-    );
   const data = rows.slice(0, query.limit).map(toDealDto);
   return {
     data,

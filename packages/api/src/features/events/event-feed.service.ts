@@ -64,17 +64,22 @@ function toFeedEvent(row: Row): z.infer<typeof FeedEvent> {
   } as z.infer<typeof FeedEvent>;
 }
 
-/** A page of the caller's feed after `after`, in feed order (events are placed before they are read). */
-export async function listEvents(ctx: AuthedContext, query: EventListQuery) {
+/** The caller's placed events, test events left out: what both reads of the feed start from. */
+async function feedQuery(ctx: AuthedContext) {
   await placeCommittedEvents(ctx.services.orm.em);
-  const rows = await sqlOf(ctx.em)
+  return sqlOf(ctx.em)
     .selectFrom('outbox_events')
     .select(['id', 'type', 'payload', 'position', 'actor', 'request_id'])
     .where('org_id', '=', ctx.principal.orgId)
     .where('position', 'is not', null)
+    .where('type', '<>', 'webhook.test' as never);
+}
+
+/** A page of the caller's feed after `after`, in feed order (events are placed before they are read). */
+export async function listEvents(ctx: AuthedContext, query: EventListQuery) {
+  const rows = await (await feedQuery(ctx))
     .$if(query.after !== undefined, (q) => q.where('position', '>', sql<number>`${query.after}::bigint`))
     .$if(query.types !== undefined, (q) => q.where('type', 'in', query.types as never))
-    .where('type', '<>', 'webhook.test' as never)
     .orderBy('position')
     .limit(query.limit + 1)
     .execute();
@@ -90,15 +95,7 @@ export async function listEvents(ctx: AuthedContext, query: EventListQuery) {
 }
 
 export async function getEvent(ctx: AuthedContext, id: string) {
-  await placeCommittedEvents(ctx.services.orm.em);
-  const row = await sqlOf(ctx.em)
-    .selectFrom('outbox_events')
-    .select(['id', 'type', 'payload', 'position', 'actor', 'request_id'])
-    .where('org_id', '=', ctx.principal.orgId)
-    .where('id', '=', id)
-    .where('position', 'is not', null)
-    .where('type', '<>', 'webhook.test' as never)
-    .executeTakeFirst();
+  const row = await (await feedQuery(ctx)).where('id', '=', id).executeTakeFirst();
   if (!row) throw notFound('Event');
   return toFeedEvent(row as Row);
 }
