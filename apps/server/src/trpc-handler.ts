@@ -10,7 +10,7 @@ import { MAX_BODY_BYTES } from './rest-adapter.ts';
  * Logs a call that failed unexpectedly: an outage (the database down or hung) as one warning line without a
  * stack, anything else as an error with its stack. Domain errors (ApiError) are answers, not failures.
  */
-export function logFailure(
+function logFailure(
   logger: Logger,
   requestId: string | undefined,
   error: { code?: string; cause?: unknown },
