@@ -7,6 +7,7 @@ import { Migration20261124000000_admin } from './Migration20261124000000_admin.t
 import { Migration20261125000000_webhook_worker } from './Migration20261125000000_webhook_worker.ts';
 import { Migration20261126000000_scoped_keys_events } from './Migration20261126000000_scoped_keys_events.ts';
 import { Migration20261127000000_kept_counts } from './Migration20261127000000_kept_counts.ts';
+import { Migration20261128000000_stage_totals } from './Migration20261128000000_stage_totals.ts';
 
 /** Listed explicitly (no folder scan): the same list runs on PGlite and on PostgreSQL. */
 export const migrationsList = [
@@ -19,4 +20,5 @@ export const migrationsList = [
   { name: 'Migration20261125000000_webhook_worker', class: Migration20261125000000_webhook_worker },
   { name: 'Migration20261126000000_scoped_keys_events', class: Migration20261126000000_scoped_keys_events },
   { name: 'Migration20261127000000_kept_counts', class: Migration20261127000000_kept_counts },
+  { name: 'Migration20261128000000_stage_totals', class: Migration20261128000000_stage_totals },
 ];

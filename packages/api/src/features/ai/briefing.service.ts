@@ -9,6 +9,7 @@ import {
 import type { EntityManager } from '@crm/db';
 import type { AuthedContext } from '../../context.ts';
 import { currentOrg, orgRows } from '../../read-model.ts';
+import { ACTIVE_AT, KEPT_TOTALS, stagesOfType } from '../pipeline/open-pipeline.sql.ts';
 import { activityTextSql } from './activity-text.sql.ts';
 import { asDateOrNull, asJson } from './rows.ts';
 import { aiRuntime } from './runtime.ts';
@@ -29,40 +30,61 @@ type ListRow = Omit<BriefingDealRow, 'expected_close_date' | 'value'> & {
 const ITEM = `json_build_object('id', id, 'title', title, 'company', company_name, 'value', value,
   'currency', currency, 'stage', stage, 'expected_close_date', expected_close_date,
   'days_idle', floor(idle_days)::int, 'deal_health', deal_health, 'negative_stakeholders', negative_stakeholders)`;
-const list = (where: string, order: string) =>
-  `(select coalesce(json_agg(${ITEM} order by ${order}), '[]'::json)
-      from (select * from flagged where ${where} order by ${order} limit ${BRIEFING_LIST_LIMIT}) x)`;
+
+/** A stakeholder against the deal: its sentiment is negative or it is a blocker. */
+const NEGATIVE_CONTACT = `(c.sentiment = 'negative' or c.role_type = 'blocker')`;
+
+/** A deal is at risk (in `d`, with its idle-days limit as a parameter): see pipelineFacts. */
+const AT_RISK = `(coalesce(d.expected_close_date < now(), false) or ${ACTIVE_AT} < now() - make_interval(days => ?)
+   or coalesce(d.deal_health in ('at_risk', 'critical'), false)
+   or exists (select 1 from contacts c where c.deal_id = d.id and c.org_id = d.org_id and ${NEGATIVE_CONTACT}))`;
+
+/**
+ * One of the briefing's lists: per open stage, the first BRIEFING_LIST_LIMIT deals in `order` among those
+ * matching `where`, read down the stage's index in that order; then the first of those over all stages.
+ * Parameters: the organization, then those of `where`.
+ */
+const list = (where: string, order: { index: string; items: string }) =>
+  `(select coalesce(json_agg(${ITEM} order by ${order.items}), '[]'::json) from (
+      select x.* from stages s cross join lateral (
+        select d.id, d.title, d.company_name, d.value, d.currency, s.name as stage, d.expected_close_date, d.deal_health,
+               extract(epoch from now() - ${ACTIVE_AT}) / 86400 as idle_days,
+               (select count(*)::int from contacts c where c.deal_id = d.id and c.org_id = d.org_id and ${NEGATIVE_CONTACT}) as negative_stakeholders
+          from deals d where d.org_id = ? and d.stage_id = s.id and ${where}
+         order by ${order.index} limit ${BRIEFING_LIST_LIMIT}) x
+      order by ${order.items} limit ${BRIEFING_LIST_LIMIT}) y)`;
 
 /**
  * The open pipeline in one statement: totals, and the three lists ordered and cut in SQL. A deal is at
  * risk when its close date has passed, it has been idle for more than twice the stale threshold, its last
  * analysis rated it at_risk or critical, or a stakeholder is negative or a blocker.
+ *
+ * Nothing here reads every open deal (README: Analytics at scale): the count and value are kept per
+ * stage; a deal that is not at risk was active within twice the threshold, so the at-risk count is the
+ * open count minus those among the recently active that are not at risk; each list walks its own index
+ * per open stage (close date from today, oldest activity, highest value) and stops at its length.
  */
 async function pipelineFacts(em: EntityManager, staleDays: number) {
+  const org = currentOrg(em);
+  const riskDays = 2 * staleDays;
   const [row] = await orgRows<Record<string, unknown>>(
     em,
-    `with open_deals as (
-       select d.id, d.title, d.company_name, d.value, d.currency, s.name as stage, d.expected_close_date,
-              d.deal_health, extract(epoch from now() - coalesce(d.last_activity_at, d.created_at)) / 86400 as idle_days
-         from deals d join pipeline_stages s on s.id = d.stage_id
-        where d.org_id = ? and s.stage_type = 'open'
-     ), negatives as (
-       select c.deal_id, count(*)::int as n from contacts c
-        where c.org_id = ? and (c.sentiment = 'negative' or c.role_type = 'blocker')
-        group by c.deal_id
-     ), flagged as (
-       select o.*, coalesce(n.n, 0) as negative_stakeholders,
-              (coalesce(o.expected_close_date < now(), false) or o.idle_days > ?
-               or coalesce(o.deal_health in ('at_risk', 'critical'), false) or coalesce(n.n, 0) > 0) as at_risk
-         from open_deals o left join negatives n on n.deal_id = o.id
-     )
-     select (select coalesce(sum(value), 0) from flagged) as total_value,
-            (select count(*) from flagged) as active,
-            (select count(*) from flagged where at_risk) as at_risk,
-            ${list(`expected_close_date >= now() and expected_close_date < now() + make_interval(days => ${CLOSING_WITHIN_DAYS})`, 'expected_close_date, id')} as closing,
-            ${list(`idle_days > ${staleDays}`, 'idle_days desc, id')} as stale,
-            ${list('at_risk', 'value desc nulls last, id')} as risky`,
-    [currentOrg(em), 2 * staleDays],
+    `with stages as (${stagesOfType('open')}),
+     kept as (${KEPT_TOTALS})
+     select kept.value as total_value, kept.deals as active,
+            kept.deals - (select count(*) from stages s join deals d on d.org_id = ? and d.stage_id = s.id
+                           where ${ACTIVE_AT} >= now() - make_interval(days => ?) and not ${AT_RISK}) as at_risk,
+            ${list(
+              `d.expected_close_date >= now() and d.expected_close_date < now() + make_interval(days => ${CLOSING_WITHIN_DAYS})`,
+              { index: 'd.expected_close_date, d.id', items: 'expected_close_date, id' },
+            )} as closing,
+            ${list(`${ACTIVE_AT} < now() - make_interval(days => ?)`, {
+              index: `${ACTIVE_AT}, d.id`,
+              items: 'idle_days desc, id',
+            })} as stale,
+            ${list(AT_RISK, { index: 'd.value desc nulls last, d.id', items: 'value desc nulls last, id' })} as risky
+       from kept`,
+    [org, org, riskDays, riskDays, org, org, staleDays, org, riskDays],
   );
   const rows = (v: unknown): BriefingDealRow[] =>
     asJson<ListRow[]>(v ?? '[]').map((r) => ({

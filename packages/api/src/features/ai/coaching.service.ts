@@ -1,6 +1,7 @@
 import { type CoachingFacts, type CoachingResult, signalRegexSql, type TraitKey } from '@crm/ai';
 import type { AuthedContext } from '../../context.ts';
 import { currentOrg, orgRows } from '../../read-model.ts';
+import { ACTIVE_AT, stagesOfType } from '../pipeline/open-pipeline.sql.ts';
 import { aiRuntime } from './runtime.ts';
 
 /** Coaching looks at the deals closed in this many past days. */
@@ -29,17 +30,18 @@ export async function coaching(ctx: AuthedContext): Promise<CoachingResult> {
   const competitor = signalRegexSql('competitor');
   const rows = await orgRows<Record<string, unknown>>(
     em,
-    `with recent as (
+    `with stages as (${stagesOfType('won', 'lost')}),
+     recent as (
        select d.id, s.stage_type, d.created_at, d.expected_close_date, d.lead_source, d.notes, c.closed_at
-         from deals d
-         join pipeline_stages s on s.id = d.stage_id
+         from stages s
+         join deals d on d.org_id = ? and d.stage_id = s.id
          cross join lateral (
            select coalesce(max(a.created_at), d.created_at) as closed_at
              from activities a where a.deal_id = d.id and a.type = 'stage_changed'
          ) c
-        where d.org_id = ? and s.stage_type in ('won', 'lost')
-          -- A close moves updated_at (or the deal was created closed): a cheap bound before the lookup.
-          and coalesce(d.updated_at, d.created_at) > now() - make_interval(days => ${COACHING_PERIOD_DAYS})
+        -- A close records a stage_changed activity, which moves the deal's last activity (or the deal was
+        -- created closed): the range of deals_org_stage_active bounds the read before the lookup.
+        where ${ACTIVE_AT} > now() - make_interval(days => ${COACHING_PERIOD_DAYS})
           and c.closed_at > now() - make_interval(days => ${COACHING_PERIOD_DAYS})
      ), people as (
        select c.deal_id,
@@ -62,7 +64,7 @@ export async function coaching(ctx: AuthedContext): Promise<CoachingResult> {
             ${traits.map(([key, expr]) => `count(*) filter (where ${expr}) as ${key}`).join(',\n            ')}
        from recent r left join people p on p.deal_id = r.id left join acts x on x.deal_id = r.id
       group by r.stage_type, coalesce(r.lead_source, '')`,
-    [competitor, currentOrg(em), currentOrg(em), competitor],
+    [currentOrg(em), competitor, currentOrg(em), currentOrg(em), competitor],
   );
   const won = rows.filter((r) => r.stage_type === 'won');
   const lost = rows.filter((r) => r.stage_type === 'lost');

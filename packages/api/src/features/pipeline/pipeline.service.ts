@@ -1,5 +1,6 @@
 import type { EntityManager } from '@crm/db';
-import { orgRows } from '../../read-model.ts';
+import { currentOrg, orgRows } from '../../read-model.ts';
+import { ACTIVE_AT, KEPT_TOTALS, stagesOfType } from './open-pipeline.sql.ts';
 import type { PipelineHealthDto } from './pipeline.schemas.ts';
 import { pipelineStages } from './stages.service.ts';
 
@@ -25,31 +26,38 @@ export async function listDefaultStages(em: EntityManager) {
  * - critical: past the expected close date, or idle for more than 2T days;
  * - pending: not critical, and stale, closing within 7 days, or without a close date;
  * - healthy: active within T days and not past the close date.
+ *
+ * A deal that is not critical was active within 2T days, so the open deals are counted from the kept
+ * counts and only those active within 2T days are read (per open stage, down deals_org_stage_active):
+ * stale = all − active within T; critical = all − not critical. The cost follows the recent activity,
+ * not the organization's size, and the figures are the same as counting every deal.
  */
 export async function pipelineHealth(
   em: EntityManager,
   staleThresholdDays: number,
 ): Promise<PipelineHealthDto> {
+  const org = currentOrg(em);
   const [row] = await orgRows<Record<string, string | number>>(
     em,
-    `with open_deals as (
-       select d.expected_close_date as close_at,
-              coalesce(d.last_activity_at, d.created_at) as active_at
-         from deals d join pipeline_stages s on s.id = d.stage_id
-        where d.org_id = ? and s.stage_type = 'open'
+    `with stages as (${stagesOfType('open')}),
+     kept as (${KEPT_TOTALS}),
+     recent as (
+       select d.expected_close_date as close_at, ${ACTIVE_AT} as active_at
+         from stages s join deals d on d.org_id = ? and d.stage_id = s.id
+        where ${ACTIVE_AT} >= now() - make_interval(days => ?)
      ), flagged as (
        select active_at < now() - make_interval(days => ?) as stale,
-              (coalesce(close_at < now(), false) or active_at < now() - make_interval(days => ?)) as critical,
+              coalesce(close_at < now(), false) as critical,
               (close_at is null or close_at < now() + make_interval(days => ?)) as closing
-         from open_deals
+         from recent
      )
-     select count(*) as total,
-            count(*) filter (where not stale and not critical) as healthy,
-            count(*) filter (where stale) as stale,
-            count(*) filter (where critical) as critical,
-            count(*) filter (where not critical and (stale or closing)) as pending
-       from flagged`,
-    [staleThresholdDays, staleThresholdDays * 2, CLOSING_SOON_DAYS],
+     select kept.deals as total,
+            (select count(*) from flagged where not stale and not critical) as healthy,
+            kept.deals - (select count(*) from flagged where not stale) as stale,
+            kept.deals - (select count(*) from flagged where not critical) as critical,
+            (select count(*) from flagged where not critical and (stale or closing)) as pending
+       from kept`,
+    [org, org, staleThresholdDays * 2, staleThresholdDays, CLOSING_SOON_DAYS],
   );
   const n = (k: string) => Number(row?.[k] ?? 0);
   const total = n('total');
