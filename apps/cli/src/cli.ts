@@ -1,4 +1,13 @@
-import { type Action, execute, type Io, PROGRAM, parseCommandLine, report, usage } from '@crm/api';
+import {
+  type Action,
+  execute,
+  type Io,
+  PROGRAM,
+  parseCommandLine,
+  portableArgv,
+  report,
+  usage,
+} from '@crm/api';
 import { type Config, loadConfig } from '@crm/config';
 import { askHolder, createsEmbeddedDatabase, DataDirLockedError, openDatabase } from '@crm/db';
 import { serveMcpOverStdio } from './mcp-stdio.ts';
@@ -44,7 +53,9 @@ export async function run(argv: string[], env: Record<string, string | undefined
     db = await openDatabase(config.database, 'cli');
   } catch (err) {
     if (err instanceof DataDirLockedError && config?.database.kind === 'pglite') {
-      const answer = await askHolder(config.database.dataDir, { argv });
+      // An import runs as long as its file takes; every other command answers within the default minute.
+      const timeoutMs = argv[0] === 'import' ? 6 * 3_600_000 : undefined;
+      const answer = await askHolder(config.database.dataDir, { argv: portableArgv(argv) }, timeoutMs);
       if (isAnswer(answer)) {
         for (const line of answer.stdout) io.stdout(line);
         for (const line of answer.stderr) io.stderr(line);

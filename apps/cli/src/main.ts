@@ -1,4 +1,5 @@
 import { run } from './cli.ts';
+import { stderrProgress } from './progress.ts';
 
 // `crm ... | head -1` closes the pipe early; that is not an error worth a stack trace.
 process.stdout.on('error', (err: NodeJS.ErrnoException) => {
@@ -8,4 +9,5 @@ process.stdout.on('error', (err: NodeJS.ErrnoException) => {
 process.exitCode = await run(process.argv.slice(2), process.env, {
   stdout: (line) => process.stdout.write(`${line}\n`),
   stderr: (line) => process.stderr.write(`${line}\n`),
+  progress: stderrProgress(),
 });

@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type Config, ConfigError } from '@crm/config';
 import { DataDirLockedError, type EntityManager } from '@crm/db';
@@ -13,6 +14,14 @@ export const PROGRAM = 'npm run --silent crm --';
 export interface Io {
   stdout(line: string): void;
   stderr(line: string): void;
+  /** A terminal's progress bar, for long commands (import); absent where nobody watches one. */
+  progress?: ProgressBar;
+}
+
+export interface ProgressBar {
+  start(total: number): void;
+  update(done: number, counts: { imported: number; rejected: number }): void;
+  stop(): void;
 }
 
 export function usage(): string {
@@ -31,6 +40,17 @@ export function usage(): string {
     'The database is PostgreSQL when DATABASE_URL is set, else the embedded one in CRM_DATA_DIR;',
     'while a server holds the embedded one, the command is run by that server.',
   ].join('\n');
+}
+
+/**
+ * The command line as another process (the server holding the embedded database) must read it: the
+ * file paths of `import` made absolute, since that process has its own working directory.
+ */
+export function portableArgv(argv: string[]): string[] {
+  if (argv[0] !== 'import') return argv;
+  return argv.map((word, i) =>
+    i === 0 || word.startsWith('-') || argv[i - 1] === '--org' ? word : resolve(word),
+  );
 }
 
 const isHelp = (word: string | undefined) => word === 'help' || word === '--help' || word === '-h';
@@ -106,7 +126,7 @@ export function report(err: unknown, io: Io): number {
 export async function execute(action: Action, em: EntityManager, config: Config, io: Io): Promise<number> {
   try {
     // Each row is printed as soon as the command returns: a key that was created must reach the user.
-    for (const row of await action(em, config)) io.stdout(JSON.stringify(row));
+    for (const row of await action(em, config, io)) io.stdout(JSON.stringify(row));
     return 0;
   } catch (err) {
     return report(err, io);

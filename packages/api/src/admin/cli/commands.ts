@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import type { Config } from '@crm/config';
 import { type EntityManager, Organization, USER_ROLES, type UserRole } from '@crm/db';
 import { z } from 'zod';
@@ -8,10 +9,12 @@ import { issueApiKey, listApiKeys, revokeApiKey, rotateApiKey } from '../api-key
 import { CLI_ACTOR } from '../audit.ts';
 import { createOrganizationWithKey, deleteOrganization, listOrganizations } from '../organizations.ts';
 import { createPerson, listPeople, removePerson, resetPassword } from '../people.ts';
+import type { Io } from './command-line.ts';
 import { CliError, UsageError } from './errors.ts';
+import { runImport } from './import-command.ts';
 
 /** What a command does once the database is open: the JSON objects it returns are printed one per line. */
-export type Action = (em: EntityManager, config: Config) => Promise<unknown[]>;
+export type Action = (em: EntityManager, config: Config, io: Io) => Promise<unknown[]>;
 
 type OptionSpec = { type: 'string'; required?: boolean; description: string };
 
@@ -104,6 +107,22 @@ async function requireOrganization(em: EntityManager, orgId: string): Promise<vo
 }
 
 export const COMMANDS: CommandSpec[] = [
+  {
+    name: 'import',
+    positionals: ['file'],
+    options: {
+      org: { type: 'string', required: true, description: 'org_id' },
+      rejects: { type: 'string', description: 'file for rejected rows, default <file>.rejected.ndjson' },
+    },
+    summary:
+      'Import deals (and their contacts) from a .csv or .ndjson file, with progress and a report of rejected rows',
+    prepare({ positionals, options }) {
+      const file = resolve(positionals[0] ?? '');
+      const orgId = uuidArg(options.org ?? '', '--org');
+      const rejectsPath = resolve(options.rejects ?? `${file}.rejected.ndjson`);
+      return async (em, _config, io) => [await runImport(em, { file, orgId, rejectsPath }, io)];
+    },
+  },
   {
     name: 'org create',
     positionals: ['name'],

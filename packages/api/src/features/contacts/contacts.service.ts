@@ -1,8 +1,9 @@
 import { Contact, Deal, type EntityManager, type FieldChanges } from '@crm/db';
-import { changeValue, recordActivity, sameValue } from '../../activities.ts';
+import { uuidv7 } from 'uuidv7';
+import { activityRow, changeValue, recordActivity, sameValue } from '../../activities.ts';
 import type { AuthedContext } from '../../context.ts';
 import { notFound } from '../../errors.ts';
-import { emitEvent } from '../../events.ts';
+import { emitEvent, outboxRow } from '../../events.ts';
 import { afterCursor, isoSql, orgRows } from '../../read-model.ts';
 import { toIso } from '../../schemas.ts';
 import { likePattern } from '../search/search.service.ts';
@@ -106,6 +107,55 @@ export async function getContactDetail(em: EntityManager, id: string) {
   const contact = await findContact(em, id);
   const deal = contact.deal.getEntity();
   return { ...toContactDto(contact), deal: { title: deal.title, company: deal.companyName ?? null } };
+}
+
+/**
+ * What an imported contact writes (the contact, its 'contact_added' activity, its contact.created event)
+ * when its deal is created in the same chunk: rows for one multi-row insert each. The API's own create
+ * (below) goes through the unit of work, whose entity gives the same DTO through `toContactDto`.
+ */
+export function createdContactRows(
+  orgId: string,
+  dealId: string,
+  input: Omit<ContactCreateInput, 'deal_id'>,
+  createdAt: Date,
+  now: Date,
+) {
+  // The fields toContactDto reads, as the entity would hold them just created.
+  const contact = {
+    id: uuidv7(),
+    deal: { id: dealId },
+    name: input.name,
+    email: input.email ?? null,
+    title: input.title ?? null,
+    phone: input.phone ?? null,
+    roleType: input.role_type,
+    createdAt,
+  } as unknown as Contact;
+  const dto = toContactDto(contact);
+  return {
+    contact: {
+      id: contact.id,
+      org_id: orgId,
+      deal_id: dealId,
+      name: dto.name,
+      email: dto.email,
+      title: dto.title,
+      phone: dto.phone,
+      role_type: dto.role_type,
+      created_at: createdAt,
+    },
+    activity: activityRow(
+      { id: dealId, orgId },
+      {
+        type: 'contact_added',
+        description: `Contact ${dto.name} added as ${dto.role_type}`,
+        contactId: contact.id,
+      },
+      createdAt,
+    ),
+    event: outboxRow(orgId, { type: 'contact.created', data: dto }, now),
+  };
 }
 
 export async function createContact(

@@ -1,4 +1,13 @@
-import { Deal, type EntityManager, type FieldChanges, Pipeline, PipelineStage, sqlOf } from '@crm/db';
+import {
+  Deal,
+  type EntityManager,
+  type FieldChanges,
+  Pipeline,
+  PipelineStage,
+  sqlOf,
+  type Tables,
+} from '@crm/db';
+import type { Insertable } from 'kysely';
 import { uuidv7 } from 'uuidv7';
 import { activityRow, changeValue, recordActivity, sameValue } from '../../activities.ts';
 import type { AuthedContext } from '../../context.ts';
@@ -35,25 +44,30 @@ export async function dealDto(em: EntityManager, id: string): Promise<DealDto> {
   return dto;
 }
 
+/** What a deal's creation writes (the deal, its 'deal_created' activity, its deal.created event) and answers. */
+export interface CreatedDealRows {
+  dto: DealDto;
+  deal: Insertable<Tables['deals']>;
+  activity: ReturnType<typeof activityRow>;
+  event: ReturnType<typeof outboxRow>;
+}
+
 /**
- * The deal, its 'deal_created' activity and its deal.created event in one statement (the deal insert and
- * the event as data-modifying CTEs): atomic without BEGIN/COMMIT, one round trip instead of five on the
- * hot path. The activity and event rows are built by `activityRow` and `outboxRow`, the same code
- * `recordActivity` and `emitEvent` insert with.
+ * The rows a create writes, built once for every door that creates deals (the API one at a time, the
+ * import in chunks): the activity and event rows by `activityRow` and `outboxRow`, the same code
+ * `recordActivity` and `emitEvent` insert with. `createdAt` is now, or an imported deal's own past date.
  */
-export async function createDeal(
-  ctx: AuthedContext,
-  em: EntityManager,
+export function createdDealRows(
+  orgId: string,
   input: DealCreateInput,
-): Promise<DealDto> {
-  const { stage, stages } = await resolveStage(em, {
-    pipelineId: input.pipeline_id,
-    stageId: input.stage_id,
-  });
-  const now = new Date();
+  placed: { stage: StageRow; stages: StageRow[] },
+  createdAt: Date,
+  now: Date = createdAt,
+): CreatedDealRows {
+  const { stage, stages } = placed;
   const deal: NewDeal = {
     id: uuidv7(),
-    orgId: ctx.principal.orgId,
+    orgId,
     title: input.title,
     companyName: input.company_name ?? null,
     value: input.value ?? null,
@@ -68,43 +82,59 @@ export async function createDeal(
     notes: input.notes ?? null,
     leadSource: input.lead_source ?? null,
     expectedCloseDate: input.expected_close_date ? new Date(input.expected_close_date) : null,
-    lastActivityAt: now,
-    createdAt: now,
+    lastActivityAt: createdAt,
+    createdAt,
     updatedAt: null,
   };
-  const created = dealDtoOf(deal, stage);
-  const description = `Deal "${deal.title}" created in stage ${stage.name}`;
+  const dto = dealDtoOf(deal, stage);
+  return {
+    dto,
+    deal: {
+      id: deal.id,
+      org_id: deal.orgId,
+      title: deal.title,
+      company_name: deal.companyName,
+      value: deal.value,
+      currency: deal.currency,
+      lifecycle_stage: deal.lifecycleStage,
+      lifecycle_stage_manual: false,
+      pipeline_id: stage.pipeline_id,
+      stage_id: stage.id,
+      contact_name: deal.contactName,
+      contact_email: deal.contactEmail,
+      notes: deal.notes,
+      lead_source: deal.leadSource,
+      expected_close_date: deal.expectedCloseDate,
+      last_activity_at: createdAt,
+      created_at: createdAt,
+    },
+    activity: activityRow(
+      deal,
+      { type: 'deal_created', description: `Deal "${deal.title}" created in stage ${stage.name}` },
+      createdAt,
+    ),
+    event: outboxRow(orgId, { type: 'deal.created', data: dto }, now),
+  };
+}
+
+/**
+ * The deal, its activity and its event in one statement (the deal insert and the event as data-modifying
+ * CTEs): atomic without BEGIN/COMMIT, one round trip instead of five on the hot path.
+ */
+export async function createDeal(
+  ctx: AuthedContext,
+  em: EntityManager,
+  input: DealCreateInput,
+): Promise<DealDto> {
+  const placed = await resolveStage(em, { pipelineId: input.pipeline_id, stageId: input.stage_id });
+  const rows = createdDealRows(ctx.principal.orgId, input, placed, new Date());
   await sqlOf(em)
-    .with('deal', (db) =>
-      db.insertInto('deals').values({
-        id: deal.id,
-        org_id: deal.orgId,
-        title: deal.title,
-        company_name: deal.companyName,
-        value: deal.value,
-        currency: deal.currency,
-        lifecycle_stage: deal.lifecycleStage,
-        lifecycle_stage_manual: false,
-        pipeline_id: stage.pipeline_id,
-        stage_id: stage.id,
-        contact_name: deal.contactName,
-        contact_email: deal.contactEmail,
-        notes: deal.notes,
-        lead_source: deal.leadSource,
-        expected_close_date: deal.expectedCloseDate,
-        last_activity_at: now,
-        created_at: now,
-      }),
-    )
-    .with('event', (db) =>
-      db
-        .insertInto('outbox_events')
-        .values(outboxRow(deal.orgId, { type: 'deal.created', data: created }, now)),
-    )
+    .with('deal', (db) => db.insertInto('deals').values(rows.deal))
+    .with('event', (db) => db.insertInto('outbox_events').values(rows.event))
     .insertInto('activities')
-    .values(activityRow(deal, { type: 'deal_created', description }, now))
+    .values(rows.activity)
     .execute();
-  return created;
+  return rows.dto;
 }
 
 /** Input field -> entity property, for the fields a PATCH copies as they are. */

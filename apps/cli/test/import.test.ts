@@ -1,0 +1,174 @@
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DRIVERS, startTestServer, type TestOrg, type TestServer } from '../../server/test/harness.ts';
+import { crm } from './crm.ts';
+
+const VALID = 2_500; // more than two chunks of the import's transactions
+
+/** `crm import` beside a running server: on PGlite the server holds the data directory and runs it. */
+for (const { driver, label, skip } of DRIVERS) {
+  describe.skipIf(skip)(`crm import on ${label}`, () => {
+    let s: TestServer;
+    let dir: string;
+    let org: TestOrg;
+    let dbEnv: Record<string, string>;
+    beforeAll(async () => {
+      dir = await mkdtemp(path.join(tmpdir(), 'crm-import-'));
+      s = await startTestServer(driver, driver === 'pglite' ? { CRM_DATA_DIR: path.join(dir, 'data') } : {});
+      dbEnv =
+        driver === 'pglite'
+          ? { CRM_DATA_DIR: path.join(dir, 'data') }
+          : { DATABASE_URL: s.env.DATABASE_URL as string };
+      org = await s.newOrg('Importer');
+    }, 60_000);
+    afterAll(async () => {
+      await s?.stop();
+      await rm(dir, { recursive: true, force: true });
+    });
+
+    const importFile = (file: string, ...more: string[]) =>
+      crm({ LOG_LEVEL: 'silent', ...dbEnv }, 'import', file, '--org', org.orgId, ...more);
+
+    it('loads an NDJSON file in chunks, rejects bad rows with their line and reason, and the API sees the rest', async () => {
+      const lines: string[] = [];
+      for (let i = 0; i < VALID; i++)
+        lines.push(
+          JSON.stringify({
+            title: `Imported ${i}`,
+            value: i,
+            stage: i % 2 ? 'qualified' : 'Closed Won',
+            created_at: new Date(Date.UTC(2025, 0, 1) + i * 60_000).toISOString(),
+            ...(i % 10 === 0 ? { contacts: [{ name: `Person ${i}`, role_type: 'champion' }] } : {}),
+          }),
+        );
+      lines.splice(10, 0, JSON.stringify({ title: 'No such stage', stage: 'Won-ish' })); // line 11
+      lines.splice(20, 0, '{"title": "broken'); // line 21
+      lines.splice(30, 0, JSON.stringify({ value: 5 })); // line 31
+      lines.splice(40, 0, JSON.stringify({ title: 'Bad contact', contacts: [{ name: 'X', email: 'nope' }] })); // 41
+      const file = path.join(dir, 'deals.ndjson');
+      await writeFile(file, `${lines.join('\n')}\n`);
+
+      const result = await importFile(file);
+      expect(result.stderr).toContain(`4 row(s) rejected: each is in ${file}.rejected.ndjson`);
+      expect(result.code).toBe(0);
+      expect(result.lines[0]).toMatchObject({
+        org_id: org.orgId,
+        read: VALID + 4,
+        imported: VALID,
+        rejected: 4,
+        rejects_file: `${file}.rejected.ndjson`,
+      });
+      const rejects = (await readFile(`${file}.rejected.ndjson`, 'utf8'))
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
+      expect(rejects.map((r) => [r.line, r.error.split(':')[0]])).toEqual([
+        [11, 'stage'],
+        [21, 'not JSON'],
+        [31, 'title'],
+        [41, 'contacts[0].email'],
+      ]);
+      expect(rejects[0].error).toMatch(/no stage named "Won-ish" in pipeline .*\(Lead, Qualified/);
+      expect(rejects[0].row).toEqual({ title: 'No such stage', stage: 'Won-ish' });
+
+      const deals = await s.api('/deals?limit=1', { key: org.apiKey });
+      expect(deals.body.meta.total).toBe(VALID);
+      const contacts = await s.api('/contacts?limit=1', { key: org.apiKey });
+      expect(contacts.body.meta.total).toBe(VALID / 10);
+      const won = await s.api('/deals?lifecycle_stage=customer&limit=1', { key: org.apiKey });
+      expect(won.body.meta.total).toBe(VALID / 2);
+      // The newest deal is the last row, with its own date (and its activity dated then too).
+      const newest = deals.body.data[0];
+      expect(newest).toMatchObject({
+        title: `Imported ${VALID - 1}`,
+        stage_name: 'Qualified',
+        created_at: new Date(Date.UTC(2025, 0, 1) + (VALID - 1) * 60_000).toISOString(),
+      });
+      const detail = await s.api(`/deals/${newest.id}`, { key: org.apiKey });
+      expect(detail.body.data.recent_activities[0]).toMatchObject({
+        type: 'deal_created',
+        created_at: newest.created_at,
+      });
+      const [counted] = await s.sql<{ deals: string | number; activities: string | number }>(
+        `select (select count(*) from deals where org_id = ?) as deals,
+                (select count(*) from activities where org_id = ?) as activities`,
+        [org.orgId, org.orgId],
+      );
+      expect(Number(counted?.deals)).toBe(VALID);
+      expect(Number(counted?.activities)).toBe(VALID + VALID / 10);
+    }, 120_000);
+
+    it('emits a deal.created event per imported deal, seen in the event feed as any other create', async () => {
+      let total = 0;
+      for (let attempt = 0; attempt < 100 && total < VALID; attempt++) {
+        const res = await s.api('/events?types=deal.created&limit=100', { key: org.apiKey });
+        expect(res.status).toBe(200);
+        total = 0;
+        let after: string | null = null;
+        do {
+          const page = await s.api(`/events?types=deal.created&limit=100${after ? `&after=${after}` : ''}`, {
+            key: org.apiKey,
+          });
+          total += page.body.data.length;
+          after = page.body.meta.has_more ? page.body.meta.next_cursor : null;
+        } while (after);
+        if (total < VALID) await new Promise((r) => setTimeout(r, 200));
+      }
+      expect(total).toBe(VALID);
+    }, 120_000);
+
+    it('reads CSV with a contact per row from contact.* columns', async () => {
+      const file = path.join(dir, 'deals.csv');
+      await writeFile(
+        file,
+        [
+          'title,company_name,value,stage,expected_close_date,contact.name,contact.email,contact.role_type',
+          'CSV one,"Acme, Inc.",1200.50,Proposal,2027-01-15T00:00:00Z,Jane Doe,jane@acme.test,economic_buyer',
+          'CSV two,,,,,,,',
+          'CSV three,Globex,lots,,,,,',
+        ].join('\n'),
+      );
+      const result = await importFile(file, '--rejects', path.join(dir, 'csv-rejects.ndjson'));
+      expect(result.code).toBe(0);
+      expect(result.lines[0]).toMatchObject({ read: 3, imported: 2, rejected: 1 });
+      const [reject] = (await readFile(path.join(dir, 'csv-rejects.ndjson'), 'utf8'))
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
+      expect(reject).toMatchObject({ line: 4, error: 'value: expected number, got string' });
+      const found = await s.api('/search?q=CSV%20one', { key: org.apiKey });
+      const id = found.body.data.deals?.[0]?.id ?? found.body.data[0]?.id;
+      const detail = await s.api(`/deals/${id}`, { key: org.apiKey });
+      expect(detail.body.data.deal).toMatchObject({
+        title: 'CSV one',
+        company_name: 'Acme, Inc.',
+        value: 1200.5,
+        stage_name: 'Proposal',
+      });
+      expect(detail.body.data.stakeholders).toEqual([
+        expect.objectContaining({ name: 'Jane Doe', email: 'jane@acme.test', role_type: 'economic_buyer' }),
+      ]);
+    }, 60_000);
+
+    it('refuses an unknown organization or file with one line and exit 1, writing nothing', async () => {
+      const before = (await s.api('/deals?limit=1', { key: org.apiKey })).body.meta.total;
+      const noOrg = await crm(
+        { LOG_LEVEL: 'silent', ...dbEnv },
+        'import',
+        path.join(dir, 'deals.csv'),
+        '--org',
+        '01890a5d-ac96-774b-bcce-b302099a8057',
+      );
+      expect(noOrg.code).toBe(1);
+      expect(noOrg.stderr).toBe('error: organization 01890a5d-ac96-774b-bcce-b302099a8057 does not exist\n');
+      const noFile = await importFile(path.join(dir, 'missing.ndjson'));
+      expect(noFile.code).toBe(1);
+      expect(noFile.stderr).toMatch(/^error: cannot read .*missing\.ndjson: ENOENT/);
+      const wrongKind = await importFile(path.join(dir, 'deals.xlsx'));
+      expect(wrongKind.stderr).toMatch(/give a \.csv, \.ndjson or \.jsonl file/);
+      expect((await s.api('/deals?limit=1', { key: org.apiKey })).body.meta.total).toBe(before);
+    }, 60_000);
+  });
+}

@@ -1,0 +1,177 @@
+import { type EntityManager, ORG_FILTER, sqlOf, transaction } from '@crm/db';
+import { z } from 'zod';
+import { describeZodIssues } from '../../errors.ts';
+import { DateTime, ShortText } from '../../schemas.ts';
+import { ContactCreateInput } from '../contacts/contact.schemas.ts';
+import { createdContactRows } from '../contacts/contacts.service.ts';
+import { pipelineStages, type StageRow } from '../pipeline/stages.service.ts';
+import { DealCreateInput } from './deal.schemas.ts';
+import { type CreatedDealRows, createdDealRows } from './deals.service.ts';
+
+/** At most this many contacts ride along with one imported deal. */
+export const MAX_IMPORT_CONTACTS = 20;
+
+/**
+ * One row of an import: the body of `POST /deals`, plus what loading existing data needs. `stage` names
+ * the stage instead of its id (case-insensitive, in the row's pipeline), `created_at` keeps the deal's
+ * own past date (its activity is dated then too), and `contacts` are created on the deal.
+ */
+export const DealImportRow = DealCreateInput.extend({
+  stage: ShortText.optional(),
+  created_at: DateTime.refine((v) => Date.parse(v) <= Date.now(), 'must not be in the future').optional(),
+  contacts: z
+    .array(ContactCreateInput.omit({ deal_id: true }))
+    .max(MAX_IMPORT_CONTACTS)
+    .optional(),
+});
+export type DealImportRow = z.infer<typeof DealImportRow>;
+
+/** A row as read from the file: its line (CSV: its record's first line) and its parsed value. */
+export interface SourceRow {
+  line: number;
+  value: unknown;
+  /** Why the line could not be read as a row at all (not JSON): it is rejected with this. */
+  unreadable?: string;
+}
+
+export interface RejectedRow {
+  line: number;
+  error: string;
+  row: unknown;
+}
+
+export interface ImportProgress {
+  read: number;
+  imported: number;
+  rejected: number;
+}
+
+/** Rows are written in transactions of this many deals: a multi-row insert per table. */
+export const IMPORT_CHUNK = 1_000;
+
+/**
+ * Loads an organization's existing deals (README: Import). Each row is validated as `POST /deals`
+ * validates its body; a row that fails is rejected with its line and the reason, the others go on.
+ * Valid rows are written a chunk at a time, each chunk one transaction: the deals, their contacts, a
+ * 'deal_created' (and 'contact_added') activity each and a deal.created (contact.created) event each,
+ * built by the same code as the single creates, so webhooks and the event feed see an import like any
+ * other create. The kept counts follow by their triggers. A crash loses at most the chunk in flight;
+ * `progress` is told after every chunk.
+ */
+export async function importDeals(
+  em: EntityManager,
+  orgId: string,
+  rows: AsyncIterable<SourceRow>,
+  handlers: { rejected(row: RejectedRow): void | Promise<void>; progress?(p: ImportProgress): void },
+): Promise<ImportProgress> {
+  const scoped = em.fork();
+  scoped.setFilterParams(ORG_FILTER, { orgId });
+  const placement = new StagePlacement(scoped);
+  const tally: ImportProgress = { read: 0, imported: 0, rejected: 0 };
+  let chunk: Array<{ deal: CreatedDealRows; contacts: ReturnType<typeof createdContactRows>[] }> = [];
+  const flush = async () => {
+    if (chunk.length === 0) return;
+    await writeChunk(scoped, chunk);
+    tally.imported += chunk.length;
+    chunk = [];
+    handlers.progress?.({ ...tally });
+  };
+  for await (const { line, value, unreadable } of rows) {
+    tally.read++;
+    const parsed = DealImportRow.safeParse(unreadable === undefined ? value : undefined);
+    const failure =
+      unreadable ??
+      (parsed.success ? await placement.check(parsed.data) : describeZodIssues(parsed.error.issues));
+    if (failure !== undefined || !parsed.success) {
+      tally.rejected++;
+      await handlers.rejected({ line, error: failure ?? 'invalid row', row: value });
+      continue;
+    }
+    const row = parsed.data;
+    const now = new Date();
+    const createdAt = row.created_at ? new Date(row.created_at) : now;
+    const deal = createdDealRows(orgId, row, await placement.place(row), createdAt, now);
+    const contacts = (row.contacts ?? []).map((c) =>
+      createdContactRows(orgId, deal.dto.id, c, createdAt, now),
+    );
+    chunk.push({ deal, contacts });
+    if (chunk.length >= IMPORT_CHUNK) await flush();
+  }
+  await flush();
+  return tally;
+}
+
+async function writeChunk(
+  em: EntityManager,
+  chunk: Array<{ deal: CreatedDealRows; contacts: ReturnType<typeof createdContactRows>[] }>,
+): Promise<void> {
+  const contacts = chunk.flatMap((c) => c.contacts);
+  await transaction(em, async (tx) => {
+    const db = sqlOf(tx);
+    await db
+      .insertInto('deals')
+      .values(chunk.map((c) => c.deal.deal))
+      .execute();
+    if (contacts.length > 0)
+      await db
+        .insertInto('contacts')
+        .values(contacts.map((c) => c.contact))
+        .execute();
+    await db
+      .insertInto('activities')
+      .values([...chunk.map((c) => c.deal.activity), ...contacts.map((c) => c.activity)])
+      .execute();
+    await db
+      .insertInto('outbox_events')
+      .values([...chunk.map((c) => c.deal.event), ...contacts.map((c) => c.event)])
+      .execute();
+  });
+}
+
+/**
+ * Where imported deals go: each pipeline's stages read once for the whole import, then the row's stage
+ * by id or by name, as `POST /deals` resolves it (a stage of another pipeline is refused).
+ */
+class StagePlacement {
+  private readonly pipelines = new Map<string, Promise<StageRow[]>>();
+  private readonly em: EntityManager;
+  constructor(em: EntityManager) {
+    this.em = em;
+  }
+
+  private stagesOf(pipelineId: string | undefined): Promise<StageRow[]> {
+    const key = pipelineId ?? '';
+    let stages = this.pipelines.get(key);
+    if (!stages) {
+      stages = pipelineStages(this.em, pipelineId);
+      this.pipelines.set(key, stages);
+    }
+    return stages;
+  }
+
+  /** Why the row cannot be placed, or undefined. */
+  async check(row: DealImportRow): Promise<string | undefined> {
+    const stages = await this.stagesOf(row.pipeline_id);
+    const first = stages[0];
+    if (!first) return 'pipeline_id: no such pipeline';
+    const byId = row.stage_id ? stages.find((s) => s.id === row.stage_id) : undefined;
+    if (row.stage_id && !byId) return `stage_id: no such stage in pipeline ${first.pipeline_id}`;
+    if (row.stage !== undefined) {
+      const byName = stages.find((s) => s.name.toLowerCase() === row.stage?.toLowerCase());
+      if (!byName)
+        return `stage: no stage named ${JSON.stringify(row.stage)} in pipeline ${first.pipeline_name} (${stages.map((s) => s.name).join(', ')})`;
+      if (byId && byId.id !== byName.id) return 'stage: names another stage than stage_id';
+    }
+    return undefined;
+  }
+
+  /** The row's stage and its pipeline's stages (the row passed `check`). */
+  async place(row: DealImportRow): Promise<{ stage: StageRow; stages: StageRow[] }> {
+    const stages = await this.stagesOf(row.pipeline_id);
+    const stage =
+      stages.find((s) => s.id === row.stage_id) ??
+      stages.find((s) => s.name.toLowerCase() === row.stage?.toLowerCase()) ??
+      (stages[0] as StageRow);
+    return { stage, stages };
+  }
+}
