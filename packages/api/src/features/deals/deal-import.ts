@@ -48,6 +48,8 @@ export interface ImportProgress {
 
 /** Rows are written in transactions of this many deals: a multi-row insert per table. */
 export const IMPORT_CHUNK = 1_000;
+/** How many chunks are written at once (each on its own connection). */
+const IMPORT_WRITERS = 2;
 
 /**
  * Loads an organization's existing deals (README: Import). Each row is validated as `POST /deals`
@@ -55,8 +57,8 @@ export const IMPORT_CHUNK = 1_000;
  * Valid rows are written a chunk at a time, each chunk one transaction: the deals, their contacts, a
  * 'deal_created' (and 'contact_added') activity each and a deal.created (contact.created) event each,
  * built by the same code as the single creates, so webhooks and the event feed see an import like any
- * other create. The kept counts follow by their triggers. A crash loses at most the chunk in flight;
- * `progress` is told after every chunk.
+ * other create. The kept counts follow by their triggers. A crash loses at most the chunks in flight
+ * (IMPORT_WRITERS); `progress` is told after every chunk with what has committed.
  */
 export async function importDeals(
   em: EntityManager,
@@ -68,13 +70,32 @@ export async function importDeals(
   scoped.setFilterParams(ORG_FILTER, { orgId });
   const placement = new StagePlacement(scoped);
   const tally: ImportProgress = { read: 0, imported: 0, rejected: 0 };
-  let chunk: Array<{ deal: CreatedDealRows; contacts: ReturnType<typeof createdContactRows>[] }> = [];
-  const flush = async () => {
-    if (chunk.length === 0) return;
-    await writeChunk(scoped, chunk);
-    tally.imported += chunk.length;
-    chunk = [];
-    handlers.progress?.({ ...tally });
+  let chunk: Chunk = [];
+  // Chunks are written while the next ones are read and validated, IMPORT_WRITERS at a time on their own
+  // connections: the file's parsing and the database's work overlap instead of taking turns.
+  const writing = new Set<Promise<void>>();
+  let failed: { error: unknown } | undefined;
+  const flush = async (drain = false) => {
+    if (chunk.length > 0) {
+      while (writing.size >= IMPORT_WRITERS && !failed) await Promise.race(writing);
+      const rows = chunk;
+      chunk = [];
+      if (!failed) {
+        const write: Promise<void> = writeChunk(scoped, rows).then(
+          () => {
+            tally.imported += rows.length;
+            handlers.progress?.({ ...tally });
+          },
+          (error: unknown) => {
+            failed ??= { error };
+          },
+        );
+        writing.add(write);
+        void write.finally(() => writing.delete(write));
+      }
+    }
+    if (drain) await Promise.all(writing);
+    if (failed) throw failed.error;
   };
   for await (const { line, value, unreadable } of rows) {
     tally.read++;
@@ -97,14 +118,13 @@ export async function importDeals(
     chunk.push({ deal, contacts });
     if (chunk.length >= IMPORT_CHUNK) await flush();
   }
-  await flush();
+  await flush(true);
   return tally;
 }
 
-async function writeChunk(
-  em: EntityManager,
-  chunk: Array<{ deal: CreatedDealRows; contacts: ReturnType<typeof createdContactRows>[] }>,
-): Promise<void> {
+type Chunk = Array<{ deal: CreatedDealRows; contacts: ReturnType<typeof createdContactRows>[] }>;
+
+async function writeChunk(em: EntityManager, chunk: Chunk): Promise<void> {
   const contacts = chunk.flatMap((c) => c.contacts);
   await transaction(em, async (tx) => {
     const db = sqlOf(tx);
