@@ -9,6 +9,8 @@ export interface LoadStats {
   reqPerSec: number;
   p50: number;
   p99: number;
+  /** Mean latency in ms (autocannon's percentiles are whole milliseconds; the mean is not). */
+  mean: number;
   total: number;
   non2xx: number;
   /** Connection errors, timeouts included. */
@@ -206,6 +208,7 @@ export async function measure(
     // No response at all inside a window: there is no latency to show, not a 0 ms one.
     p50: median(runs.map((r) => (r.requests.total > 0 ? r.latency.p50 : Number.NaN))),
     p99: median(runs.map((r) => (r.requests.total > 0 ? r.latency.p99 : Number.NaN))),
+    mean: median(runs.map((r) => (r.requests.total > 0 ? r.latency.mean : Number.NaN))),
     total: sum((r) => r.requests.total),
     non2xx: sum((r) => r.non2xx),
     errors: sum((r) => r.errors),
