@@ -19,7 +19,7 @@ const SOURCES = ['Website', 'Referral', 'Outbound', 'Event', 'Partner'];
 const ROLES = ['champion', 'economic_buyer', 'influencer', 'end_user', 'blocker', 'unknown'];
 const DAY = 86_400_000;
 
-/** A small deterministic generator (mulberry32): the same file for the same N on every run. */
+/** A small deterministic generator (mulberry32): the same rows for the same N on every run, dated from now. */
 function random(seed: number) {
   let a = seed >>> 0;
   return () => {

@@ -373,4 +373,4 @@ process.stdout.write(`\n${report}\n`);
 mkdirSync(RESULTS_DIR, { recursive: true });
 writeFileSync(path.join(RESULTS_DIR, 'scale-latest.md'), report);
 log(`wrote ${path.relative(process.cwd(), path.join(RESULTS_DIR, 'scale-latest.md'))}`);
-process.exit(0);
+process.exit(sections.some((x) => / (failed|skipped) \(/.test(x.split('\n')[0] ?? '')) ? 1 : 0);

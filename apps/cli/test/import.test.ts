@@ -119,6 +119,21 @@ for (const { driver, label, skip } of DRIVERS) {
       expect(total).toBe(VALID);
     }, 120_000);
 
+    it('writes a chunk whose rows need more than the 65,535 parameters one statement may take', async () => {
+      const many = await s.newOrg('Many contacts');
+      const contacts = Array.from({ length: 20 }, (_, k) => ({ name: `Contact ${k}` }));
+      const file = path.join(dir, 'many.ndjson');
+      // 400 deals × 20 contacts: 8,400 activities × 8 columns in one chunk.
+      await writeFile(
+        file,
+        Array.from({ length: 400 }, (_, i) => JSON.stringify({ title: `Wide ${i}`, contacts })).join('\n'),
+      );
+      const result = await crm({ LOG_LEVEL: 'silent', ...dbEnv }, 'import', file, '--org', many.orgId);
+      expect(result.stderr).toBe('');
+      expect(result.lines[0]).toMatchObject({ imported: 400, rejected: 0 });
+      expect((await s.api('/contacts?limit=1', { key: many.apiKey })).body.meta.total).toBe(8_000);
+    }, 60_000);
+
     it('reads CSV with a contact per row from contact.* columns', async () => {
       const file = path.join(dir, 'deals.csv');
       await writeFile(
@@ -128,16 +143,22 @@ for (const { driver, label, skip } of DRIVERS) {
           'CSV one,"Acme, Inc.",1200.50,Proposal,2027-01-15T00:00:00Z,Jane Doe,jane@acme.test,economic_buyer',
           'CSV two,,,,,,,',
           'CSV three,Globex,lots,,,,,',
+          'CSV four,Acme, Inc.,1,,,,,', // an unquoted comma: one field too many
+          'CSV five,Initech,2,,,,,',
+          '"CSV six,unclosed,3,,,,,',
         ].join('\n'),
       );
       const result = await importFile(file, '--rejects', path.join(dir, 'csv-rejects.ndjson'));
       expect(result.code).toBe(0);
-      expect(result.lines[0]).toMatchObject({ read: 3, imported: 2, rejected: 1 });
-      const [reject] = (await readFile(path.join(dir, 'csv-rejects.ndjson'), 'utf8'))
+      expect(result.lines[0]).toMatchObject({ read: 6, imported: 3, rejected: 3 });
+      const rejects = (await readFile(path.join(dir, 'csv-rejects.ndjson'), 'utf8'))
         .trim()
         .split('\n')
         .map((l) => JSON.parse(l));
-      expect(reject).toMatchObject({ line: 4, error: 'value: expected number, got string' });
+      expect(rejects[0]).toMatchObject({ line: 4, error: 'value: expected number, got string' });
+      expect(rejects[1]).toMatchObject({ line: 5 });
+      expect(rejects[1].error).toMatch(/Invalid Record Length/i);
+      expect(rejects[2].error).toMatch(/quote/i);
       const found = await s.api('/search?q=CSV%20one', { key: org.apiKey });
       const id = found.body.data.deals?.[0]?.id ?? found.body.data[0]?.id;
       const detail = await s.api(`/deals/${id}`, { key: org.apiKey });
@@ -168,6 +189,16 @@ for (const { driver, label, skip } of DRIVERS) {
       expect(noFile.stderr).toMatch(/^error: cannot read .*missing\.ndjson: ENOENT/);
       const wrongKind = await importFile(path.join(dir, 'deals.xlsx'));
       expect(wrongKind.stderr).toMatch(/give a \.csv, \.ndjson or \.jsonl file/);
+      // A rejects file that cannot be written stops the import, saying what committed (nothing yet here).
+      const stuck = await importFile(
+        path.join(dir, 'deals.ndjson'),
+        '--rejects',
+        path.join(dir, 'no/such/dir.ndjson'),
+      );
+      expect(stuck.code).toBe(1);
+      expect(stuck.stderr).toMatch(
+        /^error: cannot write the rejects file .*no\/such\/dir\.ndjson: ENOENT.* \(the import stopped: 0 deals committed, none of its lines;/,
+      );
       expect((await s.api('/deals?limit=1', { key: org.apiKey })).body.meta.total).toBe(before);
     }, 60_000);
   });

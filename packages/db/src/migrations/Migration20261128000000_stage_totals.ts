@@ -66,7 +66,9 @@ export class Migration20261128000000_stage_totals extends Migration {
       after delete or update of org_id, pipeline_id, stage_id, lifecycle_stage, value
       on deals for each row execute function crm_count_deals();`);
     // Inserts are counted once per statement, grouped: an import's 1,000-row insert changes a few count
-    // rows once each instead of 1,000 times (in key order, as above).
+    // rows once each instead of 1,000 times (in key order, as above). A transaction that takes deal and
+    // contact counts in the other order (a deal deleted with its contacts, beside an import chunk) can
+    // still meet one on the same shard: PostgreSQL aborts one, the API answers 503, the import retries.
     this.addSql(`create function crm_count_inserted_deals() returns trigger language plpgsql as $$
     begin
       insert into deal_counts as c (org_id, pipeline_id, stage_id, lifecycle_stage, shard, n, value_sum)

@@ -1,7 +1,6 @@
-import { once } from 'node:events';
-import { createWriteStream, type WriteStream } from 'node:fs';
+import { type FileHandle, open } from 'node:fs/promises';
 import { type EntityManager, Organization } from '@crm/db';
-import { importDeals } from '../../features/deals/deal-import.ts';
+import { ImportStopped, importDeals } from '../../features/deals/deal-import.ts';
 import type { Io } from './command-line.ts';
 import { CliError } from './errors.ts';
 import { openImportFile } from './import-file.ts';
@@ -20,29 +19,34 @@ export async function runImport(
   if (!org) throw new CliError(`organization ${job.orgId} does not exist`);
   const file = await openImportFile(job.file);
   const started = performance.now();
-  let rejects: WriteStream | undefined;
+  let rejects: FileHandle | undefined;
   io.progress?.start(file.totalBytes);
   let tally: Awaited<ReturnType<typeof importDeals>>;
   try {
     tally = await importDeals(em, job.orgId, file.rows, {
       async rejected(row) {
-        rejects ??= createWriteStream(job.rejectsPath);
-        if (!rejects.write(`${JSON.stringify(row)}\n`)) await once(rejects, 'drain');
+        try {
+          rejects ??= await open(job.rejectsPath, 'w');
+          await rejects.write(`${JSON.stringify(row)}\n`);
+        } catch (err) {
+          throw new CliError(`cannot write the rejects file ${job.rejectsPath}: ${(err as Error).message}`);
+        }
       },
       progress: (p) => io.progress?.update(file.bytesRead(), p),
     });
+  } catch (err) {
+    if (err instanceof ImportStopped) throw new CliError(err.message);
+    throw err;
   } finally {
     io.progress?.stop();
-    if (rejects) {
-      rejects.end();
-      await once(rejects, 'close');
-    }
+    await rejects?.close();
   }
   const seconds = (performance.now() - started) / 1000;
   if (tally.rejected > 0)
     io.stderr(
       `${tally.rejected} row(s) rejected: each is in ${job.rejectsPath} with its line and the reason`,
     );
+  if (tally.statistics) io.stderr(`warning: ${tally.statistics}`);
   return {
     org_id: job.orgId,
     file: job.file,

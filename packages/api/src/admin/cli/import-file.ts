@@ -1,7 +1,8 @@
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
-import { Transform } from 'node:stream';
+import { PassThrough, Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { parse } from 'csv-parse';
 import type { SourceRow } from '../../features/deals/deal-import.ts';
 import { CliError } from './errors.ts';
@@ -37,25 +38,34 @@ export async function openImportFile(path: string): Promise<ImportFile> {
     throw new CliError(`cannot read ${path}: ${(err as Error).message}`);
   }
   let read = 0;
-  const counted = createReadStream(path).pipe(
+  const counter = () =>
     new Transform({
       transform(chunk: Buffer, _encoding, done) {
         read += chunk.length;
         done(null, chunk);
       },
-    }),
-  );
+    });
   return {
-    rows: format === 'ndjson' ? ndjsonRows(counted) : csvRows(counted),
+    rows: format === 'ndjson' ? ndjsonRows(path, counter()) : csvRows(path, counter()),
     totalBytes,
     bytesRead: () => read,
   };
 }
 
-async function* ndjsonRows(input: NodeJS.ReadableStream): AsyncIterable<SourceRow> {
+/** A file read through `stages`: an error of any (the file's own, EACCES, EIO) ends the reading with it. */
+function readThrough<T extends NodeJS.ReadWriteStream>(path: string, counter: Transform, last: T): T {
+  pipeline(createReadStream(path), counter, last).catch(() => {
+    // pipeline destroys every stage with the error: the reader of `last` sees it
+  });
+  return last;
+}
+
+async function* ndjsonRows(path: string, counter: Transform): AsyncIterable<SourceRow> {
+  const input = readThrough(path, counter, new PassThrough());
   let line = 0;
-  for await (const text of createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY })) {
+  for await (const raw of createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY })) {
     line++;
+    const text = line === 1 ? raw.replace(/^\uFEFF/, '') : raw; // a byte-order mark is no part of the row
     if (text.trim() === '') continue;
     try {
       yield { line, value: JSON.parse(text) };
@@ -65,23 +75,41 @@ async function* ndjsonRows(input: NodeJS.ReadableStream): AsyncIterable<SourceRo
   }
 }
 
-async function* csvRows(input: NodeJS.ReadableStream): AsyncIterable<SourceRow> {
-  const parser = input.pipe(
+/**
+ * CSV records, each with its first line. A record that cannot be read (an unclosed quote, more or fewer
+ * fields than the header) is a row the import rejects with csv-parse's reason, and the reading goes on.
+ */
+async function* csvRows(path: string, counter: Transform): AsyncIterable<SourceRow> {
+  const skipped: SourceRow[] = [];
+  const parser = readThrough(
+    path,
+    counter,
     parse({
       columns: true,
       bom: true,
       skip_empty_lines: true,
       trim: true,
       info: true,
-      relax_column_count: true,
+      raw: true,
+      skip_records_with_error: true,
+      on_skip: (err: { message: string; lines?: number } | undefined, raw?: string) => {
+        if (err) skipped.push({ line: err.lines ?? 0, value: raw ?? null, unreadable: err.message });
+      },
     }),
   );
+  // The parser reads ahead: a skipped record is reported in its place among the others, by line.
+  const skippedBefore = function* (line: number) {
+    skipped.sort((x, y) => x.line - y.line);
+    while (skipped.length > 0 && (skipped[0] as SourceRow).line < line) yield skipped.shift() as SourceRow;
+  };
   for await (const { record, info } of parser as AsyncIterable<{
     record: Record<string, string>;
     info: { lines: number };
   }>) {
+    yield* skippedBefore(info.lines);
     yield { line: info.lines, value: fromCsv(record) };
   }
+  yield* skippedBefore(Number.POSITIVE_INFINITY);
 }
 
 /** A CSV record as the JSON row it stands for. */

@@ -35,7 +35,7 @@ const ITEM = `json_build_object('id', id, 'title', title, 'company', company_nam
 const NEGATIVE_CONTACT = `(c.sentiment = 'negative' or c.role_type = 'blocker')`;
 
 /** A deal is at risk (in `d`, with its idle-days limit as a parameter): see pipelineFacts. */
-const AT_RISK = `(coalesce(d.expected_close_date < now(), false) or ${ACTIVE_AT} < now() - make_interval(days => ?)
+const AT_RISK = `(coalesce(d.expected_close_date < now(), false) or ${ACTIVE_AT} < now() - make_interval(secs => ? * 86400)
    or coalesce(d.deal_health in ('at_risk', 'critical'), false)
    or exists (select 1 from contacts c where c.deal_id = d.id and c.org_id = d.org_id and ${NEGATIVE_CONTACT}))`;
 
@@ -73,12 +73,12 @@ async function pipelineFacts(em: EntityManager, staleDays: number) {
      kept as (${KEPT_TOTALS})
      select kept.value as total_value, kept.deals as active,
             kept.deals - (select count(*) from stages s join deals d on d.org_id = ? and d.stage_id = s.id
-                           where ${ACTIVE_AT} >= now() - make_interval(days => ?) and not ${AT_RISK}) as at_risk,
+                           where ${ACTIVE_AT} >= now() - make_interval(secs => ? * 86400) and not ${AT_RISK}) as at_risk,
             ${list(
               `d.expected_close_date >= now() and d.expected_close_date < now() + make_interval(days => ${CLOSING_WITHIN_DAYS})`,
               { index: 'd.expected_close_date, d.id', items: 'expected_close_date, id' },
             )} as closing,
-            ${list(`${ACTIVE_AT} < now() - make_interval(days => ?)`, {
+            ${list(`${ACTIVE_AT} < now() - make_interval(secs => ? * 86400)`, {
               index: `${ACTIVE_AT}, d.id`,
               items: 'idle_days desc, id',
             })} as stale,

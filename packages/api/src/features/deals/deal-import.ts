@@ -26,7 +26,7 @@ export const DealImportRow = DealCreateInput.extend({
 });
 export type DealImportRow = z.infer<typeof DealImportRow>;
 
-/** A row as read from the file: its line (CSV: its record's first line) and its parsed value. */
+/** A row as read from the file: its line (CSV: the line its record ends on) and its parsed value. */
 export interface SourceRow {
   line: number;
   value: unknown;
@@ -51,105 +51,164 @@ export const IMPORT_CHUNK = 1_000;
 /** How many chunks are written at once (each on its own connection). */
 const IMPORT_WRITERS = 2;
 
+/** Why an import stopped before the end of its file, and which of its lines are in the database. */
+export class ImportStopped extends Error {
+  readonly tally: ImportProgress;
+  constructor(cause: unknown, tally: ImportProgress, committed: string) {
+    super(
+      `${(cause as Error)?.message ?? String(cause)} (the import stopped: ${tally.imported} deals committed, ${committed}; a chunk's rows commit together or not at all)`,
+      { cause },
+    );
+    this.tally = tally;
+  }
+}
+
 /**
  * Loads an organization's existing deals (README: Import). Each row is validated as `POST /deals`
  * validates its body; a row that fails is rejected with its line and the reason, the others go on.
  * Valid rows are written a chunk at a time, each chunk one transaction: the deals, their contacts, a
  * 'deal_created' (and 'contact_added') activity each and a deal.created (contact.created) event each,
  * built by the same code as the single creates, so webhooks and the event feed see an import like any
- * other create. The kept counts follow by their triggers. A crash loses at most the chunks in flight
- * (IMPORT_WRITERS); `progress` is told after every chunk with what has committed.
+ * other create. The kept counts follow by their triggers. `progress` is told after every chunk with what
+ * has committed. If anything fails, the writes in flight are waited for, and the error says which lines
+ * committed: with two writers they need not be a prefix of the file.
  */
 export async function importDeals(
   em: EntityManager,
   orgId: string,
   rows: AsyncIterable<SourceRow>,
   handlers: { rejected(row: RejectedRow): void | Promise<void>; progress?(p: ImportProgress): void },
-): Promise<ImportProgress> {
+): Promise<ImportProgress & { statistics: string | null }> {
   const scoped = em.fork();
   scoped.setFilterParams(ORG_FILTER, { orgId });
   const placement = new StagePlacement(scoped);
   const tally: ImportProgress = { read: 0, imported: 0, rejected: 0 };
+  const committed: Array<[number, number]> = [];
   let chunk: Chunk = [];
   // Chunks are written while the next ones are read and validated, IMPORT_WRITERS at a time on their own
   // connections: the file's parsing and the database's work overlap instead of taking turns.
   const writing = new Set<Promise<void>>();
   let failed: { error: unknown } | undefined;
-  const flush = async (drain = false) => {
-    if (chunk.length > 0) {
-      while (writing.size >= IMPORT_WRITERS && !failed) await Promise.race(writing);
-      const rows = chunk;
-      chunk = [];
-      if (!failed) {
-        const write: Promise<void> = writeChunk(scoped, rows).then(
-          () => {
-            tally.imported += rows.length;
-            handlers.progress?.({ ...tally });
-          },
-          (error: unknown) => {
-            failed ??= { error };
-          },
-        );
-        writing.add(write);
-        void write.finally(() => writing.delete(write));
-      }
-    }
-    if (drain) await Promise.all(writing);
+  const flush = async () => {
+    while (writing.size >= IMPORT_WRITERS && !failed) await Promise.race(writing);
     if (failed) throw failed.error;
-  };
-  for await (const { line, value, unreadable } of rows) {
-    tally.read++;
-    const parsed = DealImportRow.safeParse(unreadable === undefined ? value : undefined);
-    const failure =
-      unreadable ??
-      (parsed.success ? await placement.check(parsed.data) : describeZodIssues(parsed.error.issues));
-    if (failure !== undefined || !parsed.success) {
-      tally.rejected++;
-      await handlers.rejected({ line, error: failure ?? 'invalid row', row: value });
-      continue;
-    }
-    const row = parsed.data;
-    const now = new Date();
-    const createdAt = row.created_at ? new Date(row.created_at) : now;
-    const deal = createdDealRows(orgId, row, await placement.place(row), createdAt, now);
-    const contacts = (row.contacts ?? []).map((c) =>
-      createdContactRows(orgId, deal.dto.id, c, createdAt, now),
+    const rows = chunk;
+    chunk = [];
+    const write: Promise<void> = writeChunk(scoped, rows).then(
+      () => {
+        tally.imported += rows.length;
+        committed.push([rows[0]?.line ?? 0, rows.at(-1)?.line ?? 0]);
+        try {
+          handlers.progress?.({ ...tally });
+        } catch {
+          // a progress bar that fails to draw stops nothing
+        }
+      },
+      (error: unknown) => {
+        failed ??= { error };
+      },
     );
-    chunk.push({ deal, contacts });
-    if (chunk.length >= IMPORT_CHUNK) await flush();
+    writing.add(write);
+    void write.finally(() => writing.delete(write));
+  };
+  try {
+    for await (const { line, value, unreadable } of rows) {
+      tally.read++;
+      const parsed = DealImportRow.safeParse(unreadable === undefined ? value : undefined);
+      const failure =
+        unreadable ??
+        (parsed.success ? await placement.check(parsed.data) : describeZodIssues(parsed.error.issues));
+      if (failure !== undefined || !parsed.success) {
+        tally.rejected++;
+        await handlers.rejected({ line, error: failure ?? 'invalid row', row: value });
+        continue;
+      }
+      const row = parsed.data;
+      const now = new Date();
+      const createdAt = row.created_at ? new Date(row.created_at) : now;
+      const deal = createdDealRows(orgId, row, await placement.place(row), createdAt, now);
+      const contacts = (row.contacts ?? []).map((c) =>
+        createdContactRows(orgId, deal.dto.id, c, createdAt, now),
+      );
+      chunk.push({ line, deal, contacts });
+      if (chunk.length >= IMPORT_CHUNK) await flush();
+    }
+    if (chunk.length > 0) await flush();
+    await Promise.all(writing);
+    if (failed) throw failed.error;
+  } catch (err) {
+    await Promise.allSettled(writing);
+    throw new ImportStopped(failed?.error ?? err, { ...tally }, describeRanges(committed));
   }
-  await flush(true);
   // The planner's statistics are refreshed now rather than whenever autovacuum gets to it: until then
   // it plans for tables a fraction of their size, and a deal's contacts or the briefing's ranges were
-  // read by scanning (seconds instead of milliseconds, measured at a million deals).
-  if (tally.imported > 0) await scoped.execute('analyze deals, contacts, activities, outbox_events');
-  return tally;
+  // read by scanning (seconds instead of milliseconds, measured at a million deals). Every row is in by
+  // now: a failure here is reported, not raised.
+  let statistics: string | null = null;
+  if (tally.imported > 0)
+    try {
+      await scoped.execute('analyze deals, contacts, activities, outbox_events');
+    } catch (err) {
+      statistics = `the planner's statistics were not refreshed (${(err as Error).message}); run ANALYZE`;
+    }
+  return { ...tally, statistics };
 }
 
-type Chunk = Array<{ deal: CreatedDealRows; contacts: ReturnType<typeof createdContactRows>[] }>;
+/** Committed chunks as line ranges, adjacent ones merged: `lines 1-2000, 3001-4000`. */
+function describeRanges(ranges: Array<[number, number]>): string {
+  if (ranges.length === 0) return 'none of its lines';
+  const sorted = [...ranges].sort((x, y) => x[0] - y[0]);
+  const merged: Array<[number, number]> = [];
+  for (const [from, to] of sorted) {
+    const last = merged.at(-1);
+    if (last && from <= last[1] + 1) last[1] = Math.max(last[1], to);
+    else merged.push([from, to]);
+  }
+  return `the valid rows of lines ${merged.map(([f, t]) => `${f}-${t}`).join(', ')}`;
+}
+
+type Chunk = Array<{
+  line: number;
+  deal: CreatedDealRows;
+  contacts: ReturnType<typeof createdContactRows>[];
+}>;
+
+/**
+ * PostgreSQL takes at most 65,535 parameters in one statement; the embedded PGlite failed on 65,528
+ * ("invalid input syntax") and takes 32,760: a multi-row insert stays under 32,767.
+ */
+const MAX_PARAMETERS = 32_767;
+/** A chunk that meets a deadlock or a serialization failure (another writer's counts) is tried again. */
+const RETRYABLE = new Set(['40P01', '40001']);
 
 async function writeChunk(em: EntityManager, chunk: Chunk): Promise<void> {
   const contacts = chunk.flatMap((c) => c.contacts);
-  await transaction(em, async (tx) => {
-    const db = sqlOf(tx);
-    await db
-      .insertInto('deals')
-      .values(chunk.map((c) => c.deal.deal))
-      .execute();
-    if (contacts.length > 0)
-      await db
-        .insertInto('contacts')
-        .values(contacts.map((c) => c.contact))
-        .execute();
-    await db
-      .insertInto('activities')
-      .values([...chunk.map((c) => c.deal.activity), ...contacts.map((c) => c.activity)])
-      .execute();
-    await db
-      .insertInto('outbox_events')
-      .values([...chunk.map((c) => c.deal.event), ...contacts.map((c) => c.event)])
-      .execute();
-  });
+  const tables = [
+    ['deals', chunk.map((c) => c.deal.deal)],
+    ['contacts', contacts.map((c) => c.contact)],
+    ['activities', [...chunk.map((c) => c.deal.activity), ...contacts.map((c) => c.activity)]],
+    ['outbox_events', [...chunk.map((c) => c.deal.event), ...contacts.map((c) => c.event)]],
+  ] as const;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await transaction(em, async (tx) => {
+        const db = sqlOf(tx);
+        for (const [table, rows] of tables) {
+          const columns = Object.keys(rows[0] ?? {}).length || 1;
+          const per = Math.floor(MAX_PARAMETERS / columns);
+          for (let i = 0; i < rows.length; i += per)
+            await db
+              .insertInto(table)
+              .values(rows.slice(i, i + per) as never)
+              .execute();
+        }
+      });
+      return;
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      if (attempt >= 3 || !code || !RETRYABLE.has(code)) throw err;
+    }
+  }
 }
 
 /**
