@@ -42,423 +42,433 @@ async function bannerShows(page: Page, url: string, text: RegExp): Promise<true 
     );
 }
 
+// The two databases' runs go side by side (each has its own server and browser), each a session whose
+// steps follow one another: the file takes the longer run's time instead of the sum.
 for (const { driver, label, skip } of DRIVERS) {
   const reason = skip ? label : missing;
   describe.skipIf(Boolean(reason))(
     `the dashboard in Chromium on ${reason ? `${label} (${reason})` : label}`,
+    { concurrent: true },
     () => {
-      let s: TestServer;
-      let receiver: Receiver;
-      let browser: Browser;
-      let admin: BrowserContext;
-      let page: Page;
-      const cspViolations: string[] = [];
-      // The README's pictures come from the embedded run; every other run keeps its own in the temporary folder.
-      const shots =
-        process.env.UPDATE_SCREENSHOTS && driver === 'pglite'
-          ? SCREENSHOTS
-          : path.join(tmpdir(), 'crm-dashboard-screenshots', driver);
+      describe('an admin session, step by step', { concurrent: false }, () => {
+        let s: TestServer;
+        let receiver: Receiver;
+        let browser: Browser;
+        let admin: BrowserContext;
+        let page: Page;
+        const cspViolations: string[] = [];
+        // The README's pictures come from the embedded run; every other run keeps its own in the temporary folder.
+        const shots =
+          process.env.UPDATE_SCREENSHOTS && driver === 'pglite'
+            ? SCREENSHOTS
+            : path.join(tmpdir(), 'crm-dashboard-screenshots', driver);
 
-      const shoot = (p: Page, name: string) =>
-        p.screenshot({ path: path.join(shots, `${name}.png`), fullPage: true });
+        const shoot = (p: Page, name: string) =>
+          p.screenshot({ path: path.join(shots, `${name}.png`), fullPage: true });
 
-      async function newPage(context: BrowserContext): Promise<Page> {
-        const p = await context.newPage();
-        p.on('console', (m) => {
-          if (/Content Security Policy/i.test(m.text())) cspViolations.push(m.text());
+        async function newPage(context: BrowserContext): Promise<Page> {
+          const p = await context.newPage();
+          p.on('console', (m) => {
+            if (/Content Security Policy/i.test(m.text())) cspViolations.push(m.text());
+          });
+          return p;
+        }
+
+        /** Opens an invitation link and joins through the page, as a person does. */
+        async function join(p: Page, link: string, email: string): Promise<void> {
+          await p.goto(link);
+          await p.getByLabel('Your name').fill('Test Person');
+          const emailField = p.getByLabel('Email');
+          if (await emailField.isEditable()) await emailField.fill(email);
+          await p.getByLabel('Password', { exact: true }).fill('correct-horse-battery');
+          await p.getByLabel('Confirm password').fill('correct-horse-battery');
+          await p.getByRole('button', { name: /^Join / }).click();
+          await p.waitForURL(/\/admin\/keys$/);
+        }
+
+        beforeAll(async () => {
+          mkdirSync(shots, { recursive: true });
+          s = await startTestServer(driver, {
+            CRM_WEBHOOKS_ALLOW_PRIVATE: 'true',
+            CRM_WEBHOOKS_POLL_INTERVAL_MS: '50',
+            CRM_USAGE_FLUSH_INTERVAL_MS: '100',
+          });
+          receiver = await startReceiver();
+          browser = await chromium.launch({
+            executablePath: CHROMIUM,
+            args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+          });
+          admin = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+          await admin.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: s.url });
+          page = await newPage(admin);
         });
-        return p;
-      }
-
-      /** Opens an invitation link and joins through the page, as a person does. */
-      async function join(p: Page, link: string, email: string): Promise<void> {
-        await p.goto(link);
-        await p.getByLabel('Your name').fill('Test Person');
-        const emailField = p.getByLabel('Email');
-        if (await emailField.isEditable()) await emailField.fill(email);
-        await p.getByLabel('Password', { exact: true }).fill('correct-horse-battery');
-        await p.getByLabel('Confirm password').fill('correct-horse-battery');
-        await p.getByRole('button', { name: /^Join / }).click();
-        await p.waitForURL(/\/admin\/keys$/);
-      }
-
-      beforeAll(async () => {
-        mkdirSync(shots, { recursive: true });
-        s = await startTestServer(driver, {
-          CRM_WEBHOOKS_ALLOW_PRIVATE: 'true',
-          CRM_WEBHOOKS_POLL_INTERVAL_MS: '50',
-          CRM_USAGE_FLUSH_INTERVAL_MS: '100',
+        afterAll(async () => {
+          await browser?.close();
+          await receiver?.close();
+          await s?.stop();
         });
-        receiver = await startReceiver();
-        browser = await chromium.launch({
-          executablePath: CHROMIUM,
-          args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+
+        it('the sign-in page comes first, and the first admin joins with the one-time link', async () => {
+          await page.goto(`${s.url}/`);
+          await page.waitForURL(/\/admin\/sign-in/);
+          await page.getByRole('heading', { level: 1 }).waitFor();
+          await checkAccessibility(page, 'sign-in');
+          await shoot(page, 'sign-in');
+          const invitation = await createInvitation(
+            s.running.db.orm.em.fork(),
+            { orgId: s.orgA.orgId, role: 'admin', ttlMs: 24 * 3600_000 },
+            { actor: 'first start' },
+          );
+          await page.goto(`${s.url}${INVITATION_PATH}${invitation.token}`);
+          await checkAccessibility(page, 'invitation');
+          await shoot(page, 'invitation');
+          await join(page, `${s.url}${INVITATION_PATH}${invitation.token}`, 'first.admin@example.com');
+          await page.getByText('first.admin@example.com').first().waitFor();
         });
-        admin = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-        await admin.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: s.url });
-        page = await newPage(admin);
-      });
-      afterAll(async () => {
-        await browser?.close();
-        await receiver?.close();
-        await s?.stop();
-      });
 
-      it('the sign-in page comes first, and the first admin joins with the one-time link', async () => {
-        await page.goto(`${s.url}/`);
-        await page.waitForURL(/\/admin\/sign-in/);
-        await page.getByRole('heading', { level: 1 }).waitFor();
-        await checkAccessibility(page, 'sign-in');
-        await shoot(page, 'sign-in');
-        const invitation = await createInvitation(
-          s.running.db.orm.em.fork(),
-          { orgId: s.orgA.orgId, role: 'admin', ttlMs: 24 * 3600_000 },
-          { actor: 'first start' },
-        );
-        await page.goto(`${s.url}${INVITATION_PATH}${invitation.token}`);
-        await checkAccessibility(page, 'invitation');
-        await shoot(page, 'invitation');
-        await join(page, `${s.url}${INVITATION_PATH}${invitation.token}`, 'first.admin@example.com');
-        await page.getByText('first.admin@example.com').first().waitFor();
-      });
+        it('creates a key, shows it once, the key works, and after a reload it is nowhere on the page', async () => {
+          await page.getByRole('button', { name: 'Create API Key' }).click();
+          const dialog = page.getByRole('dialog');
+          await dialog.getByLabel('Name').fill('Website backend');
+          await dialog.getByRole('button', { name: 'Create', exact: true }).click();
+          const field = dialog.getByLabel('API key');
+          await field.waitFor();
+          const key = await field.inputValue();
+          expect(key).toMatch(/^ck_[A-Za-z0-9_-]{32}$/);
+          await dialog.getByText('This key will not be shown again').waitFor();
+          await checkAccessibility(page, 'key created');
+          await shoot(page, 'key-created');
+          await dialog.getByRole('button', { name: 'Copy' }).click();
+          // Page code is passed as text: this package is type-checked for Node, without the DOM's types.
+          await expect(page.evaluate('navigator.clipboard.readText()')).resolves.toBe(key);
 
-      it('creates a key, shows it once, the key works, and after a reload it is nowhere on the page', async () => {
-        await page.getByRole('button', { name: 'Create API Key' }).click();
-        const dialog = page.getByRole('dialog');
-        await dialog.getByLabel('Name').fill('Website backend');
-        await dialog.getByRole('button', { name: 'Create', exact: true }).click();
-        const field = dialog.getByLabel('API key');
-        await field.waitFor();
-        const key = await field.inputValue();
-        expect(key).toMatch(/^ck_[A-Za-z0-9_-]{32}$/);
-        await dialog.getByText('This key will not be shown again').waitFor();
-        await checkAccessibility(page, 'key created');
-        await shoot(page, 'key-created');
-        await dialog.getByRole('button', { name: 'Copy' }).click();
-        // Page code is passed as text: this package is type-checked for Node, without the DOM's types.
-        await expect(page.evaluate('navigator.clipboard.readText()')).resolves.toBe(key);
+          expect((await s.api('/deals', { key })).status).toBe(200);
+          await dialog.getByRole('button', { name: 'Done' }).click();
+          await page.getByLabel('API key', { exact: true }).waitFor({ state: 'detached' });
+          expect(await page.content()).not.toContain(key);
+          await page.reload();
+          await page.getByRole('table', { name: 'API keys' }).waitFor();
+          expect(await page.content()).not.toContain(key);
+          await checkAccessibility(page, 'keys');
+          await shoot(page, 'keys');
 
-        expect((await s.api('/deals', { key })).status).toBe(200);
-        await dialog.getByRole('button', { name: 'Done' }).click();
-        await page.getByLabel('API key', { exact: true }).waitFor({ state: 'detached' });
-        expect(await page.content()).not.toContain(key);
-        await page.reload();
-        await page.getByRole('table', { name: 'API keys' }).waitFor();
-        expect(await page.content()).not.toContain(key);
-        await checkAccessibility(page, 'keys');
-        await shoot(page, 'keys');
-
-        // Revoke asks first; then the key answers 401.
-        await page
-          .getByRole('row', { name: /Website backend/ })
-          .getByRole('button', { name: 'Revoke' })
-          .click();
-        await page.getByRole('dialog').getByRole('button', { name: 'Revoke' }).click();
-        await eventually('the key revoked', async () =>
-          (await s.api('/deals', { key })).status === 401 ? true : undefined,
-        );
-        await page
-          .getByRole('row', { name: /Website backend/ })
-          .getByText('Revoked')
-          .waitFor();
-      });
-
-      /** The key made with only deals:read and an expiry, for the rotation test after it. */
-      let scoped: { key: string; expiresAt: string } | undefined;
-
-      /** The row of the key whose plaintext is `key` (a successor's prefix also shows in its predecessor's row). */
-      const rowOf = (p: Page, key: string) =>
-        p.getByRole('row').filter({ has: p.getByRole('cell', { name: `${key.slice(0, 7)}…`, exact: true }) });
-
-      it('creates a key with only deals:read and an expiry: shown once with both, it reads deals but may not write them', async () => {
-        // A browser half an hour off the hour (UTC+05:30 all year): the expiry it types in local time must
-        // reach the server as that instant.
-        const context = await browser.newContext({
-          viewport: { width: 1280, height: 900 },
-          timezoneId: 'Asia/Kolkata',
-          locale: 'en-US',
-        });
-        await context.addCookies(await admin.cookies());
-        const p = await newPage(context);
-        await p.goto(`${s.url}/admin/keys`);
-        await p.getByRole('button', { name: 'Create API Key' }).click();
-        const dialog = p.getByRole('dialog');
-        await dialog.getByLabel('Name').fill('Reporting');
-        await dialog.getByLabel('Only these scopes').check();
-        await dialog.getByRole('button', { name: 'Create', exact: true }).click();
-        await dialog.getByRole('alert').filter({ hasText: 'Choose at least one scope' }).waitFor();
-
-        await dialog.getByRole('group', { name: 'Deals' }).getByLabel('deals:read').check();
-        const expiresAt = new Date(Math.ceil(Date.now() / 60_000) * 60_000 + 3 * 86_400_000);
-        const kolkata = new Date(expiresAt.getTime() + 5.5 * 3_600_000).toISOString().slice(0, 16);
-        await dialog.getByLabel('Expires').fill(kolkata);
-        await checkAccessibility(p, 'create key with scopes');
-        await shoot(p, 'key-create-scopes');
-        await dialog.getByRole('button', { name: 'Create', exact: true }).click();
-
-        const field = dialog.getByLabel('API key');
-        await field.waitFor();
-        const key = await field.inputValue();
-        expect(key).toMatch(/^ck_[A-Za-z0-9_-]{32}$/);
-        await dialog.getByText('This key will not be shown again').waitFor();
-        expect(await dialog.locator('dl').textContent()).toContain('deals:read');
-        expect(await dialog.locator('dl').textContent()).not.toContain('Full access');
-        expect(await dialog.locator('dl time').getAttribute('datetime')).toBe(expiresAt.toISOString());
-        await checkAccessibility(p, 'scoped key created');
-        await shoot(p, 'key-created-scoped');
-
-        expect((await s.api('/deals', { key })).status).toBe(200);
-        const write = await s.api('/deals', { key, method: 'POST', json: { title: 'Not allowed' } });
-        expect(write.status).toBe(403);
-        expect(write.body.code).toBe('insufficient_scope');
-
-        await dialog.getByRole('button', { name: 'Done' }).click();
-        await p.getByLabel('API key', { exact: true }).waitFor({ state: 'detached' });
-        expect(await p.content()).not.toContain(key);
-        const row = rowOf(p, key);
-        await row.getByText('deals:read', { exact: true }).waitFor();
-        expect(await row.getByText('Full access').count()).toBe(0);
-        expect(await row.locator('time').first().getAttribute('datetime')).toBe(expiresAt.toISOString());
-        // The key made with the organization has full access and no expiry.
-        const original = rowOf(p, s.orgA.apiKey);
-        await original.getByText('Full access').waitFor();
-        await original.getByRole('cell', { name: 'Never' }).first().waitFor();
-        await checkAccessibility(p, 'keys with scopes');
-        await shoot(p, 'keys-scopes');
-        await context.close();
-        scoped = { key, expiresAt: expiresAt.toISOString() };
-      });
-
-      it('rotates a key: the successor is shown once and works; with no overlap the old key expires at once, with 24 hours both work', async () => {
-        if (!scoped) throw new Error('needs the key of the test before');
-        await page.goto(`${s.url}/admin/keys`);
-        await page.getByRole('table', { name: 'API keys' }).waitFor();
-        // A revoked key cannot be rotated.
-        expect(
+          // Revoke asks first; then the key answers 401.
           await page
             .getByRole('row', { name: /Website backend/ })
-            .getByRole('button', { name: 'Rotate' })
-            .count(),
-        ).toBe(0);
-
-        await rowOf(page, scoped.key).getByRole('button', { name: 'Rotate' }).click();
-        const dialog = page.getByRole('dialog');
-        await expect(dialog.getByLabel('24 hours').isChecked()).resolves.toBe(true);
-        await dialog.getByLabel('No overlap: stop it now').check();
-        await checkAccessibility(page, 'rotate key');
-        await shoot(page, 'key-rotate');
-        await dialog.getByRole('button', { name: 'Rotate', exact: true }).click();
-        const field = dialog.getByLabel('API key');
-        await field.waitFor();
-        const successor = await field.inputValue();
-        expect(successor).toMatch(/^ck_[A-Za-z0-9_-]{32}$/);
-        expect(successor).not.toBe(scoped.key);
-        await dialog.getByText('This key will not be shown again').waitFor();
-        await dialog.getByText('has stopped working').waitFor();
-        // The successor has the same access and expiry.
-        expect(await dialog.locator('dl').textContent()).toContain('deals:read');
-        expect(await dialog.locator('dl time').getAttribute('datetime')).toBe(scoped.expiresAt);
-        await checkAccessibility(page, 'key rotated');
-        await shoot(page, 'key-rotated');
-
-        expect((await s.api('/deals', { key: successor })).status).toBe(200);
-        const write = await s.api('/deals', {
-          key: successor,
-          method: 'POST',
-          json: { title: 'Not allowed' },
+            .getByRole('button', { name: 'Revoke' })
+            .click();
+          await page.getByRole('dialog').getByRole('button', { name: 'Revoke' }).click();
+          await eventually('the key revoked', async () =>
+            (await s.api('/deals', { key })).status === 401 ? true : undefined,
+          );
+          await page
+            .getByRole('row', { name: /Website backend/ })
+            .getByText('Revoked')
+            .waitFor();
         });
-        expect(write.body.code).toBe('insufficient_scope');
-        const old = await s.api('/deals', { key: scoped.key });
-        expect(old.status).toBe(401);
-        expect(old.body.code).toBe('expired_api_key');
 
-        await dialog.getByRole('button', { name: 'Done' }).click();
-        await page.getByLabel('API key', { exact: true }).waitFor({ state: 'detached' });
-        expect(await page.content()).not.toContain(successor);
-        const oldRow = rowOf(page, scoped.key);
-        await oldRow.getByText('Expired').first().waitFor();
-        await oldRow.getByText(`${successor.slice(0, 7)}…`).waitFor();
-        expect(await oldRow.getByRole('button', { name: 'Rotate' }).count()).toBe(0);
+        /** The key made with only deals:read and an expiry, for the rotation test after it. */
+        let scoped: { key: string; expiresAt: string } | undefined;
 
-        // The default overlap: the old key keeps working for 24 hours next to its successor.
-        await rowOf(page, successor).getByRole('button', { name: 'Rotate' }).click();
-        await dialog.getByRole('button', { name: 'Rotate', exact: true }).click();
-        await dialog.getByLabel('API key').waitFor();
-        const third = await dialog.getByLabel('API key').inputValue();
-        const until = await dialog.getByText('keeps working until').locator('time').getAttribute('datetime');
-        const overlap = Date.parse(until ?? '') - Date.now();
-        expect(overlap).toBeGreaterThan(23 * 3_600_000);
-        expect(overlap).toBeLessThanOrEqual(24 * 3_600_000);
-        expect((await s.api('/deals', { key: third })).status).toBe(200);
-        expect((await s.api('/deals', { key: successor })).status).toBe(200);
-        await dialog.getByRole('button', { name: 'Done' }).click();
-        await page.getByLabel('API key', { exact: true }).waitFor({ state: 'detached' });
-        const rotatedRow = rowOf(page, successor);
-        await rotatedRow.getByText('Rotated').waitFor();
-        await rotatedRow.getByText('Works until').waitFor();
-        expect(await rotatedRow.getByText('Works until').locator('time').getAttribute('datetime')).toBe(
-          until,
-        );
-        expect(await rotatedRow.getByRole('button', { name: 'Rotate' }).count()).toBe(0);
-        await rotatedRow.getByRole('button', { name: 'Revoke' }).waitFor();
-        await checkAccessibility(page, 'keys rotated');
-        await shoot(page, 'keys-rotated');
-      });
+        /** The row of the key whose plaintext is `key` (a successor's prefix also shows in its predecessor's row). */
+        const rowOf = (p: Page, key: string) =>
+          p
+            .getByRole('row')
+            .filter({ has: p.getByRole('cell', { name: `${key.slice(0, 7)}…`, exact: true }) });
 
-      it('usage shows the same numbers as GET /usage, and a lowered quota brings the 80% and then the 95% banner', async () => {
-        for (let i = 0; i < 3; i++) await s.api('/deals');
-        const rest = (await s.api('/usage')).body.data;
-        await page.goto(`${s.url}/admin/usage`);
-        const format = (n: number) => new Intl.NumberFormat('en-US').format(n);
-        await page
-          .getByText(
-            `${format(rest.quotas.api_calls.used)} of ${format(rest.quotas.api_calls.limit)} API calls`,
-          )
-          .waitFor();
-        await page.getByRole('img', { name: /calls per day/i }).waitFor();
-        await checkAccessibility(page, 'usage');
-        await shoot(page, 'usage');
-
-        // The calls so far (GET /usage counted itself) against a quota they are 80-95% of.
-        const used = rest.quotas.api_calls.used as number;
-        await setOrgQuota(s.running.db.orm.em.fork(), s.orgA.orgId, {
-          api_calls: Math.floor((used * 100) / 82),
-        });
-        await eventually(
-          'the 80% banner',
-          () => bannerShows(page, `${s.url}/admin/usage`, /reached 80%/),
-          20_000,
-        );
-        await shoot(page, 'usage-banner-80');
-        await setOrgQuota(s.running.db.orm.em.fork(), s.orgA.orgId, { api_calls: used });
-        await eventually(
-          'the 95% banner',
-          () => bannerShows(page, `${s.url}/admin/keys`, /reached 95%/),
-          20_000,
-        );
-        await shoot(page, 'keys-banner-95');
-        await setOrgQuota(s.running.db.orm.em.fork(), s.orgA.orgId, { api_calls: null });
-      });
-
-      it('a webhook to a local receiver gets the test event, its attempt shows in the log, and Replay sends it again', async () => {
-        const hookPath = `/e2e-${driver}`;
-        await page.goto(`${s.url}/admin/webhooks`);
-        await page.getByRole('button', { name: 'Create webhook' }).click();
-        const dialog = page.getByRole('dialog');
-        await dialog.getByLabel('Endpoint URL').fill(receiver.url(hookPath));
-        await dialog.getByLabel('deal.created').check();
-        await dialog.getByRole('button', { name: 'Create', exact: true }).click();
-        const secret = await dialog.getByLabel('Signing secret').inputValue();
-        expect(secret).toMatch(/^whsec_/);
-        receiver.secretFor(hookPath, secret);
-        await shoot(page, 'webhook-created');
-        await dialog.getByRole('button', { name: 'Done' }).click();
-        await page.getByLabel('Signing secret', { exact: true }).waitFor({ state: 'detached' });
-        expect(await page.content()).not.toContain(secret);
-
-        await page.getByRole('button', { name: 'Send test event' }).first().click();
-        const [got] = await receiver.waitFor(hookPath, (r) => r.length >= 1);
-        expect(got?.verifyError).toBeUndefined();
-        new Webhook(secret).verify(got?.body ?? '', got?.headers ?? {});
-        await checkAccessibility(page, 'webhooks');
-        await shoot(page, 'webhooks');
-
-        await page.getByRole('link', { name: 'Deliveries' }).first().click();
-        await page
-          .getByRole('table', { name: 'Deliveries' })
-          .getByText('200')
-          .first()
-          .waitFor({ timeout: 15_000 });
-        await checkAccessibility(page, 'deliveries');
-        await shoot(page, 'deliveries');
-        await page.getByRole('button', { name: 'Replay' }).first().click();
-        const again = await receiver.waitFor(hookPath, (r) => r.length >= 2);
-        expect(again[1]?.headers['webhook-id']).toBe(got?.headers['webhook-id']);
-      });
-
-      it('team and audit log: an invited member sees keys but no Create button, and the server refuses them too', async () => {
-        await page.goto(`${s.url}/admin/team`);
-        await page.getByRole('button', { name: 'Invite' }).click();
-        const dialog = page.getByRole('dialog');
-        await dialog.getByLabel('Role').selectOption('member');
-        await dialog.getByRole('button', { name: 'Create invitation' }).click();
-        const link = await dialog.getByLabel('Invitation link').inputValue();
-        await dialog.getByRole('button', { name: 'Done' }).click();
-
-        const memberContext = await browser.newContext();
-        const memberPage = await newPage(memberContext);
-        await join(memberPage, link, 'member.person@example.com');
-        await memberPage.getByRole('table', { name: 'API keys' }).waitFor();
-        expect(await memberPage.getByRole('button', { name: 'Create API Key' }).count()).toBe(0);
-        expect(await memberPage.getByRole('button', { name: 'Revoke' }).count()).toBe(0);
-        expect(await memberPage.getByRole('button', { name: 'Rotate' }).count()).toBe(0);
-        await shoot(memberPage, 'keys-as-member');
-        const status = await memberPage.evaluate(async () => {
-          const res = await fetch('/admin/trpc/keys.create', {
-            method: 'POST',
-            headers: { 'content-type': 'application/json' },
-            body: JSON.stringify({ name: 'sneaky' }),
+        it('creates a key with only deals:read and an expiry: shown once with both, it reads deals but may not write them', async () => {
+          // A browser half an hour off the hour (UTC+05:30 all year): the expiry it types in local time must
+          // reach the server as that instant.
+          const context = await browser.newContext({
+            viewport: { width: 1280, height: 900 },
+            timezoneId: 'Asia/Kolkata',
+            locale: 'en-US',
           });
-          return res.status;
+          await context.addCookies(await admin.cookies());
+          const p = await newPage(context);
+          await p.goto(`${s.url}/admin/keys`);
+          await p.getByRole('button', { name: 'Create API Key' }).click();
+          const dialog = p.getByRole('dialog');
+          await dialog.getByLabel('Name').fill('Reporting');
+          await dialog.getByLabel('Only these scopes').check();
+          await dialog.getByRole('button', { name: 'Create', exact: true }).click();
+          await dialog.getByRole('alert').filter({ hasText: 'Choose at least one scope' }).waitFor();
+
+          await dialog.getByRole('group', { name: 'Deals' }).getByLabel('deals:read').check();
+          const expiresAt = new Date(Math.ceil(Date.now() / 60_000) * 60_000 + 3 * 86_400_000);
+          const kolkata = new Date(expiresAt.getTime() + 5.5 * 3_600_000).toISOString().slice(0, 16);
+          await dialog.getByLabel('Expires').fill(kolkata);
+          await checkAccessibility(p, 'create key with scopes');
+          await shoot(p, 'key-create-scopes');
+          await dialog.getByRole('button', { name: 'Create', exact: true }).click();
+
+          const field = dialog.getByLabel('API key');
+          await field.waitFor();
+          const key = await field.inputValue();
+          expect(key).toMatch(/^ck_[A-Za-z0-9_-]{32}$/);
+          await dialog.getByText('This key will not be shown again').waitFor();
+          expect(await dialog.locator('dl').textContent()).toContain('deals:read');
+          expect(await dialog.locator('dl').textContent()).not.toContain('Full access');
+          expect(await dialog.locator('dl time').getAttribute('datetime')).toBe(expiresAt.toISOString());
+          await checkAccessibility(p, 'scoped key created');
+          await shoot(p, 'key-created-scoped');
+
+          expect((await s.api('/deals', { key })).status).toBe(200);
+          const write = await s.api('/deals', { key, method: 'POST', json: { title: 'Not allowed' } });
+          expect(write.status).toBe(403);
+          expect(write.body.code).toBe('insufficient_scope');
+
+          await dialog.getByRole('button', { name: 'Done' }).click();
+          await p.getByLabel('API key', { exact: true }).waitFor({ state: 'detached' });
+          expect(await p.content()).not.toContain(key);
+          const row = rowOf(p, key);
+          await row.getByText('deals:read', { exact: true }).waitFor();
+          expect(await row.getByText('Full access').count()).toBe(0);
+          expect(await row.locator('time').first().getAttribute('datetime')).toBe(expiresAt.toISOString());
+          // The key made with the organization has full access and no expiry.
+          const original = rowOf(p, s.orgA.apiKey);
+          await original.getByText('Full access').waitFor();
+          await original.getByRole('cell', { name: 'Never' }).first().waitFor();
+          await checkAccessibility(p, 'keys with scopes');
+          await shoot(p, 'keys-scopes');
+          await context.close();
+          scoped = { key, expiresAt: expiresAt.toISOString() };
         });
-        expect(status).toBe(403);
-        const rotateStatus = await memberPage.evaluate(async (keyId) => {
-          const res = await fetch('/admin/trpc/keys.rotate', {
+
+        it('rotates a key: the successor is shown once and works; with no overlap the old key expires at once, with 24 hours both work', async () => {
+          if (!scoped) throw new Error('needs the key of the test before');
+          await page.goto(`${s.url}/admin/keys`);
+          await page.getByRole('table', { name: 'API keys' }).waitFor();
+          // A revoked key cannot be rotated.
+          expect(
+            await page
+              .getByRole('row', { name: /Website backend/ })
+              .getByRole('button', { name: 'Rotate' })
+              .count(),
+          ).toBe(0);
+
+          await rowOf(page, scoped.key).getByRole('button', { name: 'Rotate' }).click();
+          const dialog = page.getByRole('dialog');
+          await expect(dialog.getByLabel('24 hours').isChecked()).resolves.toBe(true);
+          await dialog.getByLabel('No overlap: stop it now').check();
+          await checkAccessibility(page, 'rotate key');
+          await shoot(page, 'key-rotate');
+          await dialog.getByRole('button', { name: 'Rotate', exact: true }).click();
+          const field = dialog.getByLabel('API key');
+          await field.waitFor();
+          const successor = await field.inputValue();
+          expect(successor).toMatch(/^ck_[A-Za-z0-9_-]{32}$/);
+          expect(successor).not.toBe(scoped.key);
+          await dialog.getByText('This key will not be shown again').waitFor();
+          await dialog.getByText('has stopped working').waitFor();
+          // The successor has the same access and expiry.
+          expect(await dialog.locator('dl').textContent()).toContain('deals:read');
+          expect(await dialog.locator('dl time').getAttribute('datetime')).toBe(scoped.expiresAt);
+          await checkAccessibility(page, 'key rotated');
+          await shoot(page, 'key-rotated');
+
+          expect((await s.api('/deals', { key: successor })).status).toBe(200);
+          const write = await s.api('/deals', {
+            key: successor,
             method: 'POST',
-            headers: { 'content-type': 'application/json' },
-            body: JSON.stringify({ key_id: keyId }),
+            json: { title: 'Not allowed' },
           });
-          return res.status;
-        }, s.orgA.keyId);
-        expect(rotateStatus).toBe(403);
-        expect((await s.api('/deals')).status).toBe(200);
-        await memberContext.close();
+          expect(write.body.code).toBe('insufficient_scope');
+          const old = await s.api('/deals', { key: scoped.key });
+          expect(old.status).toBe(401);
+          expect(old.body.code).toBe('expired_api_key');
 
-        await page.reload();
-        await page.getByRole('cell', { name: 'member.person@example.com', exact: true }).waitFor();
-        await checkAccessibility(page, 'team');
-        await shoot(page, 'team');
-        await page.goto(`${s.url}/admin/audit`);
-        await page.getByRole('table', { name: 'Audit log' }).getByText('member.joined').first().waitFor();
-        await checkAccessibility(page, 'audit');
-        await shoot(page, 'audit');
-        await page.goto(`${s.url}/admin/account`);
-        await checkAccessibility(page, 'account');
-        await shoot(page, 'account');
-      });
+          await dialog.getByRole('button', { name: 'Done' }).click();
+          await page.getByLabel('API key', { exact: true }).waitFor({ state: 'detached' });
+          expect(await page.content()).not.toContain(successor);
+          const oldRow = rowOf(page, scoped.key);
+          await oldRow.getByText('Expired').first().waitFor();
+          await oldRow.getByText(`${successor.slice(0, 7)}…`).waitFor();
+          expect(await oldRow.getByRole('button', { name: 'Rotate' }).count()).toBe(0);
 
-      it("an admin of another organization sees nothing of the first's keys, webhooks or people", async () => {
-        const person = await addPerson(s, s.orgB.orgId, 'admin');
-        const context = await browser.newContext();
-        const other = await newPage(context);
-        await other.goto(`${s.url}/admin/sign-in`);
-        await other.getByLabel('Email').fill(person.email);
-        await other.getByLabel('Password').fill(person.password);
-        await other.getByRole('button', { name: 'Sign in' }).click();
-        await other.waitForURL(/\/admin\/keys$/);
-        await other.getByRole('table', { name: 'API keys' }).waitFor();
-        expect(await other.content()).not.toContain('Website backend');
-        await other.goto(`${s.url}/admin/webhooks`);
-        await other.getByRole('heading', { level: 1 }).waitFor();
-        expect(await other.content()).not.toContain(receiver.url(''));
-        await other.goto(`${s.url}/admin/team`);
-        await other.getByRole('table', { name: 'Members' }).waitFor();
-        expect(await other.content()).not.toContain('first.admin@example.com');
-        await context.close();
-      });
+          // The default overlap: the old key keeps working for 24 hours next to its successor.
+          await rowOf(page, successor).getByRole('button', { name: 'Rotate' }).click();
+          await dialog.getByRole('button', { name: 'Rotate', exact: true }).click();
+          await dialog.getByLabel('API key').waitFor();
+          const third = await dialog.getByLabel('API key').inputValue();
+          const until = await dialog
+            .getByText('keeps working until')
+            .locator('time')
+            .getAttribute('datetime');
+          const overlap = Date.parse(until ?? '') - Date.now();
+          expect(overlap).toBeGreaterThan(23 * 3_600_000);
+          expect(overlap).toBeLessThanOrEqual(24 * 3_600_000);
+          expect((await s.api('/deals', { key: third })).status).toBe(200);
+          expect((await s.api('/deals', { key: successor })).status).toBe(200);
+          await dialog.getByRole('button', { name: 'Done' }).click();
+          await page.getByLabel('API key', { exact: true }).waitFor({ state: 'detached' });
+          const rotatedRow = rowOf(page, successor);
+          await rotatedRow.getByText('Rotated').waitFor();
+          await rotatedRow.getByText('Works until').waitFor();
+          expect(await rotatedRow.getByText('Works until').locator('time').getAttribute('datetime')).toBe(
+            until,
+          );
+          expect(await rotatedRow.getByRole('button', { name: 'Rotate' }).count()).toBe(0);
+          await rotatedRow.getByRole('button', { name: 'Revoke' }).waitFor();
+          await checkAccessibility(page, 'keys rotated');
+          await shoot(page, 'keys-rotated');
+        });
 
-      it('works in a narrow window, and no page broke the Content-Security-Policy', async () => {
-        const context = await browser.newContext({ viewport: { width: 375, height: 740 } });
-        await context.addCookies(await admin.cookies());
-        const narrow = await newPage(context);
-        await narrow.goto(`${s.url}/admin/keys`);
-        await narrow.getByRole('table', { name: 'API keys' }).waitFor();
-        const overflow = await narrow.evaluate('document.documentElement.scrollWidth - window.innerWidth');
-        expect(overflow as number).toBeLessThanOrEqual(0);
-        await checkAccessibility(narrow, 'keys (narrow)');
-        await shoot(narrow, 'keys-narrow');
-        await context.close();
-        expect(cspViolations).toEqual([]);
+        it('usage shows the same numbers as GET /usage, and a lowered quota brings the 80% and then the 95% banner', async () => {
+          for (let i = 0; i < 3; i++) await s.api('/deals');
+          const rest = (await s.api('/usage')).body.data;
+          await page.goto(`${s.url}/admin/usage`);
+          const format = (n: number) => new Intl.NumberFormat('en-US').format(n);
+          await page
+            .getByText(
+              `${format(rest.quotas.api_calls.used)} of ${format(rest.quotas.api_calls.limit)} API calls`,
+            )
+            .waitFor();
+          await page.getByRole('img', { name: /calls per day/i }).waitFor();
+          await checkAccessibility(page, 'usage');
+          await shoot(page, 'usage');
+
+          // The calls so far (GET /usage counted itself) against a quota they are 80-95% of.
+          const used = rest.quotas.api_calls.used as number;
+          await setOrgQuota(s.running.db.orm.em.fork(), s.orgA.orgId, {
+            api_calls: Math.floor((used * 100) / 82),
+          });
+          await eventually(
+            'the 80% banner',
+            () => bannerShows(page, `${s.url}/admin/usage`, /reached 80%/),
+            20_000,
+          );
+          await shoot(page, 'usage-banner-80');
+          await setOrgQuota(s.running.db.orm.em.fork(), s.orgA.orgId, { api_calls: used });
+          await eventually(
+            'the 95% banner',
+            () => bannerShows(page, `${s.url}/admin/keys`, /reached 95%/),
+            20_000,
+          );
+          await shoot(page, 'keys-banner-95');
+          await setOrgQuota(s.running.db.orm.em.fork(), s.orgA.orgId, { api_calls: null });
+        });
+
+        it('a webhook to a local receiver gets the test event, its attempt shows in the log, and Replay sends it again', async () => {
+          const hookPath = `/e2e-${driver}`;
+          await page.goto(`${s.url}/admin/webhooks`);
+          await page.getByRole('button', { name: 'Create webhook' }).click();
+          const dialog = page.getByRole('dialog');
+          await dialog.getByLabel('Endpoint URL').fill(receiver.url(hookPath));
+          await dialog.getByLabel('deal.created').check();
+          await dialog.getByRole('button', { name: 'Create', exact: true }).click();
+          const secret = await dialog.getByLabel('Signing secret').inputValue();
+          expect(secret).toMatch(/^whsec_/);
+          receiver.secretFor(hookPath, secret);
+          await shoot(page, 'webhook-created');
+          await dialog.getByRole('button', { name: 'Done' }).click();
+          await page.getByLabel('Signing secret', { exact: true }).waitFor({ state: 'detached' });
+          expect(await page.content()).not.toContain(secret);
+
+          await page.getByRole('button', { name: 'Send test event' }).first().click();
+          const [got] = await receiver.waitFor(hookPath, (r) => r.length >= 1);
+          expect(got?.verifyError).toBeUndefined();
+          new Webhook(secret).verify(got?.body ?? '', got?.headers ?? {});
+          await checkAccessibility(page, 'webhooks');
+          await shoot(page, 'webhooks');
+
+          await page.getByRole('link', { name: 'Deliveries' }).first().click();
+          await page
+            .getByRole('table', { name: 'Deliveries' })
+            .getByText('200')
+            .first()
+            .waitFor({ timeout: 15_000 });
+          await checkAccessibility(page, 'deliveries');
+          await shoot(page, 'deliveries');
+          await page.getByRole('button', { name: 'Replay' }).first().click();
+          const again = await receiver.waitFor(hookPath, (r) => r.length >= 2);
+          expect(again[1]?.headers['webhook-id']).toBe(got?.headers['webhook-id']);
+        });
+
+        it('team and audit log: an invited member sees keys but no Create button, and the server refuses them too', async () => {
+          await page.goto(`${s.url}/admin/team`);
+          await page.getByRole('button', { name: 'Invite' }).click();
+          const dialog = page.getByRole('dialog');
+          await dialog.getByLabel('Role').selectOption('member');
+          await dialog.getByRole('button', { name: 'Create invitation' }).click();
+          const link = await dialog.getByLabel('Invitation link').inputValue();
+          await dialog.getByRole('button', { name: 'Done' }).click();
+
+          const memberContext = await browser.newContext();
+          const memberPage = await newPage(memberContext);
+          await join(memberPage, link, 'member.person@example.com');
+          await memberPage.getByRole('table', { name: 'API keys' }).waitFor();
+          expect(await memberPage.getByRole('button', { name: 'Create API Key' }).count()).toBe(0);
+          expect(await memberPage.getByRole('button', { name: 'Revoke' }).count()).toBe(0);
+          expect(await memberPage.getByRole('button', { name: 'Rotate' }).count()).toBe(0);
+          await shoot(memberPage, 'keys-as-member');
+          const status = await memberPage.evaluate(async () => {
+            const res = await fetch('/admin/trpc/keys.create', {
+              method: 'POST',
+              headers: { 'content-type': 'application/json' },
+              body: JSON.stringify({ name: 'sneaky' }),
+            });
+            return res.status;
+          });
+          expect(status).toBe(403);
+          const rotateStatus = await memberPage.evaluate(async (keyId) => {
+            const res = await fetch('/admin/trpc/keys.rotate', {
+              method: 'POST',
+              headers: { 'content-type': 'application/json' },
+              body: JSON.stringify({ key_id: keyId }),
+            });
+            return res.status;
+          }, s.orgA.keyId);
+          expect(rotateStatus).toBe(403);
+          expect((await s.api('/deals')).status).toBe(200);
+          await memberContext.close();
+
+          await page.reload();
+          await page.getByRole('cell', { name: 'member.person@example.com', exact: true }).waitFor();
+          await checkAccessibility(page, 'team');
+          await shoot(page, 'team');
+          await page.goto(`${s.url}/admin/audit`);
+          await page.getByRole('table', { name: 'Audit log' }).getByText('member.joined').first().waitFor();
+          await checkAccessibility(page, 'audit');
+          await shoot(page, 'audit');
+          await page.goto(`${s.url}/admin/account`);
+          await checkAccessibility(page, 'account');
+          await shoot(page, 'account');
+        });
+
+        it("an admin of another organization sees nothing of the first's keys, webhooks or people", async () => {
+          const person = await addPerson(s, s.orgB.orgId, 'admin');
+          const context = await browser.newContext();
+          const other = await newPage(context);
+          await other.goto(`${s.url}/admin/sign-in`);
+          await other.getByLabel('Email').fill(person.email);
+          await other.getByLabel('Password').fill(person.password);
+          await other.getByRole('button', { name: 'Sign in' }).click();
+          await other.waitForURL(/\/admin\/keys$/);
+          await other.getByRole('table', { name: 'API keys' }).waitFor();
+          expect(await other.content()).not.toContain('Website backend');
+          await other.goto(`${s.url}/admin/webhooks`);
+          await other.getByRole('heading', { level: 1 }).waitFor();
+          expect(await other.content()).not.toContain(receiver.url(''));
+          await other.goto(`${s.url}/admin/team`);
+          await other.getByRole('table', { name: 'Members' }).waitFor();
+          expect(await other.content()).not.toContain('first.admin@example.com');
+          await context.close();
+        });
+
+        it('works in a narrow window, and no page broke the Content-Security-Policy', async () => {
+          const context = await browser.newContext({ viewport: { width: 375, height: 740 } });
+          await context.addCookies(await admin.cookies());
+          const narrow = await newPage(context);
+          await narrow.goto(`${s.url}/admin/keys`);
+          await narrow.getByRole('table', { name: 'API keys' }).waitFor();
+          const overflow = await narrow.evaluate('document.documentElement.scrollWidth - window.innerWidth');
+          expect(overflow as number).toBeLessThanOrEqual(0);
+          await checkAccessibility(narrow, 'keys (narrow)');
+          await shoot(narrow, 'keys-narrow');
+          await context.close();
+          expect(cspViolations).toEqual([]);
+        });
       });
     },
   );

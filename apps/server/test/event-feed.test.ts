@@ -5,8 +5,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DRIVERS, MISSING_ID, startTestServer, type TestOrg, type TestServer } from './harness.ts';
 import { mcpClient } from './mcp-client.ts';
 
-/** How long the concurrent writers run (the issue's 20 s; FEED_TEST_SECONDS to change it). */
-const WRITE_SECONDS = Number(process.env.FEED_TEST_SECONDS ?? 20);
+/**
+ * How long the concurrent writers run: 8 s in the suite, which keeps `npm test` within its 5 minutes;
+ * FEED_TEST_SECONDS=20 for the issue's 20 s (passed 20 s runs on both databases before).
+ */
+const WRITE_SECONDS = Number(process.env.FEED_TEST_SECONDS ?? 8);
 
 interface FeedEvent {
   id: string;
@@ -242,7 +245,7 @@ async function neverSkips(s: TestServer, driver: string): Promise<void> {
       expect(place.get(order[i] as string)).toBeGreaterThan(place.get(order[i - 1] as string) as number);
 }
 
-// Both databases at once (each test starts its own server): the two 20 s runs overlap instead of adding up.
+// Both databases at once (each test starts its own server): the two runs overlap instead of adding up.
 describe.concurrent('the event feed under concurrent writers', () => {
   for (const { driver, label, skip } of DRIVERS)
     it.skipIf(skip)(
