@@ -1,5 +1,6 @@
 import { type EntityManager, ORG_FILTER } from '@crm/db';
 import { ApiError } from './errors.ts';
+import { orgDb } from './org-scope.ts';
 
 /**
  * Hot read paths (lists, details, search, health) are plain SQL: hydrating entities cost more than the
@@ -40,8 +41,12 @@ export async function afterCursor(
 ): Promise<{ condition: string; params: unknown[] } | undefined> {
   if (!query.after) return undefined;
   if (query.offset > 0) throw new ApiError('invalid_request', 'after: give after or offset, not both');
-  const anchor = await orgRows(em, `select 1 from ${list.table} where org_id = ? and id = ?`, [query.after]);
-  if (anchor.length === 0)
+  const anchor = await orgDb(em)
+    .selectFrom(list.table)
+    .select('id')
+    .where('id', '=', query.after)
+    .executeTakeFirst();
+  if (!anchor)
     throw new ApiError(
       'invalid_request',
       `after: no ${list.what} with this id (deleted since?); start again without after`,

@@ -73,9 +73,6 @@ export async function listContacts(em: EntityManager, query: ContactListQuery) {
           searchParams,
         ).then((r) => Number(r[0]?.total ?? 0))
       : keptContactCount(em),
-    query.after
-      ? orgRows(em, 'select 1 from contacts where org_id = ? and id = ?', [query.after])
-      : undefined,
   ]);
   const data = rows.slice(0, query.limit);
   return {

@@ -1,8 +1,9 @@
-import { type EntityManager, sqlOf, transaction } from '@crm/db';
+import { type EntityManager, transaction } from '@crm/db';
 import { sql } from 'kysely';
 import type { z } from 'zod';
 import type { AuthedContext } from '../../context.ts';
 import { notFound } from '../../errors.ts';
+import { orgDb } from '../../org-scope.ts';
 import type { EventListQuery, FeedEvent } from './event-feed.schemas.ts';
 
 /** The advisory lock that makes the sequencer one at a time, across every instance. */
@@ -67,10 +68,9 @@ function toFeedEvent(row: Row): z.infer<typeof FeedEvent> {
 /** The caller's placed events, test events left out: what both reads of the feed start from. */
 async function feedQuery(ctx: AuthedContext) {
   await placeCommittedEvents(ctx.services.orm.em);
-  return sqlOf(ctx.em)
+  return orgDb(ctx.em)
     .selectFrom('outbox_events')
     .select(['id', 'type', 'payload', 'position', 'actor', 'request_id'])
-    .where('org_id', '=', ctx.principal.orgId)
     .where('position', 'is not', null)
     .where('type', '<>', 'webhook.test' as never);
 }

@@ -11,6 +11,7 @@ import { sql } from 'kysely';
 import { uuidv7 } from 'uuidv7';
 import type { OrgScope } from '../../context.ts';
 import { ApiError, notFound } from '../../errors.ts';
+import { orgDb } from '../../org-scope.ts';
 import { currentOrg, isoSql, orgRows } from '../../read-model.ts';
 import { toIso } from '../../schemas.ts';
 import type {
@@ -84,9 +85,8 @@ export async function createWebhook(ctx: OrgScope, input: WebhookCreateInput) {
 
 /** Deletes an endpoint with its deliveries and attempts; nothing more is sent to it. */
 export async function deleteWebhook(em: EntityManager, id: string): Promise<{ url: string }> {
-  const deleted = await sqlOf(em)
+  const deleted = await orgDb(em)
     .deleteFrom('webhook_endpoints')
-    .where('org_id', '=', currentOrg(em))
     .where('id', '=', id)
     .returning('url')
     .executeTakeFirst();
