@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { portableArgv } from '@crm/api';
 import { openDatabase } from '@crm/db';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -99,6 +100,32 @@ async function roundTrip(db: Database): Promise<void> {
 }
 
 describe('command line', () => {
+  it('hands a server the paths of an import made absolute, since it has its own working directory', () => {
+    const abs = (p: string) => path.resolve(p);
+    expect(portableArgv(['import', 'a.csv', '--org', 'x', '--rejects=r.ndjson'])).toEqual([
+      'import',
+      abs('a.csv'),
+      '--org',
+      'x',
+      `--rejects=${abs('r.ndjson')}`,
+    ]);
+    expect(portableArgv(['import', '--org=x', 'a.csv', '--rejects', 'r.ndjson'])).toEqual([
+      'import',
+      '--org=x',
+      abs('a.csv'),
+      '--rejects',
+      abs('r.ndjson'),
+    ]);
+    expect(portableArgv(['key', 'create', '--org', 'x', '--name', 'ci'])).toEqual([
+      'key',
+      'create',
+      '--org',
+      'x',
+      '--name',
+      'ci',
+    ]);
+  });
+
   it('prints usage on stdout and exits 0 for help or no arguments', async () => {
     const db = { CRM_DATA_DIR: path.join(tmpdir(), 'crm-cli-never-opened') };
     // No arguments at all is run as the real process: it checks what main.ts takes from process.argv,

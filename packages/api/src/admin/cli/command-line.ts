@@ -48,9 +48,10 @@ export function usage(): string {
  */
 export function portableArgv(argv: string[]): string[] {
   if (argv[0] !== 'import') return argv;
-  return argv.map((word, i) =>
-    i === 0 || word.startsWith('-') || argv[i - 1] === '--org' ? word : resolve(word),
-  );
+  return argv.map((word, i) => {
+    if (word.startsWith('--rejects=')) return `--rejects=${resolve(word.slice('--rejects='.length))}`;
+    return i === 0 || word.startsWith('-') || argv[i - 1] === '--org' ? word : resolve(word);
+  });
 }
 
 const isHelp = (word: string | undefined) => word === 'help' || word === '--help' || word === '-h';
