@@ -13,11 +13,12 @@ import {
   signIn,
   signInRequest,
 } from './dashboard-client.ts';
-import { DRIVERS, MISSING_ID, startTestServer, type TestServer } from './harness.ts';
+import { describeOnEachDatabase, MISSING_ID, startTestServer, type TestServer } from './harness.ts';
 import { eventually, type Receiver, startReceiver } from './webhook-receiver.ts';
 
-for (const { driver, label, skip } of DRIVERS) {
-  describe.skipIf(skip)(`the dashboard's server side on ${label}`, () => {
+describeOnEachDatabase(
+  (label) => `the dashboard's server side on ${label}`,
+  (driver) => {
     let s: TestServer;
     let receiver: Receiver;
     const logLines: string[] = [];
@@ -521,8 +522,8 @@ for (const { driver, label, skip } of DRIVERS) {
           expect(log).not.toContain(secret);
       });
     });
-  });
-}
+  },
+);
 
 describe('the dashboard behind HTTPS (CRM_PUBLIC_URL=https://…), on embedded PGlite', () => {
   const PUBLIC = 'https://crm.example.test';

@@ -3,6 +3,7 @@ import { createOrganizationWithKey, type QuotaChange, setOrgQuota } from '@crm/a
 import { createCrmRestClient, createCrmTrpcClient } from '@crm/client';
 import { loadConfig } from '@crm/config';
 import pg from 'pg';
+import { describe } from 'vitest';
 import { createLogger, type Logger } from '../src/logger.ts';
 import { type RunningServer, startServer } from '../src/server.ts';
 
@@ -18,6 +19,17 @@ export const DRIVERS: Array<{ driver: DriverName; label: string; skip: boolean }
     skip: !TEST_DATABASE_URL,
   },
 ];
+
+/**
+ * A suite on each database, the two side by side (each starts its own server on its own database), the
+ * steps of each in order: the file takes its slower database's time instead of the sum of both.
+ */
+export function describeOnEachDatabase(title: (label: string) => string, body: (driver: DriverName) => void) {
+  for (const { driver, label, skip } of DRIVERS)
+    describe.skipIf(skip)(title(label), { concurrent: true }, () => {
+      describe('step by step', { concurrent: false }, () => body(driver));
+    });
+}
 
 export interface TestOrg {
   orgId: string;

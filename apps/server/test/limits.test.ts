@@ -10,7 +10,7 @@ import { type RunningServer, startServer } from '../src/server.ts';
 import {
   type ApiResponse,
   CONTRACT_RATE_LIMITS,
-  DRIVERS,
+  describeOnEachDatabase,
   ISO,
   MISSING_ID,
   nextMonthStart,
@@ -86,8 +86,9 @@ async function burst(count: number, send: () => Promise<ApiResponse>, concurrenc
   return results;
 }
 
-for (const { driver, label, skip } of DRIVERS) {
-  describe.skipIf(skip)(`rate limits and quotas on ${label}`, () => {
+describeOnEachDatabase(
+  (label) => `rate limits and quotas on ${label}`,
+  (driver) => {
     let s: TestServer;
 
     beforeAll(async () => {
@@ -480,5 +481,5 @@ for (const { driver, label, skip } of DRIVERS) {
         await short.stop();
       }
     });
-  });
-}
+  },
+);

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { pruneWebhookHistory } from '@crm/webhooks';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { DRIVERS, ISO, startTestServer, type TestServer, UUID } from './harness.ts';
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { describeOnEachDatabase, ISO, startTestServer, type TestServer, UUID } from './harness.ts';
 import { eventually, type Received, type Receiver, startReceiver } from './webhook-receiver.ts';
 
 /** Fast settings, so that retries, timeouts and deactivation happen within seconds. */
@@ -27,8 +27,9 @@ const DEAL_AND_CONTACT_EVENTS = [
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const ofType = (got: Received[], type: string) => got.filter((r) => r.payload?.type === type);
 
-for (const { driver, label, skip } of DRIVERS) {
-  describe.skipIf(skip)(`webhook delivery on ${label}`, () => {
+describeOnEachDatabase(
+  (label) => `webhook delivery on ${label}`,
+  (driver) => {
     let s: TestServer;
     let receiver: Receiver;
     let stages: Array<{ id: string; name: string; stage_type: string }>;
@@ -452,11 +453,12 @@ for (const { driver, label, skip } of DRIVERS) {
       expect(left).toHaveLength(1);
       expect(left[0].attempts).toHaveLength(1);
     });
-  });
-}
+  },
+);
 
-for (const { driver, label, skip } of DRIVERS) {
-  describe.skipIf(skip)(`webhook retries running out on ${label}`, () => {
+describeOnEachDatabase(
+  (label) => `webhook retries running out on ${label}`,
+  (driver) => {
     let s: TestServer;
     let receiver: Receiver;
     beforeAll(async () => {
@@ -514,5 +516,5 @@ for (const { driver, label, skip } of DRIVERS) {
       expect((got[1] as Received).at - (got[0] as Received).at).toBeGreaterThanOrEqual(1_900);
       expect(got.every((r) => r.verifyError === undefined)).toBe(true);
     });
-  });
-}
+  },
+);
