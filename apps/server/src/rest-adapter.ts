@@ -13,7 +13,11 @@ export function matchRoute(prefix: string): Middleware {
   return async (ctx, next) => {
     if (!ctx.path.startsWith(`${prefix}/`)) return next();
     const path = ctx.path.slice(prefix.length);
-    const matching = routes.filter((r) => r.pattern.test(path));
+    const candidates = routes.filter((r) => r.pattern.test(path));
+    // A literal path (`/deals/batch`) is its own resource, not an id of the templated one (`/deals/{id}`):
+    // GET /deals/batch is 405 (POST only), not a 400 about an id.
+    const literal = candidates.filter((r) => r.path === path);
+    const matching = literal.length > 0 ? literal : candidates;
     if (matching.length === 0) throw new ApiError('not_found', `No such endpoint: ${ctx.method} ${ctx.path}`);
     // HEAD is a GET whose body is not sent (Koa leaves it out).
     const method = ctx.method === 'HEAD' ? 'GET' : ctx.method;

@@ -14,6 +14,21 @@ for (const { driver, label, skip } of DRIVERS) {
     const used = async (key: string) =>
       (await s.api('/usage', { key })).body.data.quotas.api_calls.used as number;
 
+    it('answers another method on /deals/batch or /contacts/batch 405 with Allow: POST, not a 400 about an id', async () => {
+      for (const [method, path] of [
+        ['GET', '/deals/batch'],
+        ['PATCH', '/deals/batch'],
+        ['DELETE', '/contacts/batch'],
+      ] as const) {
+        const res = await s.api(path, { method });
+        expect(res.status, `${method} ${path}`).toBe(405);
+        expect(res.headers.get('allow')).toBe('POST');
+        expect(res.body.code).toBe('method_not_allowed');
+      }
+      // A templated path still takes an id of any other shape.
+      expect((await s.api(`/deals/${MISSING_ID}`)).status).toBe(404);
+    });
+
     it('creates every deal in order, each with its activity and event, and counts each item as a call', async () => {
       const org = await s.newOrg('Batch org');
       const before = await used(org.apiKey);
