@@ -1,23 +1,28 @@
 import { type EntityManager, sqlOf, type Tables } from '@crm/db';
 import {
   AliasNode,
+  AndNode,
   BinaryOperationNode,
   ColumnNode,
   type DeleteQueryNode,
   IdentifierNode,
-  JoinNode,
+  type InsertQueryNode,
+  type JoinNode,
   type Kysely,
   type KyselyPlugin,
+  type MergeQueryNode,
+  OnNode,
   type OperationNode,
   OperationNodeTransformer,
   OperatorNode,
+  ParensNode,
   type PluginTransformQueryArgs,
   type PluginTransformResultArgs,
   type QueryId,
   type QueryResult,
   ReferenceNode,
   type RootOperationNode,
-  type SelectQueryNode,
+  SelectQueryNode,
   TableNode,
   type UnknownRow,
   type UpdateQueryNode,
@@ -54,11 +59,28 @@ export const TENANT_TABLES: ReadonlySet<string> = new Set([
 ]);
 
 /**
+ * The tables without an `org_id` column, each for its reason: the organizations themselves, sign-in
+ * records (scoped through their user), idempotency records (scoped by API key), and the server's own.
+ * The test requires every table to be in one list or the other, so a new one is a decision, not a default.
+ */
+export const UNSCOPED_TABLES: ReadonlySet<string> = new Set([
+  'accounts',
+  'idempotency_keys',
+  'mikro_orm_migrations',
+  'organizations',
+  'server_secrets',
+  'sessions',
+  'verifications',
+]);
+
+/**
  * The typed query builder (Kysely, as MikroORM 7 exposes it) scoped to the caller's organization: every
- * tenant table a select, update or delete reads, in its FROM, its joins and its subqueries, gets
- * `<table or alias>.org_id = <organization>` added by the builder itself, so a query cannot forget it
- * nor shift its parameters. The one way to scope a query written with the builder; `orgRows` remains for
- * the raw SQL the builder cannot say (CTE-heavy analytics).
+ * tenant table a select, update or delete reads (FROM, inner and left joins, subqueries, UPDATE … FROM,
+ * DELETE … USING) gets `<table or alias>.org_id = <organization>` added by the builder itself, so a query
+ * cannot forget it nor shift its parameters. What it cannot scope it refuses rather than run: raw SQL in
+ * FROM or a join, right/full/cross joins of a tenant table, inserts and merges. Raw SQL fragments in
+ * conditions are the caller's (a table named only inside `sql\`…\`` is not seen). The one way to scope a
+ * query written with the builder; `orgRows` remains for the raw SQL the builder cannot say.
  */
 export function orgDb(em: EntityManager): Kysely<Tables> {
   return sqlOf(em).withPlugin(new OrgScopePlugin(currentOrg(em)));
@@ -77,6 +99,9 @@ class OrgScopePlugin implements KyselyPlugin {
   }
 }
 
+/** Joins whose ON condition removes rows of the joined table: the organization's condition may go there. */
+const FILTERING_JOINS = new Set(['InnerJoin', 'LeftJoin', 'LateralInnerJoin', 'LateralLeftJoin']);
+
 class OrgScopeTransformer extends OperationNodeTransformer {
   readonly #orgId: string;
   constructor(orgId: string) {
@@ -84,13 +109,19 @@ class OrgScopeTransformer extends OperationNodeTransformer {
     this.#orgId = orgId;
   }
 
-  /** The name a tenant table is referred to by in its query (its alias, else its name), or undefined. */
+  /**
+   * The name a tenant table is referred to by in its query (its alias, else its name); undefined for a
+   * table without organizations or a subquery (scoped on its own). Anything else, a raw SQL fragment in
+   * FROM or a join, is refused: the builder cannot see what it reads.
+   */
   #tenantName(node: OperationNode): string | undefined {
     if (TableNode.is(node))
       return TENANT_TABLES.has(node.table.identifier.name) ? node.table.identifier.name : undefined;
     if (AliasNode.is(node) && TableNode.is(node.node) && IdentifierNode.is(node.alias))
       return TENANT_TABLES.has(node.node.table.identifier.name) ? node.alias.name : undefined;
-    return undefined;
+    if (AliasNode.is(node) && SelectQueryNode.is(node.node)) return undefined;
+    const kind = AliasNode.is(node) ? node.node.kind : node.kind;
+    throw new Error(`orgDb: cannot scope a ${kind} in FROM or a join; use a table or a subquery`);
   }
 
   #scope(name: string): OperationNode {
@@ -101,37 +132,55 @@ class OrgScopeTransformer extends OperationNodeTransformer {
     );
   }
 
+  /** `(<condition>) and <scope>`: in brackets, so a raw `a or b` cannot take the scope into one branch. */
+  #and(condition: OperationNode | undefined, scope: OperationNode): OperationNode {
+    return condition ? AndNode.create(ParensNode.create(condition), scope) : scope;
+  }
+
   #where(where: WhereNode | undefined, tables: readonly OperationNode[]): WhereNode | undefined {
-    let out = where;
+    let condition = where?.where;
     for (const table of tables) {
       const name = this.#tenantName(table);
-      if (name === undefined) continue;
-      out = out
-        ? WhereNode.cloneWithOperation(out, 'And', this.#scope(name))
-        : WhereNode.create(this.#scope(name));
+      if (name !== undefined) condition = this.#and(condition, this.#scope(name));
     }
-    return out;
+    return condition ? WhereNode.create(condition) : undefined;
+  }
+
+  #joins(joins: readonly JoinNode[] | undefined): readonly JoinNode[] | undefined {
+    return joins?.map((join) => {
+      const name = this.#tenantName(join.table);
+      if (name === undefined) return join;
+      // A right, full or cross join keeps the joined table's rows whatever its ON says.
+      if (!FILTERING_JOINS.has(join.joinType))
+        throw new Error(`orgDb: cannot scope a ${join.joinType} of ${name}; use an inner or left join`);
+      return { ...join, on: OnNode.create(this.#and(join.on?.on, this.#scope(name))) };
+    });
   }
 
   protected override transformSelectQuery(node: SelectQueryNode, queryId?: QueryId): SelectQueryNode {
     const out = super.transformSelectQuery(node, queryId);
-    return {
-      ...out,
-      where: this.#where(out.where, out.from?.froms ?? []),
-      joins: out.joins?.map((join) => {
-        const name = this.#tenantName(join.table);
-        return name === undefined ? join : JoinNode.cloneWithOn(join, this.#scope(name));
-      }),
-    };
+    return { ...out, where: this.#where(out.where, out.from?.froms ?? []), joins: this.#joins(out.joins) };
   }
 
   protected override transformUpdateQuery(node: UpdateQueryNode, queryId?: QueryId): UpdateQueryNode {
     const out = super.transformUpdateQuery(node, queryId);
-    return { ...out, where: this.#where(out.where, out.table ? [out.table] : []) };
+    const tables = [...(out.table ? [out.table] : []), ...(out.from?.froms ?? [])];
+    return { ...out, where: this.#where(out.where, tables), joins: this.#joins(out.joins) };
   }
 
   protected override transformDeleteQuery(node: DeleteQueryNode, queryId?: QueryId): DeleteQueryNode {
     const out = super.transformDeleteQuery(node, queryId);
-    return { ...out, where: this.#where(out.where, out.from.froms) };
+    const tables = [...out.from.froms, ...(out.using?.tables ?? [])];
+    return { ...out, where: this.#where(out.where, tables), joins: this.#joins(out.joins) };
+  }
+
+  // Inserts name their organization themselves (and an upsert's conflict target could be another's row);
+  // a merge reads and writes on both sides. Neither goes through the scoped builder.
+  protected override transformInsertQuery(): InsertQueryNode {
+    throw new Error('orgDb: inserts set org_id themselves; use sqlOf(em) for them');
+  }
+
+  protected override transformMergeQuery(): MergeQueryNode {
+    throw new Error('orgDb: merge is not scoped; use sqlOf(em) with explicit org_id conditions');
   }
 }

@@ -2,7 +2,7 @@ import { type Database, ORG_FILTER, openDatabase } from '@crm/db';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOrganizationWithKey } from '../src/index.ts';
-import { orgDb, TENANT_TABLES } from '../src/org-scope.ts';
+import { orgDb, TENANT_TABLES, UNSCOPED_TABLES } from '../src/org-scope.ts';
 
 /** The organization-scoped builder adds `org_id = <organization>` itself, wherever a tenant table is read. */
 describe('orgDb, the organization-scoped query builder (embedded database)', () => {
@@ -25,13 +25,14 @@ describe('orgDb, the organization-scoped query builder (embedded database)', () 
     await db?.close();
   });
 
-  it('knows every table with an org_id column', async () => {
-    const rows = await db.orm.em
-      .fork()
-      .execute<{ table_name: string }[]>(
-        "select table_name from information_schema.columns where column_name = 'org_id' and table_schema = 'public' order by 1",
-      );
-    expect([...TENANT_TABLES].sort()).toEqual(rows.map((r) => r.table_name));
+  it('knows every table with an org_id column, and every other table is listed as unscoped on purpose', async () => {
+    const rows = await db.orm.em.fork().execute<{ table_name: string; scoped: boolean }[]>(
+      `select t.table_name, exists (select 1 from information_schema.columns c where c.table_schema = 'public'
+                and c.table_name = t.table_name and c.column_name = 'org_id') as scoped
+         from information_schema.tables t where t.table_schema = 'public' and t.table_type = 'BASE TABLE' order by 1`,
+    );
+    expect([...TENANT_TABLES].sort()).toEqual(rows.filter((r) => r.scoped).map((r) => r.table_name));
+    expect([...UNSCOPED_TABLES].sort()).toEqual(rows.filter((r) => !r.scoped).map((r) => r.table_name));
   });
 
   it('scopes the FROM, each join and each subquery, by alias', () => {
@@ -42,9 +43,54 @@ describe('orgDb, the organization-scoped query builder (embedded database)', () 
       .where('d.id', 'in', (eb) => eb.selectFrom('contacts').select('deal_id'))
       .compile();
     expect(query.sql).toBe(
-      'select "d"."id", "s"."name" from "deals" as "d" inner join "pipeline_stages" as "s" on "s"."id" = "d"."stage_id" and "s"."org_id" = $1 where "d"."id" in (select "deal_id" from "contacts" where "contacts"."org_id" = $2) and "d"."org_id" = $3',
+      'select "d"."id", "s"."name" from "deals" as "d" inner join "pipeline_stages" as "s" on ("s"."id" = "d"."stage_id") and "s"."org_id" = $1 where ("d"."id" in (select "deal_id" from "contacts" where "contacts"."org_id" = $2)) and "d"."org_id" = $3',
     );
     expect(query.parameters).toEqual([orgA, orgA, orgA]);
+  });
+
+  it('keeps a raw OR on its side of the scope, and scopes UPDATE … FROM and DELETE … USING', () => {
+    const a = orgDb(scopedTo(orgA));
+    const or = a
+      .selectFrom('deals')
+      .select('id')
+      .where(sql<boolean>`title ilike ${'%x%'} or notes ilike ${'%x%'}`)
+      .compile();
+    expect(or.sql).toBe(
+      'select "id" from "deals" where (title ilike $1 or notes ilike $2) and "deals"."org_id" = $3',
+    );
+    const update = a
+      .updateTable('deals')
+      .from('pipeline_stages as s')
+      .set({ title: 'x' })
+      .whereRef('s.id', '=', 'deals.stage_id')
+      .compile();
+    expect(update.sql).toContain('and "deals"."org_id" = $2) and "s"."org_id" = $3');
+    const remove = a
+      .deleteFrom('contacts')
+      .using('deals as d')
+      .whereRef('d.id', '=', 'contacts.deal_id')
+      .compile();
+    expect(remove.sql).toContain('"contacts"."org_id" = $1) and "d"."org_id" = $2');
+  });
+
+  it('refuses what it cannot scope instead of running it unscoped', () => {
+    const a = orgDb(scopedTo(orgA));
+    expect(() =>
+      a
+        .selectFrom('pipelines as p')
+        .rightJoin('deals as d', 'd.pipeline_id', 'p.id')
+        .select('d.id')
+        .compile(),
+    ).toThrow(/cannot scope a RightJoin of d/);
+    expect(() => a.selectFrom(sql`deals`.as('d')).select(sql`1`.as('one')).compile()).toThrow(
+      /cannot scope a RawNode/,
+    );
+    expect(() =>
+      a
+        .insertInto('webhook_endpoints')
+        .values({ id: 'x', org_id: orgB } as never)
+        .compile(),
+    ).toThrow(/inserts set org_id themselves/);
   });
 
   it('reads, updates and deletes only the caller organization’s rows', async () => {
