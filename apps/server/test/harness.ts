@@ -25,10 +25,13 @@ export const DRIVERS: Array<{ driver: DriverName; label: string; skip: boolean }
  * steps of each in order: the file takes its slower database's time instead of the sum of both.
  */
 export function describeOnEachDatabase(title: (label: string) => string, body: (driver: DriverName) => void) {
-  for (const { driver, label, skip } of DRIVERS)
-    describe.skipIf(skip)(title(label), { concurrent: true }, () => {
-      describe('step by step', { concurrent: false }, () => body(driver));
-    });
+  // The pair in a suite of its own: two calls in one file run one pair after the other, not four at once.
+  describe(title('each database'), () => {
+    for (const { driver, label, skip } of DRIVERS)
+      describe.skipIf(skip)(title(label), { concurrent: true }, () => {
+        describe('step by step', { concurrent: false }, () => body(driver));
+      });
+  });
 }
 
 export interface TestOrg {
