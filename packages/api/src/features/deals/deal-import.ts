@@ -115,18 +115,19 @@ export async function importDeals(
     for await (const { line, value, unreadable } of rows) {
       tally.read++;
       const parsed = DealImportRow.safeParse(unreadable === undefined ? value : undefined);
-      const failure =
-        unreadable ??
-        (parsed.success ? await placement.check(parsed.data) : describeZodIssues(parsed.error.issues));
-      if (failure !== undefined || !parsed.success) {
+      const placed = parsed.success
+        ? await placement.place(parsed.data)
+        : describeZodIssues(parsed.error.issues);
+      if (unreadable !== undefined || typeof placed === 'string' || !parsed.success) {
         tally.rejected++;
-        await handlers.rejected({ line, error: failure ?? 'invalid row', row: value });
+        const error = unreadable ?? (typeof placed === 'string' ? placed : 'invalid row');
+        await handlers.rejected({ line, error, row: value });
         continue;
       }
       const row = parsed.data;
       const now = new Date();
       const createdAt = row.created_at ? new Date(row.created_at) : now;
-      const deal = createdDealRows(orgId, row, await placement.place(row), createdAt, now);
+      const deal = createdDealRows(orgId, row, placed, createdAt, now);
       const contacts = (row.contacts ?? []).map((c) =>
         createdContactRows(orgId, deal.dto.id, c, createdAt, now),
       );
@@ -232,29 +233,23 @@ class StagePlacement {
     return stages;
   }
 
-  /** Why the row cannot be placed, or undefined. */
-  async check(row: DealImportRow): Promise<string | undefined> {
+  /**
+   * The row's stage and its pipeline's stages, or why the row cannot be placed: as `POST /deals` resolves
+   * it, by `stage_id` or by `stage` (a name, case-insensitive), else the pipeline's first stage.
+   */
+  async place(row: DealImportRow): Promise<{ stage: StageRow; stages: StageRow[] } | string> {
     const stages = await this.stagesOf(row.pipeline_id);
     const first = stages[0];
     if (!first) return 'pipeline_id: no such pipeline';
     const byId = row.stage_id ? stages.find((s) => s.id === row.stage_id) : undefined;
     if (row.stage_id && !byId) return `stage_id: no such stage in pipeline ${first.pipeline_id}`;
-    if (row.stage !== undefined) {
-      const byName = stages.find((s) => s.name.toLowerCase() === row.stage?.toLowerCase());
-      if (!byName)
-        return `stage: no stage named ${JSON.stringify(row.stage)} in pipeline ${first.pipeline_name} (${stages.map((s) => s.name).join(', ')})`;
-      if (byId && byId.id !== byName.id) return 'stage: names another stage than stage_id';
-    }
-    return undefined;
-  }
-
-  /** The row's stage and its pipeline's stages (the row passed `check`). */
-  async place(row: DealImportRow): Promise<{ stage: StageRow; stages: StageRow[] }> {
-    const stages = await this.stagesOf(row.pipeline_id);
-    const stage =
-      stages.find((s) => s.id === row.stage_id) ??
-      stages.find((s) => s.name.toLowerCase() === row.stage?.toLowerCase()) ??
-      (stages[0] as StageRow);
-    return { stage, stages };
+    const byName =
+      row.stage === undefined
+        ? undefined
+        : stages.find((s) => s.name.toLowerCase() === row.stage?.toLowerCase());
+    if (row.stage !== undefined && !byName)
+      return `stage: no stage named ${JSON.stringify(row.stage)} in pipeline ${first.pipeline_name} (${stages.map((s) => s.name).join(', ')})`;
+    if (byId && byName && byId.id !== byName.id) return 'stage: names another stage than stage_id';
+    return { stage: byId ?? byName ?? first, stages };
   }
 }
