@@ -122,6 +122,10 @@ export async function startTestServer(
     if (!TEST_DATABASE_URL) throw new Error('TEST_DATABASE_URL is not set');
     const created = await createDatabase(TEST_DATABASE_URL);
     dbEnv.DATABASE_URL = created.url;
+    // Two files at a time, each with servers and writers, keep this machine's cores busy: a new connection
+    // may take longer than the production default of 2 s (seen once in the event feed's eight writers).
+    // Tests of the timeout itself set their own.
+    dbEnv.DATABASE_CONNECT_TIMEOUT_MS = '10000';
     dropDatabase = created.drop;
   } else {
     dbEnv.CRM_DATA_DIR = 'memory://';
