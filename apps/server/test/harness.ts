@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { createOrganizationWithKey, type QuotaChange, setOrgQuota } from '@crm/api';
 import { createCrmRestClient, createCrmTrpcClient } from '@crm/client';
 import { loadConfig } from '@crm/config';
 import pg from 'pg';
-import { describe } from 'vitest';
+import { describe, inject } from 'vitest';
 import { createLogger, type Logger } from '../src/logger.ts';
 import { type RunningServer, startServer } from '../src/server.ts';
 
@@ -111,6 +112,13 @@ export async function createDatabase(adminUrl: string): Promise<{ url: string; d
   };
 }
 
+/** The migrated embedded database every in-memory server starts from (embedded-image.global.ts), read once. */
+let embeddedImage: Blob | undefined;
+function embeddedImageOf(): Blob {
+  embeddedImage ??= new Blob([readFileSync(inject('embeddedImage'))]);
+  return embeddedImage;
+}
+
 export async function startTestServer(
   driver: DriverName,
   env: Record<string, string> = {},
@@ -140,7 +148,11 @@ export async function startTestServer(
     ...dbEnv,
     ...env,
   };
-  const config = loadConfig(serverEnv);
+  const loaded = loadConfig(serverEnv);
+  const config =
+    loaded.database.kind === 'pglite' && loaded.database.dataDir === 'memory://'
+      ? { ...loaded, database: { ...loaded.database, image: embeddedImageOf() } }
+      : loaded;
   const running = await startServer(config, options.logger ?? createLogger(config));
   const em = running.db.orm.em.fork();
   const a = await createOrganizationWithKey(em, 'Org A');

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT, type ServerProcess, spawnServer as spawn } from './server-process.ts';
+import { firstKeyOf, ROOT, type ServerProcess, spawnServer as spawn } from './server-process.ts';
 
 /** The server on an embedded data directory. */
 const spawnServer = (dataDir: string): Promise<ServerProcess & { url: string }> =>
@@ -17,7 +17,7 @@ describe('the server process', () => {
   beforeAll(async () => {
     dataDir = mkdtempSync(path.join(tmpdir(), 'crm-process-'));
     server = await spawnServer(dataDir);
-    apiKey = /ck_[A-Za-z0-9_-]{32}/.exec(server.stderr())?.[0] ?? '';
+    apiKey = await firstKeyOf(server);
   });
   afterAll(async () => {
     if (server.child.exitCode === null) {

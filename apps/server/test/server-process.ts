@@ -51,6 +51,20 @@ export async function spawnServer(env: Record<string, string>): Promise<ServerPr
   return { child, url, stdout, stderr: () => stderr, exited };
 }
 
+/**
+ * The API key a first start printed on stderr. The log line spawnServer waits for comes on stdout, a pipe of
+ * its own, so it can arrive before the key written just before it: wait for the key too.
+ */
+export async function firstKeyOf(p: ServerProcess, timeoutMs = 10_000): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const key = /ck_[A-Za-z0-9_-]{32}/.exec(p.stderr())?.[0];
+    if (key) return key;
+    if (Date.now() > deadline) throw new Error(`no API key on stderr within ${timeoutMs} ms: ${p.stderr()}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
 /** Stops a process with `signal` (if it still runs) and waits for it to exit. */
 export async function stopProcess(p: ServerProcess | undefined, signal: NodeJS.Signals = 'SIGTERM') {
   if (!p) return undefined;

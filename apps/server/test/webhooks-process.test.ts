@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDatabase } from './harness.ts';
-import { type ServerProcess, spawnServer, stopProcess } from './server-process.ts';
+import { firstKeyOf, type ServerProcess, spawnServer, stopProcess } from './server-process.ts';
 import { eventually, type Receiver, startReceiver } from './webhook-receiver.ts';
 
 const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL;
@@ -25,7 +25,6 @@ function client(url: () => string | undefined, apiKey: () => string) {
     return { status: res.status, body: (await res.json()) as any };
   };
 }
-const keyIn = (p: ServerProcess) => /ck_[A-Za-z0-9_-]{32}/.exec(p.stderr())?.[0] ?? '';
 
 describe('webhooks across a crash of the embedded server', () => {
   let dataDir: string;
@@ -53,7 +52,7 @@ describe('webhooks across a crash of the embedded server', () => {
     const env = { ...FAST, CRM_DATA_DIR: dataDir, CRM_WEBHOOKS_TIMEOUT_MS: '30000' };
     receiver.behave('/crash', { hang: true });
     server = await spawnServer(env);
-    apiKey = keyIn(server);
+    apiKey = await firstKeyOf(server);
     const hook = await api('/webhooks', {
       method: 'POST',
       json: { url: receiver.url('/crash'), events: ['deal.created'] },
@@ -116,7 +115,7 @@ describe.skipIf(!TEST_DATABASE_URL)(
       env = { ...FAST, DATABASE_URL: database.url, CRM_WEBHOOKS_TIMEOUT_MS: '1000' };
       // The API process migrates the database and, on this empty one, prints its first key.
       apiServer = await spawnServer({ ...env, CRM_ROLE: 'api' });
-      apiKey = keyIn(apiServer);
+      apiKey = await firstKeyOf(apiServer);
     });
     afterAll(async () => {
       await Promise.all([...workers.map((w) => stopProcess(w, 'SIGKILL')), stopProcess(apiServer)]);

@@ -108,7 +108,16 @@ export type Config = Readonly<{
   port: number;
   logLevel: z.infer<typeof EnvSchema>['LOG_LEVEL'];
   database:
-    | { kind: 'pglite'; dataDir: string }
+    | {
+        kind: 'pglite';
+        dataDir: string;
+        /**
+         * An in-memory database (`memory://`) starts from this data directory image (PGlite's
+         * `dumpDataDir`) instead of an empty cluster. Set by code, never from the environment: the test
+         * harness starts each server from one migrated image (1.6 s less of CPU per server).
+         */
+        image?: Blob;
+      }
     | {
         kind: 'postgresql';
         url: string;

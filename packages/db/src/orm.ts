@@ -4,6 +4,7 @@ import { connect, createServer, type Server, type Socket } from 'node:net';
 import { hostname, tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Config } from '@crm/config';
+import { PGlite } from '@electric-sql/pglite';
 import { btree_gin } from '@electric-sql/pglite/contrib/btree_gin';
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { type Options, TransactionPropagation } from '@mikro-orm/core';
@@ -121,6 +122,15 @@ function baseOptions(): Partial<Options> {
 }
 
 const isMemory = (dataDir: string) => dataDir.startsWith('memory:');
+
+/**
+ * A Blob MikroORM hands to PGlite as it is: it deep-copies driverOptions, and a copied Blob has lost its
+ * bytes ("Illegal invocation" on read); an object with a `clone()` is copied by calling it. Blobs are immutable.
+ */
+function uncloned(blob: Blob): Blob {
+  const kept = new Blob([blob], { type: blob.type });
+  return Object.assign(kept, { clone: () => kept });
+}
 
 function readHolder(holderFile: string): Holder | undefined {
   try {
@@ -308,7 +318,10 @@ export async function openDatabase(database: DatabaseConfig, role: string): Prom
       orm = (await PgliteMikroORM.init({
         ...baseOptions(),
         dbName: clusterDir,
-        driverOptions: { extensions: { pg_trgm, btree_gin } },
+        driverOptions: {
+          extensions: { pg_trgm, btree_gin },
+          ...(database.image && isMemory(clusterDir) ? { loadDataDir: uncloned(database.image) } : {}),
+        },
       })) as unknown as Orm;
     } catch (err) {
       await release?.();
@@ -350,6 +363,30 @@ export async function openDatabase(database: DatabaseConfig, role: string): Prom
       await release?.();
     },
   };
+}
+
+/**
+ * An empty embedded database with every migration applied, as a data directory image for the `image` of
+ * an in-memory database's configuration: starting from it skips PGlite's cluster creation and the
+ * migrations (0.3 s instead of 1.9 s of CPU).
+ */
+export async function migratedEmbeddedImage(): Promise<Blob> {
+  const pglite = await PGlite.create('memory://', { extensions: { pg_trgm, btree_gin } });
+  try {
+    const orm = await PgliteMikroORM.init({
+      ...baseOptions(),
+      dbName: 'memory://',
+      driverOptions: { pglite },
+    });
+    try {
+      await orm.migrator.up();
+    } finally {
+      await orm.close(true);
+    }
+    return await pglite.dumpDataDir('none');
+  } finally {
+    await pglite.close();
+  }
 }
 
 /** How often the embedded database refreshes its planner statistics and reclaims dead rows. */
