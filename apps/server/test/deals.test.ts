@@ -149,6 +149,34 @@ for (const { driver, label, skip } of DRIVERS) {
       for (const a of res.body.data.recent_activities) expect(a.created_at).toMatch(ISO);
     });
 
+    it('shows the 20 newest activities, newest first, and every stakeholder in the order added', async () => {
+      const deal = (await s.api('/deals', { method: 'POST', json: { title: 'Busy deal' } })).body.data;
+      for (const name of ['First', 'Second', 'Third'])
+        expect((await s.api('/contacts', { method: 'POST', json: { name, deal_id: deal.id } })).status).toBe(
+          201,
+        );
+      for (let i = 1; i <= 22; i++)
+        expect(
+          (await s.api(`/deals/${deal.id}`, { method: 'PATCH', json: { notes: `call ${i}` } })).status,
+        ).toBe(200);
+      const res = await s.api(`/deals/${deal.id}`);
+      expect(res.status).toBe(200);
+      expect(res.body.data.stakeholders.map((c: { name: string }) => c.name)).toEqual([
+        'First',
+        'Second',
+        'Third',
+      ]);
+      const stored = await s.sql<{ id: string }>(
+        'select id from activities where deal_id = ? order by created_at desc, id desc limit 20',
+        [deal.id],
+      );
+      expect(res.body.data.recent_activities.map((a: { id: string }) => a.id)).toEqual(
+        stored.map((a) => a.id),
+      );
+      expect(res.body.data.recent_activities[0]).toMatchObject({ type: 'deal_updated' });
+      expect(res.body.data.recent_activities).toHaveLength(20);
+    });
+
     it('updates only the given fields, records each change, and follows the stage with lifecycle', async () => {
       const deal = (await s.api('/deals', { method: 'POST', json: { title: 'Patch me', value: 100 } })).body
         .data;

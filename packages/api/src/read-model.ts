@@ -26,6 +26,9 @@ export function orgRows<T extends object>(
 export const isoSql = (column: string) =>
   `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
+/** A json column: parsed by the driver (pg) or handed back as text (PGlite, for some expressions). */
+export const asJson = <T>(v: unknown): T => (typeof v === 'string' ? (JSON.parse(v) as T) : (v as T));
+
 export const numberOrNull = (v: unknown): number | null => (v == null ? null : Number(v));
 
 /**

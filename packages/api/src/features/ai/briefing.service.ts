@@ -8,10 +8,10 @@ import {
 } from '@crm/ai';
 import type { EntityManager } from '@crm/db';
 import type { AuthedContext } from '../../context.ts';
-import { currentOrg, orgRows } from '../../read-model.ts';
+import { asJson, currentOrg, orgRows } from '../../read-model.ts';
 import { ACTIVE_AT, KEPT_TOTALS, stagesOfType } from '../pipeline/open-pipeline.sql.ts';
 import { activityTextSql } from './activity-text.sql.ts';
-import { asDateOrNull, asJson } from './rows.ts';
+import { asDateOrNull } from './rows.ts';
 import { aiRuntime } from './runtime.ts';
 
 /** Signals are counted over this many past days. */

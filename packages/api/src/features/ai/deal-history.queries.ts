@@ -1,8 +1,8 @@
 import type { DealHistory, StageFacts } from '@crm/ai';
 import { HISTORY_DAYS, HISTORY_MAX_DEALS, SYSTEM_ACTIVITY_TYPES } from '@crm/ai';
 import type { EntityManager } from '@crm/db';
-import { orgRows } from '../../read-model.ts';
-import { asDate, asDateOrNull, asJson } from './rows.ts';
+import { asJson, orgRows } from '../../read-model.ts';
+import { asDate, asDateOrNull } from './rows.ts';
 
 interface DealRow {
   id: string;
