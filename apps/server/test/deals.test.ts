@@ -99,6 +99,8 @@ for (const { driver, label, skip } of DRIVERS) {
       const total = page.body.meta.total;
       const next = await s.api(`/deals?limit=2&offset=${total - 1}`);
       expect(next.body.data).toHaveLength(1);
+      const past = await s.api(`/deals?limit=2&offset=${total}`);
+      expect(past.body).toEqual({ data: [], meta: { total, limit: 2, offset: total, next_cursor: null } });
 
       const defaults = await s.api('/deals');
       expect(defaults.body.meta).toMatchObject({ limit: 50, offset: 0 });

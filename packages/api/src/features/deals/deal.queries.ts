@@ -1,6 +1,6 @@
 import type { Deal, EntityManager } from '@crm/db';
 import type { z } from 'zod';
-import { afterCursor, asJson, isoSql, numberOrNull, orgRows } from '../../read-model.ts';
+import { afterCursor, asJson, currentOrg, isoSql, numberOrNull, orgRows } from '../../read-model.ts';
 import { toIso } from '../../schemas.ts';
 import type { StageRow } from '../pipeline/stages.service.ts';
 import type { Activity, DealDto, DealListQuery, Stakeholder } from './deal.schemas.ts';
@@ -101,27 +101,29 @@ export async function queryDeals(em: EntityManager, query: DealListQuery) {
     page.push(cursor.condition);
     pageParams.push(...cursor.params);
   }
-  const [rows, totals] = await Promise.all([
-    orgRows<DealRow>(
-      em,
-      `select ${DEAL_COLUMNS} from ${DEAL_FROM} where ${page.join(' and ')}
-        order by d.created_at desc, d.id desc limit ? offset ?`,
-      [...pageParams, query.limit + 1, query.offset],
-    ),
-    orgRows<{ total: string | number | null }>(
-      em,
-      `select sum(n) as total from deal_counts where ${counted.join(' and ')}`,
-      params,
-    ),
-  ]);
-  const data = rows.slice(0, query.limit).map(toDealDto);
+  // The kept total and the page in one statement (a round trip less): the total's row is there even when the
+  // page is empty, the page's rows hang off it in their index order.
+  const rows = await orgRows<DealRow & { list_total: string | number | null; list_at: unknown }>(
+    em,
+    `select t.total as list_total, page.* from
+       (select coalesce(sum(n), 0) as total from deal_counts where ${counted.join(' and ')}) t
+       left join lateral (
+         select ${DEAL_COLUMNS}, d.created_at as list_at from ${DEAL_FROM} where ${page.join(' and ')}
+          order by d.created_at desc, d.id desc limit ? offset ?
+       ) page on true
+     order by page.list_at desc, page.id desc`,
+    [...params, currentOrg(em), ...pageParams, query.limit + 1, query.offset],
+  );
+  const total = Number(rows[0]?.list_total ?? 0);
+  const found = rows[0]?.id == null ? [] : rows;
+  const data = found.slice(0, query.limit).map(({ list_total: _, list_at: __, ...row }) => toDealDto(row));
   return {
     data,
     meta: {
-      total: Number(totals[0]?.total ?? 0),
+      total,
       limit: query.limit,
       offset: query.offset,
-      next_cursor: rows.length > query.limit ? (data.at(-1)?.id ?? null) : null,
+      next_cursor: found.length > query.limit ? (data.at(-1)?.id ?? null) : null,
     },
   };
 }
