@@ -145,6 +145,36 @@ for (const { driver, label, skip } of DRIVERS) {
       expect(none.body.data).toEqual({ deals: [], contacts: [] });
     });
 
+    it('returns the 20 newest matches of each kind, newest first, values as numbers', async () => {
+      for (let i = 1; i <= 22; i++) {
+        const deal = await s.api('/deals', {
+          method: 'POST',
+          json: { title: `Orderly ${i}`, value: i * 10.5 },
+        });
+        expect(deal.status).toBe(201);
+        await s.api('/contacts', {
+          method: 'POST',
+          json: { name: `Orderly person ${i}`, deal_id: deal.body.data.id },
+        });
+      }
+      const res = await s.api('/search?q=orderly');
+      const deals = await s.sql<{ id: string }>(
+        `select id from deals where org_id = ? and title ilike '%orderly%' order by created_at desc, id desc limit 20`,
+        [s.orgA.orgId],
+      );
+      const contacts = await s.sql<{ id: string }>(
+        `select id from contacts where org_id = ? and name ilike '%orderly%' order by created_at desc, id desc limit 20`,
+        [s.orgA.orgId],
+      );
+      expect(res.body.data.deals.map((d: { id: string }) => d.id)).toEqual(deals.map((d) => d.id));
+      expect(res.body.data.contacts.map((c: { id: string }) => c.id)).toEqual(contacts.map((c) => c.id));
+      expect(res.body.data.deals[0]).toMatchObject({ title: 'Orderly 22', value: 231, stage: 'Lead' });
+      expect(res.body.data.contacts[0]).toMatchObject({
+        name: 'Orderly person 22',
+        deal_title: 'Orderly 22',
+      });
+    });
+
     it('treats % and _ in the query as plain characters', async () => {
       await s.api('/deals', { method: 'POST', json: { title: '100% uptime deal' } });
       const res = await s.api(`/search?q=${encodeURIComponent('0%')}`);

@@ -1,5 +1,5 @@
 import type { EntityManager } from '@crm/db';
-import { orgRows } from '../../read-model.ts';
+import { asJson, currentOrg, orgRows } from '../../read-model.ts';
 
 /** How many deals and how many contacts one search returns at most. */
 export const SEARCH_LIMIT = 20;
@@ -16,26 +16,27 @@ export function likePattern(q: string): string {
  */
 export async function search(em: EntityManager, q: string) {
   const pattern = likePattern(q);
-  const [deals, contacts] = await Promise.all([
-    orgRows<Record<string, unknown>>(
-      em,
-      `select d.id, d.title, d.company_name, s.name as stage, d.value, d.deal_health, d.win_probability
-         from deals d join pipeline_stages s on s.id = d.stage_id
-        where d.org_id = ? and (d.title ilike ? or d.company_name ilike ?)
-        order by d.created_at desc, d.id desc
-        limit ${SEARCH_LIMIT}`,
-      [pattern, pattern],
-    ),
-    orgRows<Record<string, unknown>>(
-      em,
-      `select c.id, c.name, c.email, c.title, c.role_type, c.deal_id, d.title as deal_title, d.company_name as company
-         from contacts c join deals d on d.id = c.deal_id
-        where c.org_id = ? and (c.name ilike ? or c.email ilike ? or c.title ilike ?)
-        order by c.created_at desc, c.id desc
-        limit ${SEARCH_LIMIT}`,
-      [pattern, pattern, pattern],
-    ),
-  ]);
+  // Both lists in one statement: a round trip less (see README, Benchmark).
+  const [row] = await orgRows<{ deals: unknown; contacts: unknown }>(
+    em,
+    `select
+       (select coalesce(json_agg(x order by x.created_at desc, x.id desc), '[]'::json) from (
+          select d.id, d.title, d.company_name, s.name as stage, d.value, d.deal_health, d.win_probability, d.created_at
+            from deals d join pipeline_stages s on s.id = d.stage_id
+           where d.org_id = ? and (d.title ilike ? or d.company_name ilike ?)
+           order by d.created_at desc, d.id desc
+           limit ${SEARCH_LIMIT}) x) as deals,
+       (select coalesce(json_agg(y order by y.created_at desc, y.id desc), '[]'::json) from (
+          select c.id, c.name, c.email, c.title, c.role_type, c.deal_id, d.title as deal_title, d.company_name as company,
+                 c.created_at
+            from contacts c join deals d on d.id = c.deal_id
+           where c.org_id = ? and (c.name ilike ? or c.email ilike ? or c.title ilike ?)
+           order by c.created_at desc, c.id desc
+           limit ${SEARCH_LIMIT}) y) as contacts`,
+    [pattern, pattern, currentOrg(em), pattern, pattern, pattern],
+  );
+  const deals = asJson<Record<string, unknown>[]>(row?.deals ?? '[]');
+  const contacts = asJson<Record<string, unknown>[]>(row?.contacts ?? '[]');
   return {
     deals: deals.map((d) => ({
       id: d.id as string,
