@@ -3,6 +3,7 @@ import { type FittedWinModel, fitWinModelOffThread, MIN_CLOSED_DEALS } from '@cr
 import { type EntityManager, ORG_FILTER, type Orm } from '@crm/db';
 import { LRUCache } from 'lru-cache';
 import { currentOrg, orgRows } from '../../read-model.ts';
+import { ACTIVE_AT, stagesOfType } from '../pipeline/open-pipeline.sql.ts';
 import { loadClosedHistories } from './deal-history.queries.ts';
 
 /** How often a process re-reads an organization's history fingerprint (so a new close is seen this fast). */
@@ -18,15 +19,19 @@ interface Entry {
 }
 
 /**
- * What identifies an organization's won/lost history: how many closed deals it has and when the last of
- * them changed (a close, a reopening or an edit moves `updated_at`; a deletion changes the count).
+ * What identifies an organization's won/lost history: how many closed deals it has (the kept counts) and
+ * the last activity among them (a close, an edit, a contact's change each record one; a deletion or a
+ * reopening changes the count). An analysis records no activity, so scoring a closed deal refits nothing.
+ * One index descent per closed stage: the same cost at any size.
  */
 async function historyFingerprint(em: EntityManager): Promise<string> {
   const [row] = await orgRows<{ n: string | number; changed: unknown }>(
     em,
-    `select count(*) as n, max(coalesce(d.updated_at, d.created_at)) as changed
-       from deals d join pipeline_stages s on s.id = d.stage_id
-      where d.org_id = ? and s.stage_type <> 'open'`,
+    `with stages as (${stagesOfType('won', 'lost')})
+     select (select coalesce(sum(n), 0) from deal_counts where org_id = ? and stage_id in (select id from stages)) as n,
+            (select max(last) from stages s cross join lateral (
+               select max(${ACTIVE_AT}) as last from deals d where d.org_id = ? and d.stage_id = s.id) x) as changed`,
+    [currentOrg(em), currentOrg(em)],
   );
   const changed = row?.changed instanceof Date ? row.changed.toISOString() : String(row?.changed ?? '');
   return `${Number(row?.n ?? 0)}@${changed}`;
