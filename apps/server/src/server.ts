@@ -7,6 +7,7 @@ import {
   FIRST_ADMIN_TTL_MS,
   INVITATION_PATH,
   pruneIdempotencyKeys,
+  pruneKeptAnalytics,
   runCommandLine,
   type Services,
 } from '@crm/api';
@@ -17,7 +18,8 @@ import { type AppState, buildApp } from './app.ts';
 import type { Logger } from './logger.ts';
 import { type RunningWorker, startWebhookWorker } from './webhook-worker.ts';
 
-const IDEMPOTENCY_PRUNE_INTERVAL_MS = 60 * 60_000;
+/** How often expired Idempotency-Key records and analytics sums past every read are deleted. */
+const HOUSEKEEPING_INTERVAL_MS = 60 * 60_000;
 
 export interface RunningServer {
   url: string;
@@ -118,13 +120,20 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     }
   }
 
-  // Stored Idempotency-Key responses are kept for their 24-hour window only.
+  // Stored Idempotency-Key responses are kept for their 24-hour window only; the kept analytics for the
+  // windows their reads look at.
   const prune = () =>
-    pruneIdempotencyKeys(db.orm.em.fork()).then(
-      (n) => n > 0 && logger.info({ deleted: n }, 'pruned expired idempotency keys'),
-      (err: unknown) => logger.warn({ err }, 'pruning idempotency keys failed'),
-    );
-  const pruneTimer = setInterval(prune, IDEMPOTENCY_PRUNE_INTERVAL_MS);
+    Promise.all([
+      pruneIdempotencyKeys(db.orm.em.fork()).then(
+        (n) => n > 0 && logger.info({ deleted: n }, 'pruned expired idempotency keys'),
+        (err: unknown) => logger.warn({ err }, 'pruning idempotency keys failed'),
+      ),
+      pruneKeptAnalytics(db.orm.em.fork()).then(
+        (n) => n > 0 && logger.info({ deleted: n }, 'pruned analytics sums past every window'),
+        (err: unknown) => logger.warn({ err }, 'pruning analytics sums failed'),
+      ),
+    ]);
+  const pruneTimer = setInterval(prune, HOUSEKEEPING_INTERVAL_MS);
   pruneTimer.unref();
   void prune();
 

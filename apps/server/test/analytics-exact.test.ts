@@ -1,11 +1,21 @@
+import {
+  type CoachingFacts,
+  coachingChain,
+  RECORDED_ACTIVITY_TYPES,
+  signalRegexSql,
+  TRAITS,
+  type TraitKey,
+} from '@crm/ai';
+import { pruneKeptAnalytics } from '@crm/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DRIVERS, startTestServer, type TestOrg, type TestServer } from './harness.ts';
 
 /**
- * Pipeline health and the briefing read kept totals and bounded index ranges instead of every open deal
- * (README: Analytics at scale). Here they are compared with the plain full scans they replace, on an
- * organization whose deals are spread over every stage, age, close date, value and stakeholder mood, and
- * again after writes through the API and behind its back.
+ * Pipeline health and the briefing read kept totals and bounded index ranges instead of every open deal,
+ * and the briefing's signals and coaching read aggregates the database keeps as rows are written (README:
+ * Analytics at scale). Here they are compared with the plain full scans they replace, on organizations
+ * whose deals are spread over every stage, age, close date, value, stakeholder mood and text, and again
+ * after writes through the API and behind its back.
  */
 
 /** The health figures by counting every open deal: the query GET /pipeline/health ran before. */
@@ -50,6 +60,89 @@ const BRIEFING_BY_SCAN = `with open_deals as (
     from flagged`;
 
 const STALE_DAYS = 14; // the configured default (CRM_STALE_THRESHOLD_DAYS)
+
+/**
+ * Last week's signals by classifying every activity of the week: the query GET /briefing ran before, with
+ * the lexicon as @crm/ai compiles it today. A deal's creation reads the notes it was created with (its
+ * first notes change's old value, else its notes now).
+ */
+const SIGNALS_BY_SCAN = `with recent as (
+    select a.type, a.changes,
+           case when a.type = 'deal_created' then coalesce(coalesce((select coalesce(n.changes->'notes'->>'from', '') from activities n
+                  where n.deal_id = a.deal_id and n.type = 'deal_updated' and n.changes->'notes' is not null
+                  order by n.created_at limit 1), d.notes), '')
+                when a.type in (${[...RECORDED_ACTIVITY_TYPES].map((t) => `'${t}'`).join(', ')})
+                  then coalesce(a.changes->'notes'->>'to', '')
+                else coalesce(a.description, '') end as text
+      from activities a join deals d on d.id = a.deal_id
+     where a.org_id = ? and a.created_at > now() - interval '7 days'
+  ), closed_stages as (select name, stage_type from pipeline_stages where org_id = ? and stage_type <> 'open')
+  select count(*) filter (where (type = 'contact_updated' and changes->'sentiment'->>'to' = 'positive')
+           or (type = 'stage_changed' and changes->'stage'->>'to' in (select name from closed_stages where stage_type = 'won'))
+           or text ~* ?) as positive,
+         count(*) filter (where (type = 'contact_updated' and (changes->'sentiment'->>'to' = 'negative'
+             or changes->'role_type'->>'to' = 'blocker'))
+           or (type = 'stage_changed' and changes->'stage'->>'to' in (select name from closed_stages where stage_type = 'lost'))
+           or text ~* ?) as negative,
+         count(*) filter (where text ~* ?) as competitor
+    from recent`;
+
+/** Each deal closed in the last 90 days with its coaching facts, from the deals, contacts and activities. */
+const CLOSES_BY_SCAN = `select d.id, s.stage_type = 'won' as won, coalesce(d.lead_source, '') as lead_source,
+         extract(epoch from c.closed_at - d.created_at) / 86400 as cycle_days,
+         (select count(*) from activities a where a.deal_id = d.id and a.type <> 'deal_analyzed') as activities,
+         coalesce(p.eb, false) as economic_buyer_engaged, coalesce(p.champion, false) as champion_engaged,
+         p.people >= 3 as multi_threaded, coalesce(p.positive, false) as positive_stakeholder,
+         d.expected_close_date is not null as close_date_set,
+         coalesce(p.competitor, false) or coalesce(d.notes ~* ?, false) as competitor_mentioned,
+         coalesce(p.negative, false) as negative_stakeholder
+    from deals d join pipeline_stages s on s.id = d.stage_id and s.stage_type in ('won', 'lost')
+    cross join lateral (select coalesce(max(a.created_at), d.created_at) as closed_at from activities a
+                         where a.deal_id = d.id and a.type = 'stage_changed') c
+    cross join lateral (select bool_or(x.role_type = 'economic_buyer' and x.engagement_level in ('high', 'medium')) as eb,
+                               bool_or(x.role_type = 'champion' and x.engagement_level in ('high', 'medium')) as champion,
+                               count(*) as people, bool_or(x.sentiment = 'positive') as positive,
+                               bool_or(x.sentiment = 'negative' or x.role_type = 'blocker') as negative,
+                               bool_or(x.notes ~* ?) as competitor
+                          from contacts x where x.deal_id = d.id) p
+   where d.org_id = ? and c.closed_at > now() - interval '90 days'`;
+
+type CloseRow = { won: boolean; lead_source: string; cycle_days: unknown; activities: unknown } & Record<
+  TraitKey,
+  boolean
+>;
+
+/** CoachingFacts from the scanned closes, as the coaching service builds them from its sums. */
+function coachingFactsOf(rows: CloseRow[]): CoachingFacts {
+  const won = rows.filter((r) => r.won);
+  const lost = rows.filter((r) => !r.won);
+  const avg = (group: CloseRow[], key: 'cycle_days' | 'activities') =>
+    group.length === 0 ? null : group.reduce((a, r) => a + Number(r[key]), 0) / group.length;
+  const sources = new Map<string, { source: string; won: number; lost: number }>();
+  for (const r of rows) {
+    if (!r.lead_source) continue;
+    const entry = sources.get(r.lead_source) ?? { source: r.lead_source, won: 0, lost: 0 };
+    if (r.won) entry.won++;
+    else entry.lost++;
+    sources.set(r.lead_source, entry);
+  }
+  return {
+    now: new Date(),
+    periodDays: 90,
+    won: won.length,
+    lost: lost.length,
+    avgCycleDaysWon: avg(won, 'cycle_days'),
+    avgCycleDaysLost: avg(lost, 'cycle_days'),
+    avgActivitiesWon: avg(won, 'activities'),
+    avgActivitiesLost: avg(lost, 'activities'),
+    traits: (Object.keys(TRAITS) as TraitKey[]).map((key) => ({
+      key,
+      won_with: won.filter((r) => r[key]).length,
+      lost_with: lost.filter((r) => r[key]).length,
+    })),
+    sources: [...sources.values()],
+  };
+}
 
 for (const { driver, label, skip } of DRIVERS) {
   describe.skipIf(skip)(`analytics from kept totals and bounded ranges on ${label}`, () => {
@@ -162,6 +255,282 @@ for (const { driver, label, skip } of DRIVERS) {
         [org.orgId, org.orgId],
       );
       expect(mismatched).toEqual([]);
+    });
+
+    describe('signals and coaching', () => {
+      let sig: TestOrg;
+      const NOTES = [
+        'Great call, budget approved',
+        'Concerns about price, on hold',
+        'Also evaluating a rival vendor',
+        'Met the team',
+        undefined,
+      ];
+      const ROLES = ['economic_buyer', 'champion', 'blocker', 'influencer'];
+      const ENGAGEMENT = ['high', 'medium', 'low'];
+      const SENTIMENT = ['positive', 'negative', 'neutral'];
+      let stageIds: Record<string, string>;
+      let dealIds: string[];
+
+      async function expectSignalsAndCoachingAsScanned() {
+        const briefing = await s.api('/briefing', { key: sig.apiKey });
+        expect(briefing.status, briefing.text).toBe(200);
+        const [scan] = await s.sql<Record<string, unknown>>(SIGNALS_BY_SCAN, [
+          sig.orgId,
+          sig.orgId,
+          signalRegexSql('positive'),
+          signalRegexSql('negative'),
+          signalRegexSql('competitor'),
+        ]);
+        const signals = {
+          positive: Number(scan?.positive),
+          negative: Number(scan?.negative),
+          competitor_mentions: Number(scan?.competitor),
+        };
+        expect(briefing.body.data.signals_last_7_days).toEqual(signals);
+
+        const coaching = await s.api('/coaching', { key: sig.apiKey });
+        expect(coaching.status, coaching.text).toBe(200);
+        const closes = await s.sql<CloseRow>(CLOSES_BY_SCAN, [
+          signalRegexSql('competitor'),
+          signalRegexSql('competitor'),
+          sig.orgId,
+        ]);
+        const facts = coachingFactsOf(closes);
+        const { result } = await coachingChain().invoke(facts);
+        expect(coaching.body.data).toEqual(result);
+        return { signals, facts, coaching: coaching.body.data };
+      }
+
+      beforeAll(async () => {
+        sig = await s.newOrg('Signals org');
+        const stages = (await s.api('/pipeline/stages', { key: sig.apiKey })).body.data as Array<{
+          id: string;
+          name: string;
+        }>;
+        stageIds = Object.fromEntries(stages.map((st) => [st.name, st.id]));
+        const open = ['Lead', 'Qualified', 'Proposal', 'Negotiation'];
+        dealIds = [];
+        for (let i = 0; i < 32; i++) {
+          const res = await s.api('/deals', {
+            method: 'POST',
+            key: sig.apiKey,
+            json: {
+              title: `Signals ${i}`,
+              value: 1000 * (i + 1),
+              lead_source: ['Website', 'Referral', 'Event'][i % 3],
+              stage_id:
+                stageIds[i % 4 === 0 ? 'Closed Won' : i % 4 === 1 ? 'Closed Lost' : (open[i % 4] as string)],
+              ...(NOTES[i % 5] ? { notes: NOTES[i % 5] } : {}),
+              ...(i % 3 !== 0
+                ? { expected_close_date: new Date(Date.now() + i * 86_400_000).toISOString() }
+                : {}),
+            },
+          });
+          expect(res.status, res.text).toBe(201);
+          dealIds.push(res.body.data.id);
+          // Won deals get more and better-engaged people than lost ones, so coaching has patterns to tell.
+          const people = i % 4 === 0 ? 3 : 1;
+          for (let k = 0; k < people; k++) {
+            const contact = await s.api('/contacts', {
+              method: 'POST',
+              key: sig.apiKey,
+              json: {
+                deal_id: res.body.data.id,
+                name: `Person ${i}.${k}`,
+                role_type: i % 4 === 0 ? ROLES[k % 2] : ROLES[(i + k) % 4],
+              },
+            });
+            expect(contact.status, contact.text).toBe(201);
+            const mood = await s.api(`/contacts/${contact.body.data.id}`, {
+              method: 'PATCH',
+              key: sig.apiKey,
+              json: {
+                engagement_level: i % 4 === 0 ? 'high' : ENGAGEMENT[(i + k) % 3],
+                sentiment: i % 4 === 0 ? 'positive' : SENTIMENT[(i + k) % 3],
+                ...(i % 7 === 0 ? { notes: 'The incumbent vendor came up' } : {}),
+              },
+            });
+            expect(mood.status, mood.text).toBe(200);
+          }
+        }
+        // Deals closed around the start of the 90-day window (created closed, in SQL), with a contact each.
+        await s.sql(
+          `insert into deals (id, org_id, title, currency, lifecycle_stage, lifecycle_stage_manual, pipeline_id, stage_id,
+                              lead_source, notes, expected_close_date, last_activity_at, created_at)
+           select gen_random_uuid(), st.org_id, 'Boundary ' || g, 'USD', 'customer', false, st.pipeline_id, st.id,
+                  'Partner', case when g % 2 = 0 then 'A rival is in the running' end,
+                  case when g % 3 = 0 then now() end, t.at, t.at
+             from generate_series(1, 12) g
+             join pipeline_stages st on st.org_id = ? and st.name = case when g % 2 = 0 then 'Closed Won' else 'Closed Lost' end
+             cross join lateral (select now() - interval '90 days'
+                                   + make_interval(mins => (array[-1500, -200, -30, 30, 200, 1500])[1 + g % 6]) as at) t`,
+          [sig.orgId],
+        );
+        await s.sql(
+          `insert into contacts (id, org_id, deal_id, name, role_type, engagement_level, sentiment, created_at)
+           select gen_random_uuid(), d.org_id, d.id, 'Buyer of ' || d.title, 'economic_buyer', 'high', 'positive', d.created_at
+             from deals d where d.org_id = ? and d.title like 'Boundary %'`,
+          [sig.orgId],
+        );
+        // People's own entries (a call, a note) around the start of the 7-day window, in SQL.
+        await s.sql(
+          `insert into activities (id, org_id, deal_id, type, description, changes, created_at)
+           select gen_random_uuid(), d.org_id, d.id, e.type, e.description, e.changes::jsonb,
+                  now() - interval '7 days' + make_interval(mins => e.mins)
+             from (select id, org_id from deals where org_id = ? and title = 'Signals 2') d
+             cross join (values ('call', 'Great progress, verbal yes', null, -90),
+                                ('call', 'They went silent', null, -20),
+                                ('note', 'Shortlist includes a competitor', null, 20),
+                                ('note', 'Budget approved, ready to move', null, 95),
+                                ('contact_updated', 'Sentiment changed', '{"sentiment": {"from": "neutral", "to": "negative"}}', 40),
+                                ('stage_changed', 'Stage changed', '{"stage": {"from": "Lead", "to": "Closed Won"}}', 10),
+                                ('deal_updated', 'Notes changed', '{"notes": {"from": "Also evaluating a rival vendor", "to": "We love it"}}', 2000))
+                    as e(type, description, changes, mins)`,
+          [sig.orgId],
+        );
+      });
+
+      it('match scans of every activity of the week and every deal closed in 90 days', async () => {
+        const { signals, facts, coaching } = await expectSignalsAndCoachingAsScanned();
+        // The comparison is between figures with something in them: each signal, both outcomes, tips that
+        // quote trait counts.
+        expect(signals.positive).toBeGreaterThan(3);
+        expect(signals.negative).toBeGreaterThan(3);
+        expect(signals.competitor_mentions).toBeGreaterThan(1);
+        expect(facts.won).toBeGreaterThanOrEqual(8);
+        expect(facts.lost).toBeGreaterThanOrEqual(8);
+        expect(coaching.coaching_tips.some((t: string) => /of \d+ won deals/.test(t))).toBe(true);
+      });
+
+      it('stay the same as the scans after closes, reopenings, contacts and deletes, through the API and in SQL', async () => {
+        for (const [i, id] of dealIds.entries()) {
+          const change =
+            i % 6 === 2
+              ? { stage_id: stageIds['Closed Won'] }
+              : i % 6 === 3
+                ? { stage_id: stageIds['Closed Lost'], notes: 'Lost on price: too expensive' }
+                : i % 6 === 4
+                  ? { notes: 'Competitor bake-off next week' }
+                  : i % 6 === 0 && i % 12 === 0
+                    ? { stage_id: stageIds.Qualified } // a won deal reopened
+                    : { lead_source: 'Outbound' };
+          const res = await s.api(`/deals/${id}`, { method: 'PATCH', key: sig.apiKey, json: change });
+          expect(res.status, res.text).toBe(200);
+        }
+        const contacts = (await s.api('/contacts?limit=100', { key: sig.apiKey })).body.data as Array<{
+          id: string;
+        }>;
+        for (const [i, contact] of contacts.entries()) {
+          if (i % 3 === 2) continue;
+          const res = await s.api(`/contacts/${contact.id}`, {
+            method: 'PATCH',
+            key: sig.apiKey,
+            json:
+              i % 3 === 0
+                ? { sentiment: 'negative' }
+                : { role_type: 'blocker', notes: 'Pushing an alternative vendor' },
+          });
+          expect(res.status, res.text).toBe(200);
+        }
+        for (const id of dealIds.slice(0, 3))
+          expect((await s.api(`/deals/${id}`, { method: 'DELETE', key: sig.apiKey })).status).toBe(200);
+        // Behind the API's back: a lead source, a contact's mood, a removed contact and a removed stage move.
+        await s.sql("update deals set lead_source = 'Partner' where org_id = ? and title like 'Signals 1%'", [
+          sig.orgId,
+        ]);
+        await s.sql(
+          "update contacts set sentiment = 'positive', engagement_level = 'high' where org_id = ? and name like 'Person 2%'",
+          [sig.orgId],
+        );
+        await s.sql("delete from contacts where org_id = ? and name like 'Buyer of Boundary 1%'", [
+          sig.orgId,
+        ]);
+        await s.sql(
+          `delete from activities where id in (select id from activities where org_id = ? and type = 'stage_changed'
+                                                order by created_at desc limit 2)`,
+          [sig.orgId],
+        );
+        await expectSignalsAndCoachingAsScanned();
+        // The kept facts and their day sums, against the same scan (91 days: one day more than is read).
+        const drift = await s.sql(
+          `select k.day from (select day, won, lead_source, sum(deals) as n, sum(activities) as a from deal_close_days
+                               where org_id = ? group by 1, 2, 3 having sum(deals) <> 0) k
+             full join (select (closed_at at time zone 'UTC')::date as day, won, lead_source, count(*) as n,
+                               sum(activities) as a from deal_closes where org_id = ? group by 1, 2, 3) f
+               on f.day = k.day and f.won = k.won and f.lead_source = k.lead_source
+            where k.n is distinct from f.n or k.a is distinct from f.a`,
+          [sig.orgId, sig.orgId],
+        );
+        expect(drift).toEqual([]);
+        const [negatives] = await s.sql<{ wrong: number | string }>(
+          `select count(*) as wrong from deals d where d.org_id = ? and d.negative_stakeholders <>
+             (select count(*) from contacts c where c.deal_id = d.id and (c.sentiment = 'negative' or c.role_type = 'blocker'))`,
+          [sig.orgId],
+        );
+        expect(Number(negatives?.wrong)).toBe(0);
+      });
+
+      it('keep every figure when the sums past every window are pruned', async () => {
+        const answers = async () => ({
+          coaching: (await s.api('/coaching', { key: sig.apiKey })).body.data,
+          signals: (await s.api('/briefing', { key: sig.apiKey })).body.data.signals_last_7_days,
+        });
+        const before = await answers();
+        // Sums no read reaches: a signal hour 10 days back, the facts of a close 120 days back (on an open
+        // deal, so only the pruning can remove them).
+        await s.sql(
+          `insert into activity_signal_hours (org_id, hour, shard, positive, negative, competitor)
+           values (?, crm_signal_hour(now() - interval '10 days'), 0, 5, 5, 5)`,
+          [sig.orgId],
+        );
+        await s.sql(
+          `insert into deal_closes (deal_id, org_id, closed_at, won, lead_source, cycle_seconds, activities,
+                                    ${Object.keys(TRAITS).join(', ')})
+           select d.id, d.org_id, now() - interval '120 days', true, 'Website', 86400, 3, ${Object.keys(
+             TRAITS,
+           )
+             .map(() => 'true')
+             .join(', ')}
+             from deals d join pipeline_stages st on st.id = d.stage_id
+            where d.org_id = ? and st.stage_type = 'open' limit 1`,
+          [sig.orgId],
+        );
+        expect(await answers()).toEqual(before);
+        expect(await pruneKeptAnalytics(s.running.db.orm.em.fork())).toBeGreaterThanOrEqual(3);
+        const old = await s.sql(
+          `select 1 from deal_closes where org_id = ? and closed_at < now() - interval '92 days'
+           union all select 1 from deal_close_days where org_id = ? and day < (now() at time zone 'UTC')::date - 93
+           union all select 1 from activity_signal_hours where org_id = ? and hour < now() - interval '9 days'`,
+          [sig.orgId, sig.orgId, sig.orgId],
+        );
+        expect(old).toEqual([]);
+        expect(await answers()).toEqual(before);
+        await expectSignalsAndCoachingAsScanned();
+      });
+
+      it('read the lexicon the code has (a changed lexicon needs a migration)', async () => {
+        const [row] = await s.sql<Record<string, string>>(
+          "select crm_signal_pattern('positive') as positive, crm_signal_pattern('negative') as negative, crm_signal_pattern('competitor') as competitor",
+        );
+        expect(row).toEqual({
+          positive: signalRegexSql('positive'),
+          negative: signalRegexSql('negative'),
+          competitor: signalRegexSql('competitor'),
+        });
+        // Recorded types read their notes change, any other type its description.
+        for (const type of [...RECORDED_ACTIVITY_TYPES].filter((t) => t !== 'deal_created')) {
+          const [r] = await s.sql<{ s: number }>(
+            `select crm_activity_signals(null, ?, 'terrible', '{"notes": {"to": "great"}}'::jsonb) as s`,
+            [type],
+          );
+          expect(r?.s, type).toBe(1);
+        }
+        const [own] = await s.sql<{ s: number }>(
+          `select crm_activity_signals(null, 'call', 'great', '{"notes": {"to": "on hold"}}'::jsonb) as s`,
+        );
+        expect(own?.s).toBe(1);
+      });
     });
   });
 }

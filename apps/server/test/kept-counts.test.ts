@@ -1,4 +1,4 @@
-import { deleteOrganization } from '@crm/api';
+import { deleteOrganization, KEPT_AGGREGATES } from '@crm/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DRIVERS, startTestServer, type TestOrg, type TestServer } from './harness.ts';
 
@@ -42,6 +42,46 @@ for (const { driver, label, skip } of DRIVERS) {
       expect(contacts.body.meta.total).toBe(Number(c?.n));
     }
 
+    /**
+     * The signal and close sums against the rows: every activity and creation classified one by one (all of
+     * this test's rows are recent), every closed deal's facts row present with its activity count, the day
+     * sums equal to their facts, each deal's negative stakeholders counted.
+     */
+    async function expectExactAggregates(org: TestOrg) {
+      const [signals] = await s.sql<Record<string, string | number>>(
+        `select (select coalesce(sum(positive), 0) from activity_signal_hours where org_id = ?) as kept_positive,
+                (select coalesce(sum(negative), 0) from activity_signal_hours where org_id = ?) as kept_negative,
+                count(*) filter (where x.s & 1 <> 0) as positive, count(*) filter (where x.s & 2 <> 0) as negative
+           from (select crm_activity_signals(org_id, type, description, changes) as s from activities where org_id = ?
+                 union all select creation_signals from deals where org_id = ?) x`,
+        [org.orgId, org.orgId, org.orgId, org.orgId],
+      );
+      expect(Number(signals?.kept_positive)).toBe(Number(signals?.positive));
+      expect(Number(signals?.kept_negative)).toBe(Number(signals?.negative));
+      expect(Number(signals?.positive)).toBeGreaterThan(0);
+      const wrong = await s.sql(
+        `select d.id from deals d join pipeline_stages st on st.id = d.stage_id
+           left join deal_closes f on f.deal_id = d.id
+          where d.org_id = ? and ((st.stage_type <> 'open') <> (f.deal_id is not null)
+             or f.activities <> (select count(*) from activities a where a.deal_id = d.id and a.type <> 'deal_analyzed')
+             or d.negative_stakeholders <> (select count(*) from contacts c where c.deal_id = d.id
+                                              and (c.sentiment = 'negative' or c.role_type = 'blocker')))`,
+        [org.orgId],
+      );
+      expect(wrong).toEqual([]);
+      const [sums] = await s.sql<Record<string, string | number>>(
+        `select (select coalesce(sum(deals), 0) from deal_close_days where org_id = ?) as days,
+                (select coalesce(sum(activities), 0) from deal_close_days where org_id = ?) as day_activities,
+                (select count(*) from deal_closes where org_id = ?) as closes,
+                (select coalesce(sum(activities), 0) from deal_closes where org_id = ?) as activities`,
+        [org.orgId, org.orgId, org.orgId, org.orgId],
+      );
+      expect([Number(sums?.days), Number(sums?.day_activities)]).toEqual([
+        Number(sums?.closes),
+        Number(sums?.activities),
+      ]);
+    }
+
     it('stay exact under concurrent creates, deletes, stage moves and lifecycle changes', async () => {
       const org = await s.newOrg('Counted org');
       const stages = (await s.api('/pipeline/stages', { key: org.apiKey })).body.data as Array<{
@@ -53,7 +93,7 @@ for (const { driver, label, skip } of DRIVERS) {
           const created = await s.api('/deals', {
             method: 'POST',
             key: org.apiKey,
-            json: { title: `c${w}-${i}` },
+            json: { title: `c${w}-${i}`, ...(i % 3 === 0 ? { notes: 'Great start, some concerns' } : {}) },
           });
           expect(created.status).toBe(201);
           const id = created.body.data.id as string;
@@ -78,13 +118,26 @@ for (const { driver, label, skip } of DRIVERS) {
             await s.api('/contacts', {
               method: 'POST',
               key: org.apiKey,
-              json: { name: `p${w}-${i}`, deal_id: id },
+              json: { name: `p${w}-${i}`, deal_id: id, role_type: i % 2 ? 'blocker' : 'champion' },
             });
+            // Writers also close deals another writer created, to race on the same sums.
+            const other = await s.api(`/deals?limit=1&offset=${i}`, { key: org.apiKey });
+            const target = other.body.data[0]?.id as string | undefined;
+            if (target) {
+              const closed = await s.api(`/deals/${target}`, {
+                method: 'PATCH',
+                key: org.apiKey,
+                json: { stage_id: stages[4 + (i % 2)]?.id },
+              });
+              // 404: another writer deleted it meanwhile.
+              expect([200, 404], closed.text).toContain(closed.status);
+            }
           }
         }
       };
       await Promise.all(Array.from({ length: 8 }, (_, w) => writer(w)));
       await expectExactTotals(org);
+      await expectExactAggregates(org);
     }, 120_000);
 
     it('count rows written outside the API too, and forget a deleted organization', async () => {
@@ -105,9 +158,28 @@ for (const { driver, label, skip } of DRIVERS) {
       );
       await s.sql("delete from deals where org_id = ? and title like 'psql 2%'", [org.orgId]);
       await expectExactTotals(org);
+      // A won deal with a telling note fills the signal and close sums too.
+      const won = await s.api('/deals', {
+        method: 'POST',
+        key: org.apiKey,
+        json: { title: 'Won in psql org', notes: 'Great news, budget approved' },
+      });
+      expect(won.status, won.text).toBe(201);
+      const [closed] = await s.sql<{ id: string }>(
+        "select id from pipeline_stages where org_id = ? and stage_type = 'won'",
+        [org.orgId],
+      );
+      const move = await s.api(`/deals/${won.body.data.id}`, {
+        method: 'PATCH',
+        key: org.apiKey,
+        json: { stage_id: closed?.id },
+      });
+      expect(move.status, move.text).toBe(200);
+      for (const table of KEPT_AGGREGATES.filter((t) => t !== 'contact_counts'))
+        expect(await s.sql(`select * from ${table} where org_id = ?`, [org.orgId]), table).not.toEqual([]);
       expect(await deleteOrganization(s.running.db.orm.em.fork(), org.orgId)).toBe(true);
-      expect(await s.sql('select * from deal_counts where org_id = ?', [org.orgId])).toEqual([]);
-      expect(await s.sql('select * from contact_counts where org_id = ?', [org.orgId])).toEqual([]);
+      for (const table of [...KEPT_AGGREGATES, 'deal_closes'])
+        expect(await s.sql(`select * from ${table} where org_id = ?`, [org.orgId]), table).toEqual([]);
     });
 
     it('cursor pages cover every row exactly once while rows are added', async () => {

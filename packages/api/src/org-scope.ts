@@ -37,11 +37,14 @@ import { currentOrg } from './read-model.ts';
  */
 export const TENANT_TABLES: ReadonlySet<string> = new Set([
   'activities',
+  'activity_signal_hours',
   'api_keys',
   'audit_log',
   'contact_counts',
   'contacts',
   'deal_analyses',
+  'deal_close_days',
+  'deal_closes',
   'deal_counts',
   'deals',
   'invitations',

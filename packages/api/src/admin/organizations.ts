@@ -54,6 +54,14 @@ export async function listOrganizations(
   return orgs.map((o) => ({ org_id: o.id, name: o.name, created_at: o.createdAt.toISOString() }));
 }
 
+/** The tables the database keeps per organization from its rows (README: Lists, Analytics at scale). */
+export const KEPT_AGGREGATES = [
+  'deal_counts',
+  'contact_counts',
+  'activity_signal_hours',
+  'deal_close_days',
+] as const;
+
 /**
  * Deletes an organization with everything it holds (deals, contacts, keys, people, webhooks, events,
  * usage: every table's rows cascade from it). Its keys stop working at the next request on every
@@ -65,9 +73,8 @@ export async function deleteOrganization(em: EntityManager, orgId: string): Prom
       'delete from organizations where id = ? returning id',
       [orgId],
     );
-    // The kept counts have no foreign key (the cascade's own triggers write them while the row goes).
-    await tx.execute('delete from deal_counts where org_id = ?', [orgId]);
-    await tx.execute('delete from contact_counts where org_id = ?', [orgId]);
+    // The kept counts and sums have no foreign key (the cascade's own triggers write them while the rows go).
+    for (const table of KEPT_AGGREGATES) await tx.execute(`delete from ${table} where org_id = ?`, [orgId]);
     return deleted.length > 0;
   });
 }

@@ -8,6 +8,7 @@ import { Migration20261125000000_webhook_worker } from './Migration2026112500000
 import { Migration20261126000000_scoped_keys_events } from './Migration20261126000000_scoped_keys_events.ts';
 import { Migration20261127000000_kept_counts } from './Migration20261127000000_kept_counts.ts';
 import { Migration20261128000000_stage_totals } from './Migration20261128000000_stage_totals.ts';
+import { Migration20261129000000_analytics_aggregates } from './Migration20261129000000_analytics_aggregates.ts';
 
 /** Listed explicitly (no folder scan): the same list runs on PGlite and on PostgreSQL. */
 export const migrationsList = [
@@ -21,4 +22,8 @@ export const migrationsList = [
   { name: 'Migration20261126000000_scoped_keys_events', class: Migration20261126000000_scoped_keys_events },
   { name: 'Migration20261127000000_kept_counts', class: Migration20261127000000_kept_counts },
   { name: 'Migration20261128000000_stage_totals', class: Migration20261128000000_stage_totals },
+  {
+    name: 'Migration20261129000000_analytics_aggregates',
+    class: Migration20261129000000_analytics_aggregates,
+  },
 ];

@@ -4,23 +4,16 @@ import {
   type BriefingFacts,
   type BriefingResult,
   CLOSING_WITHIN_DAYS,
-  signalRegexSql,
 } from '@crm/ai';
 import type { EntityManager } from '@crm/db';
 import type { AuthedContext } from '../../context.ts';
 import { asJson, currentOrg, orgRows } from '../../read-model.ts';
 import { ACTIVE_AT, KEPT_TOTALS, stagesOfType } from '../pipeline/open-pipeline.sql.ts';
-import { activityTextSql } from './activity-text.sql.ts';
 import { asDateOrNull } from './rows.ts';
 import { aiRuntime } from './runtime.ts';
 
 /** Signals are counted over this many past days. */
 export const SIGNAL_DAYS = 7;
-
-/** The notes a deal was created with: the first notes change's old value, else its notes now. */
-const CREATION_NOTES = `coalesce((select coalesce(n.changes->'notes'->>'from', '') from activities n
-   where n.deal_id = a.deal_id and n.type = 'deal_updated' and n.changes->'notes' is not null
-   order by n.created_at limit 1), d.notes)`;
 
 type ListRow = Omit<BriefingDealRow, 'expected_close_date' | 'value'> & {
   expected_close_date: unknown;
@@ -31,13 +24,13 @@ const ITEM = `json_build_object('id', id, 'title', title, 'company', company_nam
   'currency', currency, 'stage', stage, 'expected_close_date', expected_close_date,
   'days_idle', floor(idle_days)::int, 'deal_health', deal_health, 'negative_stakeholders', negative_stakeholders)`;
 
-/** A stakeholder against the deal: its sentiment is negative or it is a blocker. */
-const NEGATIVE_CONTACT = `(c.sentiment = 'negative' or c.role_type = 'blocker')`;
-
-/** A deal is at risk (in `d`, with its idle-days limit as a parameter): see pipelineFacts. */
+/**
+ * A deal is at risk (in `d`, with its idle-days limit as a parameter): see pipelineFacts. Its negative or
+ * blocking stakeholders are counted by the database as contacts are written (`negative_stakeholders`).
+ */
 const AT_RISK = `(coalesce(d.expected_close_date < now(), false) or ${ACTIVE_AT} < now() - make_interval(secs => ? * 86400)
    or coalesce(d.deal_health in ('at_risk', 'critical'), false)
-   or exists (select 1 from contacts c where c.deal_id = d.id and c.org_id = d.org_id and ${NEGATIVE_CONTACT}))`;
+   or d.negative_stakeholders > 0)`;
 
 /**
  * One of the briefing's lists: per open stage, the first BRIEFING_LIST_LIMIT deals in `order` among those
@@ -49,7 +42,7 @@ const list = (where: string, order: { index: string; items: string }) =>
       select x.* from stages s cross join lateral (
         select d.id, d.title, d.company_name, d.value, d.currency, s.name as stage, d.expected_close_date, d.deal_health,
                extract(epoch from now() - ${ACTIVE_AT}) / 86400 as idle_days,
-               (select count(*)::int from contacts c where c.deal_id = d.id and c.org_id = d.org_id and ${NEGATIVE_CONTACT}) as negative_stakeholders
+               d.negative_stakeholders
           from deals d where d.org_id = ? and d.stage_id = s.id and ${where}
          order by ${order.index} limit ${BRIEFING_LIST_LIMIT}) x
       order by ${order.items} limit ${BRIEFING_LIST_LIMIT}) y)`;
@@ -105,31 +98,33 @@ async function pipelineFacts(em: EntityManager, staleDays: number) {
 }
 
 /**
- * Last week's signals, one count per activity (a new deal's notes count with its creation): positive when a stakeholder turned positive, a deal was won,
- * or a person's text reads positive; negative when a stakeholder turned negative or into a blocker, a deal
- * was lost, or the text reads negative; a competitor mention when the text names competition.
+ * Last week's signals, one count per activity (a new deal's notes count with its creation): positive when a
+ * stakeholder turned positive, a deal was won, or a person's text reads positive; negative when a
+ * stakeholder turned negative or into a blocker, a deal was lost, or the text reads negative; a competitor
+ * mention when the text names competition.
+ *
+ * The database classifies each activity and each deal's creation as it is written and counts them per hour
+ * (Migration20261129000000_analytics_aggregates): the whole hours of the 7 days are summed, and the rows of
+ * the one partial hour at the window's start are classified here by the same SQL function. The cost is the
+ * same at any size.
  */
 async function signalFacts(em: EntityManager): Promise<BriefingFacts['signals']> {
+  const org = currentOrg(em);
   const [row] = await orgRows<Record<string, unknown>>(
     em,
-    `with recent as (
-       select a.type, a.changes, ${activityTextSql(CREATION_NOTES)} as text
-         from activities a join deals d on d.id = a.deal_id
-        where a.org_id = ? and a.created_at > now() - make_interval(days => ${SIGNAL_DAYS})
-     ), closed_stages as (
-       select name, stage_type from pipeline_stages where org_id = ? and stage_type <> 'open'
+    `with w as (select now() - make_interval(days => ${SIGNAL_DAYS}) as since,
+                       crm_signal_hour(now() - make_interval(days => ${SIGNAL_DAYS})) + interval '1 hour' as whole_from),
+     partial as (
+       select crm_activity_signals(a.org_id, a.type, a.description, a.changes) as s
+         from activities a, w where a.org_id = ? and a.created_at > w.since and a.created_at < w.whole_from
+       union all
+       select d.creation_signals from deals d, w where d.org_id = ? and d.created_at > w.since and d.created_at < w.whole_from
      )
-     select count(*) filter (where
-              (type = 'contact_updated' and changes->'sentiment'->>'to' = 'positive')
-              or (type = 'stage_changed' and changes->'stage'->>'to' in (select name from closed_stages where stage_type = 'won'))
-              or text ~* ?) as positive,
-            count(*) filter (where
-              (type = 'contact_updated' and (changes->'sentiment'->>'to' = 'negative' or changes->'role_type'->>'to' = 'blocker'))
-              or (type = 'stage_changed' and changes->'stage'->>'to' in (select name from closed_stages where stage_type = 'lost'))
-              or text ~* ?) as negative,
-            count(*) filter (where text ~* ?) as competitor
-       from recent`,
-    [currentOrg(em), signalRegexSql('positive'), signalRegexSql('negative'), signalRegexSql('competitor')],
+     select coalesce(sum(h.positive), 0) + (select count(*) filter (where s & 1 <> 0) from partial) as positive,
+            coalesce(sum(h.negative), 0) + (select count(*) filter (where s & 2 <> 0) from partial) as negative,
+            coalesce(sum(h.competitor), 0) + (select count(*) filter (where s & 4 <> 0) from partial) as competitor
+       from activity_signal_hours h, w where h.org_id = ? and h.hour >= w.whole_from`,
+    [org, org],
   );
   return {
     positive: Number(row?.positive ?? 0),
