@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import {
   type CoachingFacts,
   coachingChain,
@@ -6,9 +9,11 @@ import {
   TRAITS,
   type TraitKey,
 } from '@crm/ai';
-import { pruneKeptAnalytics } from '@crm/api';
+import { createOrganizationWithKey, pruneKeptAnalytics } from '@crm/api';
+import { loadConfig } from '@crm/config';
+import { openDatabase } from '@crm/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DRIVERS, startTestServer, type TestOrg, type TestServer } from './harness.ts';
+import { createDatabase, DRIVERS, startTestServer, type TestOrg, type TestServer } from './harness.ts';
 
 /**
  * Pipeline health and the briefing read kept totals and bounded index ranges instead of every open deal,
@@ -144,6 +149,71 @@ function coachingFactsOf(rows: CloseRow[]): CoachingFacts {
   };
 }
 
+/** Health and the briefing's summary and lists against the scans of every open deal. */
+async function expectSameAsScan(s: TestServer, org: TestOrg) {
+  const health = await s.api('/pipeline/health', { key: org.apiKey });
+  expect(health.status, health.text).toBe(200);
+  const [row] = await s.sql<Record<string, string | number>>(HEALTH_BY_SCAN, [
+    org.orgId,
+    STALE_DAYS,
+    2 * STALE_DAYS,
+  ]);
+  const n = (k: string) => Number(row?.[k]);
+  expect(health.body.data).toMatchObject({
+    total_deals: n('total'),
+    healthy_deals: n('healthy'),
+    stale_deals: n('stale'),
+    pending_actions: n('pending'),
+    critical_actions: n('critical'),
+    stale_threshold_days: STALE_DAYS,
+  });
+  const briefing = await s.api('/briefing', { key: org.apiKey });
+  expect(briefing.status, briefing.text).toBe(200);
+  const [scan] = await s.sql<Record<string, unknown>>(BRIEFING_BY_SCAN, [org.orgId, STALE_DAYS, STALE_DAYS]);
+  const ids = (v: unknown) => (v == null ? [] : (v as string[]));
+  const data = briefing.body.data;
+  expect(data.summary).toEqual({
+    total_pipeline_value: Number(scan?.total_value),
+    active_deals: Number(scan?.active),
+    at_risk_deals: Number(scan?.at_risk),
+  });
+  expect(data.closing_this_week.map((d: { id: string }) => d.id)).toEqual(ids(scan?.closing));
+  expect(data.stale_deals.map((d: { id: string }) => d.id)).toEqual(ids(scan?.stale));
+  expect(data.at_risk_deals.map((d: { id: string }) => d.id)).toEqual(ids(scan?.risky));
+  return data;
+}
+
+/** The briefing's signals and coaching (all of it, as the built-in model words it) against the scans. */
+async function expectSignalsAndCoachingAsScanned(s: TestServer, sig: TestOrg) {
+  const briefing = await s.api('/briefing', { key: sig.apiKey });
+  expect(briefing.status, briefing.text).toBe(200);
+  const [scan] = await s.sql<Record<string, unknown>>(SIGNALS_BY_SCAN, [
+    sig.orgId,
+    sig.orgId,
+    signalRegexSql('positive'),
+    signalRegexSql('negative'),
+    signalRegexSql('competitor'),
+  ]);
+  const signals = {
+    positive: Number(scan?.positive),
+    negative: Number(scan?.negative),
+    competitor_mentions: Number(scan?.competitor),
+  };
+  expect(briefing.body.data.signals_last_7_days).toEqual(signals);
+
+  const coaching = await s.api('/coaching', { key: sig.apiKey });
+  expect(coaching.status, coaching.text).toBe(200);
+  const closes = await s.sql<CloseRow>(CLOSES_BY_SCAN, [
+    signalRegexSql('competitor'),
+    signalRegexSql('competitor'),
+    sig.orgId,
+  ]);
+  const facts = coachingFactsOf(closes);
+  const { result } = await coachingChain().invoke(facts);
+  expect(coaching.body.data).toEqual(result);
+  return { signals, facts, coaching: coaching.body.data };
+}
+
 for (const { driver, label, skip } of DRIVERS) {
   describe.skipIf(skip)(`analytics from kept totals and bounded ranges on ${label}`, () => {
     let s: TestServer;
@@ -181,45 +251,8 @@ for (const { driver, label, skip } of DRIVERS) {
       await s?.stop();
     });
 
-    async function expectSameAsScan() {
-      const health = await s.api('/pipeline/health', { key: org.apiKey });
-      expect(health.status, health.text).toBe(200);
-      const [row] = await s.sql<Record<string, string | number>>(HEALTH_BY_SCAN, [
-        org.orgId,
-        STALE_DAYS,
-        2 * STALE_DAYS,
-      ]);
-      const n = (k: string) => Number(row?.[k]);
-      expect(health.body.data).toMatchObject({
-        total_deals: n('total'),
-        healthy_deals: n('healthy'),
-        stale_deals: n('stale'),
-        pending_actions: n('pending'),
-        critical_actions: n('critical'),
-        stale_threshold_days: STALE_DAYS,
-      });
-      const briefing = await s.api('/briefing', { key: org.apiKey });
-      expect(briefing.status, briefing.text).toBe(200);
-      const [scan] = await s.sql<Record<string, unknown>>(BRIEFING_BY_SCAN, [
-        org.orgId,
-        STALE_DAYS,
-        STALE_DAYS,
-      ]);
-      const ids = (v: unknown) => (v == null ? [] : (v as string[]));
-      const data = briefing.body.data;
-      expect(data.summary).toEqual({
-        total_pipeline_value: Number(scan?.total_value),
-        active_deals: Number(scan?.active),
-        at_risk_deals: Number(scan?.at_risk),
-      });
-      expect(data.closing_this_week.map((d: { id: string }) => d.id)).toEqual(ids(scan?.closing));
-      expect(data.stale_deals.map((d: { id: string }) => d.id)).toEqual(ids(scan?.stale));
-      expect(data.at_risk_deals.map((d: { id: string }) => d.id)).toEqual(ids(scan?.risky));
-      return data;
-    }
-
     it('match a scan of every open deal', async () => {
-      const data = await expectSameAsScan();
+      const data = await expectSameAsScan(s, org);
       // The seed gives every list something to show, so the comparison is not between empty lists.
       expect(data.summary.active_deals).toBeGreaterThan(100);
       expect(data.closing_this_week.length).toBeGreaterThan(0);
@@ -245,7 +278,7 @@ for (const { driver, label, skip } of DRIVERS) {
       for (const deal of deals.slice(0, 10))
         expect((await s.api(`/deals/${deal.id}`, { method: 'DELETE', key: org.apiKey })).status).toBe(200);
       await s.sql("update deals set value = value * 2 where org_id = ? and title like '%1'", [org.orgId]);
-      await expectSameAsScan();
+      await expectSameAsScan(s, org);
       const mismatched = await s.sql(
         `select k.stage_id from (select stage_id, sum(n) as n, sum(value_sum) as v from deal_counts where org_id = ?
                                   group by stage_id) k
@@ -271,36 +304,6 @@ for (const { driver, label, skip } of DRIVERS) {
       const SENTIMENT = ['positive', 'negative', 'neutral'];
       let stageIds: Record<string, string>;
       let dealIds: string[];
-
-      async function expectSignalsAndCoachingAsScanned() {
-        const briefing = await s.api('/briefing', { key: sig.apiKey });
-        expect(briefing.status, briefing.text).toBe(200);
-        const [scan] = await s.sql<Record<string, unknown>>(SIGNALS_BY_SCAN, [
-          sig.orgId,
-          sig.orgId,
-          signalRegexSql('positive'),
-          signalRegexSql('negative'),
-          signalRegexSql('competitor'),
-        ]);
-        const signals = {
-          positive: Number(scan?.positive),
-          negative: Number(scan?.negative),
-          competitor_mentions: Number(scan?.competitor),
-        };
-        expect(briefing.body.data.signals_last_7_days).toEqual(signals);
-
-        const coaching = await s.api('/coaching', { key: sig.apiKey });
-        expect(coaching.status, coaching.text).toBe(200);
-        const closes = await s.sql<CloseRow>(CLOSES_BY_SCAN, [
-          signalRegexSql('competitor'),
-          signalRegexSql('competitor'),
-          sig.orgId,
-        ]);
-        const facts = coachingFactsOf(closes);
-        const { result } = await coachingChain().invoke(facts);
-        expect(coaching.body.data).toEqual(result);
-        return { signals, facts, coaching: coaching.body.data };
-      }
 
       beforeAll(async () => {
         sig = await s.newOrg('Signals org');
@@ -392,7 +395,7 @@ for (const { driver, label, skip } of DRIVERS) {
       });
 
       it('match scans of every activity of the week and every deal closed in 90 days', async () => {
-        const { signals, facts, coaching } = await expectSignalsAndCoachingAsScanned();
+        const { signals, facts, coaching } = await expectSignalsAndCoachingAsScanned(s, sig);
         // The comparison is between figures with something in them: each signal, both outcomes, tips that
         // quote trait counts.
         expect(signals.positive).toBeGreaterThan(3);
@@ -451,7 +454,7 @@ for (const { driver, label, skip } of DRIVERS) {
                                                 order by created_at desc limit 2)`,
           [sig.orgId],
         );
-        await expectSignalsAndCoachingAsScanned();
+        await expectSignalsAndCoachingAsScanned(s, sig);
         // The kept facts and their day sums, against the same scan (91 days: one day more than is read).
         const drift = await s.sql(
           `select k.day from (select day, won, lead_source, sum(deals) as n, sum(activities) as a from deal_close_days
@@ -506,7 +509,7 @@ for (const { driver, label, skip } of DRIVERS) {
         );
         expect(old).toEqual([]);
         expect(await answers()).toEqual(before);
-        await expectSignalsAndCoachingAsScanned();
+        await expectSignalsAndCoachingAsScanned(s, sig);
       });
 
       it('read the lexicon the code has (a changed lexicon needs a migration)', async () => {
@@ -534,3 +537,93 @@ for (const { driver, label, skip } of DRIVERS) {
     });
   });
 }
+
+/**
+ * An organization's history as it would stand before the aggregates' migration, in SQL: deals in every
+ * stage over the last 100 days with notes (some changed since), stakeholders of every mood, stage moves,
+ * notes changes, mood changes and people's own entries spread over the last 10 days.
+ */
+const HISTORY_BEFORE_AGGREGATES = [
+  `insert into deals (id, org_id, title, value, currency, lifecycle_stage, lifecycle_stage_manual, pipeline_id, stage_id,
+                      lead_source, notes, expected_close_date, last_activity_at, created_at)
+   select gen_random_uuid(), st.org_id, 'Old ' || g, g * 100, 'USD', 'lead', false, st.pipeline_id, st.id,
+          (array['Website', 'Referral', 'Event', null])[1 + g % 4],
+          (array['Great fit, budget approved', 'Worried about the delay', 'A rival is shortlisted', 'Routine', null])[1 + g % 5],
+          case when g % 3 = 0 then null else now() + make_interval(days => g % 40 - 20) end,
+          now() - make_interval(hours => g * 8 - 40), now() - make_interval(hours => g * 8)
+     from generate_series(1, 300) g
+     join pipeline_stages st on st.org_id = ? and st.position = 1 + g % 6`,
+  `insert into contacts (id, org_id, deal_id, name, role_type, engagement_level, sentiment, notes, created_at)
+   select gen_random_uuid(), d.org_id, d.id, 'Person ' || k || ' of ' || d.title,
+          (array['economic_buyer', 'champion', 'blocker', 'influencer'])[1 + (k + length(d.title)) % 4],
+          (array['high', 'medium', 'low'])[1 + k % 3], (array['positive', 'negative', 'neutral'])[1 + (k * 7 + length(d.title)) % 3],
+          case when k = 2 then 'Mentioned the incumbent' end, d.created_at
+     from deals d cross join generate_series(1, 3) k
+    where d.org_id = ? and k <= 1 + length(d.title) % 3`,
+  `insert into activities (id, org_id, deal_id, type, description, changes, created_at)
+   select gen_random_uuid(), d.org_id, d.id, 'deal_created', 'Deal created', null, d.created_at from deals d where d.org_id = ?`,
+  `insert into activities (id, org_id, deal_id, type, description, changes, created_at)
+   select gen_random_uuid(), d.org_id, d.id, 'stage_changed', 'Stage changed',
+          jsonb_build_object('stage', jsonb_build_object('from', 'Lead', 'to', st.name)), d.created_at + interval '20 hours'
+     from deals d join pipeline_stages st on st.id = d.stage_id where d.org_id = ? and st.stage_type <> 'open'`,
+  `insert into activities (id, org_id, deal_id, type, description, changes, created_at)
+   select gen_random_uuid(), d.org_id, d.id, 'deal_updated', 'Notes changed',
+          jsonb_build_object('notes', jsonb_build_object('from', d.notes, 'to', 'Now they love it')), d.created_at + interval '30 hours'
+     from deals d where d.org_id = ? and d.title like '%7'`,
+  `update deals set notes = 'Now they love it' where org_id = ? and title like '%7'`,
+  `insert into activities (id, org_id, deal_id, type, description, changes, created_at)
+   select gen_random_uuid(), d.org_id, d.id, e.type, e.description, e.changes::jsonb,
+          now() - make_interval(mins => (length(d.title) * 613 + e.k * 997) % 14400)
+     from deals d cross join (values (1, 'call', 'Great progress on the pilot', null),
+                                     (2, 'note', 'No response since the demo', null),
+                                     (3, 'contact_updated', 'Sentiment changed', '{"sentiment": {"from": "neutral", "to": "positive"}}'),
+                                     (4, 'call', 'They are also evaluating a competitor', null)) as e(k, type, description, changes)
+    where d.org_id = ? and length(d.title) % 2 = 0`,
+];
+
+describe('the aggregates of data that was there before their migration', () => {
+  for (const { driver, label, skip } of DRIVERS)
+    it.skipIf(skip)(
+      `are counted by the migration on ${label}`,
+      async () => {
+        let env: Record<string, string>;
+        let dropDatabase: (() => Promise<void>) | undefined;
+        let dir: string | undefined;
+        if (driver === 'postgresql') {
+          const created = await createDatabase(process.env.TEST_DATABASE_URL as string);
+          env = { DATABASE_URL: created.url };
+          dropDatabase = created.drop;
+        } else {
+          dir = mkdtempSync(path.join(os.tmpdir(), 'crm-migration-'));
+          env = { CRM_DATA_DIR: dir };
+        }
+        let s: TestServer | undefined;
+        try {
+          const before = await openDatabase(
+            loadConfig({ ...env, CRM_BOOTSTRAP_ORG: 'false' }).database,
+            'test',
+            { upTo: 'Migration20261128000000_stage_totals' },
+          );
+          let org: TestOrg;
+          try {
+            const created = await createOrganizationWithKey(before.orm.em.fork(), 'Org with a past');
+            org = { orgId: created.org_id, keyId: created.key_id, apiKey: created.api_key };
+            for (const statement of HISTORY_BEFORE_AGGREGATES)
+              await before.orm.em.fork().execute(statement, [org.orgId]);
+          } finally {
+            await before.close();
+          }
+          s = await startTestServer(driver, env); // migrates the rest of the way
+          const { signals, facts } = await expectSignalsAndCoachingAsScanned(s, org);
+          await expectSameAsScan(s, org);
+          expect(signals.positive * signals.negative * signals.competitor_mentions).toBeGreaterThan(0);
+          expect(facts.won * facts.lost).toBeGreaterThan(0);
+        } finally {
+          await s?.stop();
+          await dropDatabase?.();
+          if (dir) rmSync(dir, { recursive: true, force: true });
+        }
+      },
+      60_000,
+    );
+});

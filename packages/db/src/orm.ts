@@ -305,9 +305,14 @@ export function createsEmbeddedDatabase(database: DatabaseConfig): boolean {
 
 /**
  * Opens the configured database and brings its schema up to date. `role` names the opener
- * (server, cli, test) in the message another opener of the same embedded directory gets.
+ * (server, cli, test) in the message another opener of the same embedded directory gets. `upTo` stops
+ * at a named migration (tests of what a later migration does to the data already there).
  */
-export async function openDatabase(database: DatabaseConfig, role: string): Promise<Database> {
+export async function openDatabase(
+  database: DatabaseConfig,
+  role: string,
+  options: { upTo?: string } = {},
+): Promise<Database> {
   let release: (() => Promise<void>) | undefined;
   let serve: ((handler: LocalRequestHandler) => void) | undefined;
   let orm: Orm;
@@ -345,7 +350,7 @@ export async function openDatabase(database: DatabaseConfig, role: string): Prom
     })) as unknown as Orm;
   }
   try {
-    await orm.migrator.up();
+    await orm.migrator.up(options.upTo ? { to: options.upTo } : undefined);
   } catch (err) {
     await orm.close(true);
     await release?.();
