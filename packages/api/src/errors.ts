@@ -165,9 +165,28 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   return false;
 }
 
+/**
+ * Whether `err` (or what caused it) is a write that referred to a deal another request deleted after this
+ * one had read it (a foreign key on deal_id failed at commit of the change): to the caller, the deal is gone.
+ */
+function isDealGoneMeanwhile(err: unknown): boolean {
+  for (
+    let e = err, depth = 0;
+    e && typeof e === 'object' && depth < 5;
+    e = (e as { cause?: unknown }).cause, depth++
+  ) {
+    const { code, constraint } = e as { code?: unknown; constraint?: unknown };
+    if (code === '23503' && typeof constraint === 'string' && constraint.endsWith('_deal_id_fkey'))
+      return true;
+  }
+  return false;
+}
+
 /** Maps anything thrown while handling a request to the contract's status and body. Never leaks a stack. */
 export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
+  if (isDealGoneMeanwhile(err) || (err instanceof TRPCError && isDealGoneMeanwhile(err.cause)))
+    return notFound('Deal');
   if (isDatabaseUnavailable(err) || (err instanceof TRPCError && isDatabaseUnavailable(err.cause)))
     return new ApiError('service_unavailable', 'The database is not answering; try again shortly', {
       headers: { 'Retry-After': String(UNAVAILABLE_RETRY_SECONDS) },

@@ -1,0 +1,33 @@
+import { describe, expect, it } from 'vitest';
+import { toErrorResponse } from '../src/errors.ts';
+
+/** How failures the database reports reach the caller (the HTTP races behind them are in kept-counts.test). */
+describe('database errors as the caller sees them', () => {
+  it('a write that refers to a deal deleted meanwhile answers 404, not 500', () => {
+    // As MikroORM raises it when a PATCH's activity meets a deal another request deleted after the read.
+    const err = Object.assign(
+      new Error('insert or update on table "activities" violates foreign key constraint'),
+      {
+        name: 'ForeignKeyConstraintViolationException',
+        code: '23503',
+        constraint: 'activities_deal_id_fkey',
+      },
+    );
+    expect(toErrorResponse(err)).toMatchObject({
+      status: 404,
+      body: { error: 'Deal not found', code: 'not_found' },
+    });
+    expect(toErrorResponse(new Error('wrapped', { cause: err })).status).toBe(404);
+  });
+
+  it('any other broken reference stays a 500 without details', () => {
+    const err = Object.assign(new Error('violates foreign key constraint "api_keys_org_id_fkey"'), {
+      code: '23503',
+      constraint: 'api_keys_org_id_fkey',
+    });
+    expect(toErrorResponse(err)).toMatchObject({
+      status: 500,
+      body: { error: 'Internal server error', code: 'internal_error' },
+    });
+  });
+});
