@@ -6,8 +6,8 @@ import {
   createServices,
   FIRST_ADMIN_TTL_MS,
   INVITATION_PATH,
+  maintainKeptAnalytics,
   pruneIdempotencyKeys,
-  pruneKeptAnalytics,
   runCommandLine,
   type Services,
 } from '@crm/api';
@@ -120,17 +120,17 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     }
   }
 
-  // Stored Idempotency-Key responses are kept for their 24-hour window only; the kept analytics for the
-  // windows their reads look at.
+  // Stored Idempotency-Key responses are kept for their 24-hour window only; the kept analytics' sums are
+  // folded, and kept for the windows their reads look at.
   const prune = () =>
     Promise.all([
       pruneIdempotencyKeys(db.orm.em.fork()).then(
         (n) => n > 0 && logger.info({ deleted: n }, 'pruned expired idempotency keys'),
         (err: unknown) => logger.warn({ err }, 'pruning idempotency keys failed'),
       ),
-      pruneKeptAnalytics(db.orm.em.fork()).then(
+      maintainKeptAnalytics(db.orm.em.fork()).then(
         (n) => n > 0 && logger.info({ deleted: n }, 'pruned analytics sums past every window'),
-        (err: unknown) => logger.warn({ err }, 'pruning analytics sums failed'),
+        (err: unknown) => logger.warn({ err }, 'folding or pruning analytics sums failed'),
       ),
     ]);
   const pruneTimer = setInterval(prune, HOUSEKEEPING_INTERVAL_MS);

@@ -9,7 +9,7 @@ import {
   TRAITS,
   type TraitKey,
 } from '@crm/ai';
-import { createOrganizationWithKey, pruneKeptAnalytics } from '@crm/api';
+import { createOrganizationWithKey, maintainKeptAnalytics } from '@crm/api';
 import { loadConfig } from '@crm/config';
 import { openDatabase } from '@crm/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -80,7 +80,7 @@ const SIGNALS_BY_SCAN = `with recent as (
                   then coalesce(a.changes->'notes'->>'to', '')
                 else coalesce(a.description, '') end as text
       from activities a join deals d on d.id = a.deal_id
-     where a.org_id = ? and a.created_at > now() - interval '7 days'
+     where a.org_id = ? and a.created_at > now() - interval '168 hours'
   ), closed_stages as (select name, stage_type from pipeline_stages where org_id = ? and stage_type <> 'open')
   select count(*) filter (where (type = 'contact_updated' and changes->'sentiment'->>'to' = 'positive')
            or (type = 'stage_changed' and changes->'stage'->>'to' in (select name from closed_stages where stage_type = 'won'))
@@ -110,7 +110,7 @@ const CLOSES_BY_SCAN = `select d.id, s.stage_type = 'won' as won, coalesce(d.lea
                                bool_or(x.sentiment = 'negative' or x.role_type = 'blocker') as negative,
                                bool_or(x.notes ~* ?) as competitor
                           from contacts x where x.deal_id = d.id) p
-   where d.org_id = ? and c.closed_at > now() - interval '90 days'`;
+   where d.org_id = ? and c.closed_at > now() - interval '2160 hours'`;
 
 type CloseRow = { won: boolean; lead_source: string; cycle_days: unknown; activities: unknown } & Record<
   TraitKey,
@@ -370,6 +370,18 @@ for (const { driver, label, skip } of DRIVERS) {
                                    + make_interval(mins => (array[-1500, -200, -30, 30, 200, 1500])[1 + g % 6]) as at) t`,
           [sig.orgId],
         );
+        // … and at the edges of the UTC day the window starts in (whichever side of its start they fall).
+        await s.sql(
+          `insert into deals (id, org_id, title, currency, lifecycle_stage, lifecycle_stage_manual, pipeline_id, stage_id,
+                              lead_source, last_activity_at, created_at)
+           select gen_random_uuid(), st.org_id, 'Boundary day ' || e.secs, 'USD', 'customer', false, st.pipeline_id, st.id,
+                  'Partner', t.at, t.at
+             from (values (1, 'Closed Won'), (86399, 'Closed Lost'), (86401, 'Closed Won')) as e(secs, stage)
+             join pipeline_stages st on st.org_id = ? and st.name = e.stage
+             cross join lateral (select ((now() - interval '2160 hours') at time zone 'UTC')::date::timestamp at time zone 'UTC'
+                                   + make_interval(secs => e.secs) as at) t`,
+          [sig.orgId],
+        );
         await s.sql(
           `insert into contacts (id, org_id, deal_id, name, role_type, engagement_level, sentiment, created_at)
            select gen_random_uuid(), d.org_id, d.id, 'Buyer of ' || d.title, 'economic_buyer', 'high', 'positive', d.created_at
@@ -390,6 +402,16 @@ for (const { driver, label, skip } of DRIVERS) {
                                 ('stage_changed', 'Stage changed', '{"stage": {"from": "Lead", "to": "Closed Won"}}', 10),
                                 ('deal_updated', 'Notes changed', '{"notes": {"from": "Also evaluating a rival vendor", "to": "We love it"}}', 2000))
                     as e(type, description, changes, mins)`,
+          [sig.orgId],
+        );
+        // … and at the edges of the hour the window starts in (whichever side of its start they fall).
+        await s.sql(
+          `insert into activities (id, org_id, deal_id, type, description, created_at)
+           select gen_random_uuid(), d.org_id, d.id, 'call', e.description,
+                  crm_signal_hour(now() - interval '168 hours') + make_interval(secs => e.secs)
+             from (select id, org_id from deals where org_id = ? and title = 'Signals 3') d
+             cross join (values ('Great call', 1), ('Worried about budget', 3599), ('A rival came up', 3601))
+                    as e(description, secs)`,
           [sig.orgId],
         );
       });
@@ -455,14 +477,21 @@ for (const { driver, label, skip } of DRIVERS) {
           [sig.orgId],
         );
         await expectSignalsAndCoachingAsScanned(s, sig);
-        // The kept facts and their day sums, against the same scan (91 days: one day more than is read).
+        // The kept day sums against their facts, every column (91 days: one day more than is read).
+        const sums = ['deals', 'cycle_seconds', 'activities', ...Object.keys(TRAITS)];
         const drift = await s.sql(
-          `select k.day from (select day, won, lead_source, sum(deals) as n, sum(activities) as a from deal_close_days
-                               where org_id = ? group by 1, 2, 3 having sum(deals) <> 0) k
-             full join (select (closed_at at time zone 'UTC')::date as day, won, lead_source, count(*) as n,
-                               sum(activities) as a from deal_closes where org_id = ? group by 1, 2, 3) f
-               on f.day = k.day and f.won = k.won and f.lead_source = k.lead_source
-            where k.n is distinct from f.n or k.a is distinct from f.a`,
+          `select coalesce(k.day, f.day) as day from (
+             select day, won, lead_source, ${sums.map((c) => `sum(${c}) as ${c}`).join(', ')}
+               from deal_close_days where org_id = ? group by 1, 2, 3) k
+           full join (
+             select (closed_at at time zone 'UTC')::date as day, won, lead_source, count(*) as deals,
+                    ${sums
+                      .slice(1)
+                      .map((c) => `sum(${c}${c in TRAITS ? '::int' : ''}) as ${c}`)
+                      .join(', ')}
+               from deal_closes where org_id = ? group by 1, 2, 3) f
+             on f.day = k.day and f.won = k.won and f.lead_source = k.lead_source
+            where ${sums.map((c) => `coalesce(k.${c}, 0) <> coalesce(f.${c}, 0)`).join(' or ')}`,
           [sig.orgId, sig.orgId],
         );
         expect(drift).toEqual([]);
@@ -474,7 +503,7 @@ for (const { driver, label, skip } of DRIVERS) {
         expect(Number(negatives?.wrong)).toBe(0);
       });
 
-      it('keep every figure when the sums past every window are pruned', async () => {
+      it('keep every figure when their rows are folded and the sums past every window pruned', async () => {
         const answers = async () => ({
           coaching: (await s.api('/coaching', { key: sig.apiKey })).body.data,
           signals: (await s.api('/briefing', { key: sig.apiKey })).body.data.signals_last_7_days,
@@ -483,8 +512,8 @@ for (const { driver, label, skip } of DRIVERS) {
         // Sums no read reaches: a signal hour 10 days back, the facts of a close 120 days back (on an open
         // deal, so only the pruning can remove them).
         await s.sql(
-          `insert into activity_signal_hours (org_id, hour, shard, positive, negative, competitor)
-           values (?, crm_signal_hour(now() - interval '10 days'), 0, 5, 5, 5)`,
+          `insert into activity_signal_hours (org_id, hour, positive, negative, competitor)
+           values (?, crm_signal_hour(now() - interval '10 days'), 5, 5, 5)`,
           [sig.orgId],
         );
         await s.sql(
@@ -500,7 +529,7 @@ for (const { driver, label, skip } of DRIVERS) {
           [sig.orgId],
         );
         expect(await answers()).toEqual(before);
-        expect(await pruneKeptAnalytics(s.running.db.orm.em.fork())).toBeGreaterThanOrEqual(3);
+        expect(await maintainKeptAnalytics(s.running.db.orm.em.fork())).toBeGreaterThanOrEqual(3);
         const old = await s.sql(
           `select 1 from deal_closes where org_id = ? and closed_at < now() - interval '92 days'
            union all select 1 from deal_close_days where org_id = ? and day < (now() at time zone 'UTC')::date - 93
@@ -508,6 +537,13 @@ for (const { driver, label, skip } of DRIVERS) {
           [sig.orgId, sig.orgId, sig.orgId],
         );
         expect(old).toEqual([]);
+        // Folded: one row per hour and per day, outcome and source.
+        const unfolded = await s.sql(
+          `select hour::text from activity_signal_hours where org_id = ? group by hour having count(*) > 1
+           union all select day::text from deal_close_days where org_id = ? group by day, won, lead_source having count(*) > 1`,
+          [sig.orgId, sig.orgId],
+        );
+        expect(unfolded).toEqual([]);
         expect(await answers()).toEqual(before);
         await expectSignalsAndCoachingAsScanned(s, sig);
       });
@@ -524,7 +560,7 @@ for (const { driver, label, skip } of DRIVERS) {
         // Recorded types read their notes change, any other type its description.
         for (const type of [...RECORDED_ACTIVITY_TYPES].filter((t) => t !== 'deal_created')) {
           const [r] = await s.sql<{ s: number }>(
-            `select crm_activity_signals(null, ?, 'terrible', '{"notes": {"to": "great"}}'::jsonb) as s`,
+            `select crm_activity_signals(null, ?, 'on hold', '{"notes": {"to": "great"}}'::jsonb) as s`,
             [type],
           );
           expect(r?.s, type).toBe(1);

@@ -51,14 +51,16 @@ for (const { driver, label, skip } of DRIVERS) {
       const [signals] = await s.sql<Record<string, string | number>>(
         `select (select coalesce(sum(positive), 0) from activity_signal_hours where org_id = ?) as kept_positive,
                 (select coalesce(sum(negative), 0) from activity_signal_hours where org_id = ?) as kept_negative,
-                count(*) filter (where x.s & 1 <> 0) as positive, count(*) filter (where x.s & 2 <> 0) as negative
+                (select coalesce(sum(competitor), 0) from activity_signal_hours where org_id = ?) as kept_competitor,
+                count(*) filter (where x.s & 1 <> 0) as positive, count(*) filter (where x.s & 2 <> 0) as negative,
+                count(*) filter (where x.s & 4 <> 0) as competitor
            from (select crm_activity_signals(org_id, type, description, changes) as s from activities where org_id = ?
-                 union all select creation_signals from deals where org_id = ?) x`,
-        [org.orgId, org.orgId, org.orgId, org.orgId],
+                 union all select crm_text_signals(notes) from deals where org_id = ?) x`,
+        [org.orgId, org.orgId, org.orgId, org.orgId, org.orgId],
       );
-      expect(Number(signals?.kept_positive)).toBe(Number(signals?.positive));
-      expect(Number(signals?.kept_negative)).toBe(Number(signals?.negative));
-      expect(Number(signals?.positive)).toBeGreaterThan(0);
+      for (const kind of ['positive', 'negative', 'competitor'])
+        expect(Number(signals?.[`kept_${kind}`]), kind).toBe(Number(signals?.[kind]));
+      expect(Number(signals?.positive) * Number(signals?.negative)).toBeGreaterThan(0);
       const wrong = await s.sql(
         `select d.id from deals d join pipeline_stages st on st.id = d.stage_id
            left join deal_closes f on f.deal_id = d.id
@@ -93,7 +95,7 @@ for (const { driver, label, skip } of DRIVERS) {
           const created = await s.api('/deals', {
             method: 'POST',
             key: org.apiKey,
-            json: { title: `c${w}-${i}`, ...(i % 3 === 0 ? { notes: 'Great start, some concerns' } : {}) },
+            json: { title: `c${w}-${i}`, ...(i % 3 === 0 ? { notes: 'Great start, a rival in play' } : {}) },
           });
           expect(created.status).toBe(201);
           const id = created.body.data.id as string;
@@ -114,6 +116,26 @@ for (const { driver, label, skip } of DRIVERS) {
           } else if (op === 2 && mine.length > 1) {
             const victim = mine.splice(0, 1)[0] as string;
             expect((await s.api(`/deals/${victim}`, { method: 'DELETE', key: org.apiKey })).status).toBe(200);
+          } else if (op === 4) {
+            // A stakeholder of another writer's deal turns against it while others close or delete that deal.
+            const other = await s.api(`/deals?limit=1&offset=${(i * 7) % 20}`, { key: org.apiKey });
+            const target = other.body.data[0]?.id as string | undefined;
+            if (target) {
+              const added = await s.api('/contacts', {
+                method: 'POST',
+                key: org.apiKey,
+                json: { name: `q${w}-${i}`, deal_id: target },
+              });
+              expect([201, 400, 404], added.text).toContain(added.status);
+              if (added.status === 201) {
+                const turned = await s.api(`/contacts/${added.body.data.id}`, {
+                  method: 'PATCH',
+                  key: org.apiKey,
+                  json: { sentiment: i % 2 ? 'negative' : 'positive' },
+                });
+                expect([200, 404], turned.text).toContain(turned.status);
+              }
+            }
           } else if (op === 3) {
             await s.api('/contacts', {
               method: 'POST',

@@ -14,7 +14,7 @@ export * from './call-context.ts';
 export * from './context.ts';
 export * from './errors.ts';
 export { type DomainEvent, emitEvent } from './events.ts';
-export { pruneKeptAnalytics } from './features/ai/kept-analytics.ts';
+export { maintainKeptAnalytics } from './features/ai/kept-analytics.ts';
 export { pruneIdempotencyKeys } from './idempotency.ts';
 export { admitRequest } from './limits/admission.ts';
 export { LIMIT_GROUPS, type LimitGroup } from './limits/groups.ts';

@@ -1,22 +1,25 @@
 import { Migration } from '@mikro-orm/migrations';
 
 /**
- * The briefing's signals and coaching read aggregates the database keeps, instead of every activity of the
- * last week and every deal closed in the last 90 days (at a million deals: ~19,000 activities matched
- * against the signal lexicon, ~86,000 closed deals with their contacts and activities, seconds per call;
- * README: Analytics at scale). As with the kept counts, triggers change them in the transaction of the
- * rows they summarize, whichever path wrote those rows.
+ * The briefing's signals and coaching read sums the database keeps, instead of every activity of the last
+ * week and every deal closed in the last 90 days (at a million deals: ~19,000 activities matched against
+ * the signal lexicon, ~86,000 closed deals with their contacts and activities, seconds per call; README:
+ * Analytics at scale). As with the kept counts, triggers write them in the transaction of the rows they
+ * summarize, whichever path wrote those rows.
  *
- * - Signals: each activity is classified when it is written (`crm_activity_signals`), each deal's creation
- *   by the notes it was created with (`deals.creation_signals`, set on insert), and counted per hour in
- *   `activity_signal_hours`. A read sums the whole hours of its 7 days and classifies the rows of the one
- *   partial hour at the window's start: exact, and the same at any size. Rows older than 8 days are not
- *   counted (no read reaches back that far).
+ * - Signals: each recent activity is classified when it is written (`activities.signals`, a bitmask: 1
+ *   positive, 2 negative, 4 competitor), each recent deal's creation by the notes it was created with
+ *   (`deals.creation_signals`), and counted per hour in `activity_signal_hours`. A read sums the whole
+ *   hours of its 7 days and the stored classifications of the one partial hour at the window's start.
+ *   Rows older than 8 days when written are not classified (0): no read reaches back that far.
  * - Closes: `deal_closes` holds one row of facts per deal closed in the last 91 days (when it closed, won or
  *   lost, lead source, cycle length, activity count, the coaching traits), recomputed from the deal, its
  *   contacts and its activities whenever one of them changes (`crm_refresh_closes`); `deal_close_days`
- *   sums them per UTC day, outcome and lead source. A read sums its whole days and reads the facts of
- *   the one partial day at the window's start.
+ *   sums them per UTC day, outcome and lead source. A read sums its whole days and reads the facts of the
+ *   one partial day at the window's start.
+ * - Both sum tables are append-only: a write adds rows of differences (+1 for a new row, -1 for one gone)
+ *   and never updates a shared row, so writers take no lock on them and cannot deadlock on them;
+ *   `crm_fold_kept_sums` (hourly, and after an import) folds each key's rows into one.
  * - `deals.negative_stakeholders` counts a deal's negative or blocking contacts, so the briefing's at-risk
  *   count reads the recent open deals from one index alone (`deals_org_stage_active`, now covering what
  *   health and the at-risk test read).
@@ -50,35 +53,36 @@ const TRAITS = [
 ];
 
 /**
- * Adds signal counts to their hours. `source` yields (org_id, at, s, sign): `s` a signal bitmask (1
- * positive, 2 negative, 4 competitor), `sign` 1 or -1. One row per hour and statement, in key order.
+ * Adds signal counts to their hours, as rows of differences. `source` yields (org_id, at, s, sign): `s` a
+ * signal bitmask, `sign` 1 or -1.
  */
 const countSignals = (source: string) => `
-  insert into activity_signal_hours as h (org_id, hour, shard, positive, negative, competitor)
-  select org_id, crm_signal_hour(at), (txid_current() % 8)::smallint,
-         sum(sign * (s & 1)), sum(sign * ((s >> 1) & 1)), sum(sign * ((s >> 2) & 1))
+  insert into activity_signal_hours (org_id, hour, positive, negative, competitor)
+  select org_id, crm_signal_hour(at), sum(sign * (s & 1)), sum(sign * ((s >> 1) & 1)), sum(sign * ((s >> 2) & 1))
     from (${source}) x
-   where s <> 0 and at > now() - interval '${SIGNAL_KEEP_DAYS} days'
-   group by 1, 2 order by 1, 2
-  on conflict (org_id, hour, shard) do update
-    set positive = h.positive + excluded.positive, negative = h.negative + excluded.negative,
-        competitor = h.competitor + excluded.competitor;`;
+   where s <> 0
+   group by 1, 2;`;
 
-/** Adds deal_closes rows (with a `sign` column) to their day's sums. */
+/** Adds deal_closes rows (with a `sign` column) to their day's sums, as rows of differences. */
 const countCloses = (source: string) => `
-  insert into deal_close_days as k (org_id, day, won, lead_source, shard, deals, cycle_seconds, activities, ${TRAITS.join(', ')})
-  select org_id, (closed_at at time zone 'UTC')::date, won, lead_source, (txid_current() % 8)::smallint,
+  insert into deal_close_days (org_id, day, won, lead_source, deals, cycle_seconds, activities, ${TRAITS.join(', ')})
+  select org_id, (closed_at at time zone 'UTC')::date, won, lead_source,
          sum(sign), sum(sign * cycle_seconds), sum(sign * activities), ${TRAITS.map((t) => `sum(sign * ${t}::int)`).join(', ')}
     from (${source}) x
-   group by 1, 2, 3, 4 order by 1, 2, 3, 4
-  on conflict (org_id, day, won, lead_source, shard) do update
-    set deals = k.deals + excluded.deals, cycle_seconds = k.cycle_seconds + excluded.cycle_seconds,
-        activities = k.activities + excluded.activities,
-        ${TRAITS.map((t) => `${t} = k.${t} + excluded.${t}`).join(', ')};`;
+   group by 1, 2, 3, 4;`;
 
 const activitySignals = (rows: string, sign: number) =>
-  `select org_id, created_at as at, crm_activity_signals(org_id, type, description, changes) as s, ${sign} as sign
-     from ${rows} where created_at > now() - interval '${SIGNAL_KEEP_DAYS} days'`;
+  `select org_id, created_at as at, signals as s, ${sign} as sign from ${rows}`;
+const creationSignals = (rows: string, sign: number) =>
+  `select org_id, created_at as at, creation_signals as s, ${sign} as sign from ${rows}`;
+
+/** Folds a sum table's rows of differences into one row per key (a key whose sums are all 0 keeps none). */
+const fold = (table: string, key: string[], sums: string[]) => `
+  with keys as (select ${key.join(', ')} from ${table} group by ${key.join(', ')} having count(*) > 1),
+  moved as (delete from ${table} t using keys k where ${key.map((c) => `t.${c} = k.${c}`).join(' and ')} returning t.*)
+  insert into ${table} (${[...key, ...sums].join(', ')})
+  select ${key.join(', ')}, ${sums.map((c) => `sum(${c})`).join(', ')} from moved group by ${key.join(', ')}
+  having ${sums.map((c) => `sum(${c}) <> 0`).join(' or ')};`;
 
 export class Migration20261129000000_analytics_aggregates extends Migration {
   override name = 'Migration20261129000000_analytics_aggregates';
@@ -112,14 +116,14 @@ export class Migration20261129000000_analytics_aggregates extends Migration {
     // ---- columns and tables --------------------------------------------------------------------------
     this.addSql(`alter table deals add column creation_signals smallint not null default 0,
       add column negative_stakeholders integer not null default 0;`);
+    this.addSql('alter table activities add column signals smallint not null default 0;');
     this.addSql(`create table activity_signal_hours (
       org_id uuid not null,
       hour timestamptz not null,
-      shard smallint not null,
       positive integer not null,
       negative integer not null,
-      competitor integer not null,
-      primary key (org_id, hour, shard));`);
+      competitor integer not null);`);
+    this.addSql('create index activity_signal_hours_org on activity_signal_hours (org_id, hour);');
     this.addSql(`create table deal_closes (
       deal_id uuid primary key references deals (id) on delete cascade,
       org_id uuid not null,
@@ -129,18 +133,27 @@ export class Migration20261129000000_analytics_aggregates extends Migration {
       cycle_seconds numeric not null,
       activities integer not null,
       ${TRAITS.map((t) => `${t} boolean not null`).join(',\n      ')});`);
-    this.addSql('create index deal_closes_org_closed on deal_closes (org_id, closed_at);');
+    // The partial day a coaching read takes row by row comes from this index alone.
+    this.addSql(`create index deal_closes_org_closed on deal_closes (org_id, closed_at)
+      include (won, lead_source, cycle_seconds, activities, ${TRAITS.join(', ')});`);
     this.addSql(`create table deal_close_days (
       org_id uuid not null,
       day date not null,
       won boolean not null,
       lead_source text not null,
-      shard smallint not null,
       deals integer not null,
       cycle_seconds numeric not null,
       activities bigint not null,
-      ${TRAITS.map((t) => `${t} integer not null`).join(',\n      ')},
-      primary key (org_id, day, won, lead_source, shard));`);
+      ${TRAITS.map((t) => `${t} integer not null`).join(',\n      ')});`);
+    this.addSql('create index deal_close_days_org on deal_close_days (org_id, day);');
+    this.addSql(`create function crm_fold_kept_sums() returns void language plpgsql as $$
+    begin
+      -- One fold at a time; writers are not held up (they only append).
+      perform pg_advisory_xact_lock(hashtext('crm_fold_kept_sums'));
+      ${fold('activity_signal_hours', ['org_id', 'hour'], ['positive', 'negative', 'competitor'])}
+      ${fold('deal_close_days', ['org_id', 'day', 'won', 'lead_source'], ['deals', 'cycle_seconds', 'activities', ...TRAITS])}
+    end
+    $$;`);
 
     // ---- close facts ---------------------------------------------------------------------------------
     // The deals are locked first: their facts are read after the lock, so a concurrent close, contact or
@@ -202,17 +215,18 @@ export class Migration20261129000000_analytics_aggregates extends Migration {
       return new;
     end
     $$;`);
-    this.addSql(`create trigger deals_creation_signals before insert on deals
-      for each row when (new.notes is not null) execute function crm_deal_creation_signals();`);
+    this.addSql(`create trigger deals_creation_signals before insert on deals for each row
+      when (new.notes is not null and new.created_at > now() - interval '${SIGNAL_KEEP_DAYS} days')
+      execute function crm_deal_creation_signals();`);
     this.addSql(`create function crm_deals_written() returns trigger language plpgsql as $$
     begin
       if tg_op = 'INSERT' then
-        ${countSignals('select org_id, created_at as at, creation_signals as s, 1 as sign from new_rows')}
         -- A new deal has no stage moves yet: it closed when it was created.
         perform crm_refresh_closes(array(select n.id from new_rows n join pipeline_stages s on s.id = n.stage_id
           where s.stage_type <> 'open' and n.created_at > now() - interval '${CLOSE_KEEP_DAYS} days'));
+        ${countSignals(creationSignals('new_rows', 1))}
       else
-        ${countSignals('select org_id, created_at as at, creation_signals as s, -1 as sign from old_rows')}
+        ${countSignals(creationSignals('old_rows', -1))}
       end if;
       return null;
     end
@@ -223,11 +237,11 @@ export class Migration20261129000000_analytics_aggregates extends Migration {
       referencing old table as old_rows for each statement execute function crm_deals_written();`);
     this.addSql(`create function crm_deal_changed() returns trigger language plpgsql as $$
     begin
+      perform crm_refresh_closes(array[new.id]);
       if (old.org_id, old.created_at, old.creation_signals) is distinct from (new.org_id, new.created_at, new.creation_signals) then
         ${countSignals(`select old.org_id as org_id, old.created_at as at, old.creation_signals as s, -1 as sign
                          union all select new.org_id, new.created_at, new.creation_signals, 1`)}
       end if;
-      perform crm_refresh_closes(array[new.id]);
       return null;
     end
     $$;`);
@@ -238,17 +252,29 @@ export class Migration20261129000000_analytics_aggregates extends Migration {
       execute function crm_deal_changed();`);
 
     // ---- activities ------------------------------------------------------------------------------------
+    this.addSql(`create function crm_classify_activity() returns trigger language plpgsql as $$
+    begin
+      new.signals := case when new.created_at > now() - interval '${SIGNAL_KEEP_DAYS} days'
+                          then crm_activity_signals(new.org_id, new.type, new.description, new.changes) else 0 end;
+      return new;
+    end
+    $$;`);
+    // An activity older than the window when written (an import's history) is never read: not classified.
+    this.addSql(`create trigger activities_classified before insert on activities for each row
+      when (new.created_at > now() - interval '${SIGNAL_KEEP_DAYS} days') execute function crm_classify_activity();`);
+    this.addSql(`create trigger activities_reclassified before update of org_id, type, description, changes, created_at
+      on activities for each row execute function crm_classify_activity();`);
     this.addSql(`create function crm_activities_written() returns trigger language plpgsql as $$
     begin
       if tg_op = 'INSERT' then
-        ${countSignals(activitySignals('new_rows', 1))}
         perform crm_refresh_closes(array(select distinct deal_id from new_rows where type <> 'deal_analyzed'));
+        ${countSignals(activitySignals('new_rows', 1))}
       elsif tg_op = 'DELETE' then
-        ${countSignals(activitySignals('old_rows', -1))}
         perform crm_refresh_closes(array(select distinct deal_id from old_rows where type <> 'deal_analyzed'));
+        ${countSignals(activitySignals('old_rows', -1))}
       else
-        ${countSignals(`${activitySignals('new_rows', 1)} union all ${activitySignals('old_rows', -1)}`)}
         perform crm_refresh_closes(array(select deal_id from new_rows union select deal_id from old_rows));
+        ${countSignals(`${activitySignals('new_rows', 1)} union all ${activitySignals('old_rows', -1)}`)}
       end if;
       return null;
     end
@@ -269,12 +295,13 @@ export class Migration20261129000000_analytics_aggregates extends Migration {
        where d.id = x.deal_id;`;
     this.addSql(`create function crm_contacts_written() returns trigger language plpgsql as $$
     begin
+      -- The deals first, locked in id order by the refresh; then their counts.
       if tg_op = 'INSERT' then
-        ${countNegative('new_rows', '+')}
         perform crm_refresh_closes(array(select distinct deal_id from new_rows));
+        ${countNegative('new_rows', '+')}
       else
-        ${countNegative('old_rows', '-')}
         perform crm_refresh_closes(array(select distinct deal_id from old_rows));
+        ${countNegative('old_rows', '-')}
       end if;
       return null;
     end
@@ -285,6 +312,7 @@ export class Migration20261129000000_analytics_aggregates extends Migration {
       referencing old table as old_rows for each statement execute function crm_contacts_written();`);
     this.addSql(`create function crm_contact_changed() returns trigger language plpgsql as $$
     begin
+      perform crm_refresh_closes(array[old.deal_id, new.deal_id]);
       if old.deal_id is distinct from new.deal_id or ${negative('old')} <> ${negative('new')} then
         if ${negative('old')} then
           update deals set negative_stakeholders = negative_stakeholders - 1 where id = old.deal_id;
@@ -293,7 +321,6 @@ export class Migration20261129000000_analytics_aggregates extends Migration {
           update deals set negative_stakeholders = negative_stakeholders + 1 where id = new.deal_id;
         end if;
       end if;
-      perform crm_refresh_closes(array[old.deal_id, new.deal_id]);
       return null;
     end
     $$;`);
@@ -303,22 +330,30 @@ export class Migration20261129000000_analytics_aggregates extends Migration {
                          is distinct from (new.deal_id, new.role_type, new.engagement_level, new.sentiment, new.notes))
       execute function crm_contact_changed();`);
 
-    // ---- what there is already (after the triggers: writes from now on are theirs) ---------------------
+    // ---- what there is already (after the triggers: they count what the updates below classify) -------
     this.addSql(`update deals d set negative_stakeholders = x.n
       from (select deal_id, count(*)::int as n from contacts c where ${negative('c')} group by deal_id) x
      where d.id = x.deal_id;`);
     // The notes a recent deal was created with: its first notes change's old value, else its notes now.
-    // The update trigger counts them into their hour.
-    this.addSql(`update deals d set creation_signals = crm_text_signals(coalesce(
-        (select coalesce(n.changes->'notes'->>'from', '') from activities n
-          where n.deal_id = d.id and n.type = 'deal_updated' and n.changes->'notes' is not null
-          order by n.created_at limit 1), d.notes))
-      where d.created_at > now() - interval '${SIGNAL_KEEP_DAYS} days';`);
-    this.addSql(countSignals(activitySignals('activities', 1)));
+    this.addSql(`update deals d set creation_signals = x.s
+      from (select id, crm_text_signals(coalesce(
+              (select coalesce(n.changes->'notes'->>'from', '') from activities n
+                where n.deal_id = r.id and n.type = 'deal_updated' and n.changes->'notes' is not null
+                order by n.created_at limit 1), r.notes)) as s
+              from deals r where r.created_at > now() - interval '${SIGNAL_KEEP_DAYS} days') x
+     where d.id = x.id and x.s <> 0;`);
+    this.addSql(`update activities set signals = x.s
+      from (select id, crm_activity_signals(org_id, type, description, changes) as s from activities
+             where created_at > now() - interval '${SIGNAL_KEEP_DAYS} days') x
+     where activities.id = x.id and x.s <> 0;`);
+    // Closed deals that closed (a stage move, or created closed) in the last 91 days.
     this.addSql(`select crm_refresh_closes(array(
       select d.id from deals d join pipeline_stages s on s.id = d.stage_id
-       where s.stage_type <> 'open'
-         and coalesce(d.last_activity_at, d.created_at) > now() - interval '${CLOSE_KEEP_DAYS} days'));`);
+       where s.stage_type <> 'open' and d.created_at > now() - interval '${CLOSE_KEEP_DAYS} days'
+      union
+      select a.deal_id from activities a
+       where a.type = 'stage_changed' and a.created_at > now() - interval '${CLOSE_KEEP_DAYS} days'));`);
+    this.addSql('select crm_fold_kept_sums();');
 
     // Health and the at-risk count read the recent open deals from this index alone.
     this.addSql('drop index deals_org_stage_active;');

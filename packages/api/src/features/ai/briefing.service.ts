@@ -8,7 +8,7 @@ import {
 import type { EntityManager } from '@crm/db';
 import type { AuthedContext } from '../../context.ts';
 import { asJson, currentOrg, orgRows } from '../../read-model.ts';
-import { ACTIVE_AT, KEPT_TOTALS, stagesOfType } from '../pipeline/open-pipeline.sql.ts';
+import { ACTIVE_AT, CLOCK, clock, KEPT_TOTALS, stagesOfType } from '../pipeline/open-pipeline.sql.ts';
 import { asDateOrNull } from './rows.ts';
 import { aiRuntime } from './runtime.ts';
 
@@ -25,10 +25,10 @@ const ITEM = `json_build_object('id', id, 'title', title, 'company', company_nam
   'days_idle', floor(idle_days)::int, 'deal_health', deal_health, 'negative_stakeholders', negative_stakeholders)`;
 
 /**
- * A deal is at risk (in `d`, with its idle-days limit as a parameter): see pipelineFacts. Its negative or
- * blocking stakeholders are counted by the database as contacts are written (`negative_stakeholders`).
+ * A deal is at risk (in `d`, with the statement's clock `t`): see pipelineFacts. Its negative or blocking
+ * stakeholders are counted by the database as contacts are written (`negative_stakeholders`).
  */
-const AT_RISK = `(coalesce(d.expected_close_date < now(), false) or ${ACTIVE_AT} < now() - make_interval(secs => ? * 86400)
+const AT_RISK = `(coalesce(d.expected_close_date < ${clock('now')}, false) or ${ACTIVE_AT} < ${clock('risk_before')}
    or coalesce(d.deal_health in ('at_risk', 'critical'), false)
    or d.negative_stakeholders > 0)`;
 
@@ -59,25 +59,28 @@ const list = (where: string, order: { index: string; items: string }) =>
  */
 async function pipelineFacts(em: EntityManager, staleDays: number) {
   const org = currentOrg(em);
-  const riskDays = 2 * staleDays;
   const [row] = await orgRows<Record<string, unknown>>(
     em,
     `with stages as (${stagesOfType('open')}),
-     kept as (${KEPT_TOTALS})
+     kept as (${KEPT_TOTALS}),
+     t as (${CLOCK})
      select kept.value as total_value, kept.deals as active,
             kept.deals - (select count(*) from stages s join deals d on d.org_id = ? and d.stage_id = s.id
-                           where ${ACTIVE_AT} >= now() - make_interval(secs => ? * 86400) and not ${AT_RISK}) as at_risk,
+                           where ${ACTIVE_AT} >= ${clock('risk_before')} and not ${AT_RISK}) as at_risk,
             ${list(
-              `d.expected_close_date >= now() and d.expected_close_date < now() + make_interval(days => ${CLOSING_WITHIN_DAYS})`,
-              { index: 'd.expected_close_date, d.id', items: 'expected_close_date, id' },
+              `d.expected_close_date >= ${clock('now')} and d.expected_close_date < ${clock('closing_before')}`,
+              {
+                index: 'd.expected_close_date, d.id',
+                items: 'expected_close_date, id',
+              },
             )} as closing,
-            ${list(`${ACTIVE_AT} < now() - make_interval(secs => ? * 86400)`, {
+            ${list(`${ACTIVE_AT} < ${clock('stale_before')}`, {
               index: `${ACTIVE_AT}, d.id`,
               items: 'idle_days desc, id',
             })} as stale,
             ${list(AT_RISK, { index: 'd.value desc nulls last, d.id', items: 'value desc nulls last, id' })} as risky
        from kept`,
-    [org, org, riskDays, riskDays, org, org, staleDays, org, riskDays],
+    [org, staleDays, 2 * staleDays, CLOSING_WITHIN_DAYS, org, org, org, org],
   );
   const rows = (v: unknown): BriefingDealRow[] =>
     asJson<ListRow[]>(v ?? '[]').map((r) => ({
@@ -104,26 +107,28 @@ async function pipelineFacts(em: EntityManager, staleDays: number) {
  * mention when the text names competition.
  *
  * The database classifies each activity and each deal's creation as it is written and counts them per hour
- * (Migration20261129000000_analytics_aggregates): the whole hours of the 7 days are summed, and the rows of
- * the one partial hour at the window's start are classified here by the same SQL function. The cost is the
- * same at any size.
+ * (Migration20261129000000_analytics_aggregates): the whole hours of the 7 × 24 are summed, and the stored
+ * classifications of the one partial hour at the window's start are added. The cost is the same at any size.
  */
 async function signalFacts(em: EntityManager): Promise<BriefingFacts['signals']> {
   const org = currentOrg(em);
+  // The bounds are written out (not taken from a CTE) so that the planner reads the partial hour down the
+  // (org_id, created_at) indexes: it took a join filter for a scan of every deal.
+  const since = `(now() - make_interval(hours => ${SIGNAL_DAYS * 24}))`;
+  const wholeFrom = `crm_signal_hour(${since}) + interval '1 hour'`;
   const [row] = await orgRows<Record<string, unknown>>(
     em,
-    `with w as (select now() - make_interval(days => ${SIGNAL_DAYS}) as since,
-                       crm_signal_hour(now() - make_interval(days => ${SIGNAL_DAYS})) + interval '1 hour' as whole_from),
-     partial as (
-       select crm_activity_signals(a.org_id, a.type, a.description, a.changes) as s
-         from activities a, w where a.org_id = ? and a.created_at > w.since and a.created_at < w.whole_from
+    `with partial as (
+       select a.signals as s from activities a
+        where a.org_id = ? and a.created_at > ${since} and a.created_at < ${wholeFrom} and a.signals <> 0
        union all
-       select d.creation_signals from deals d, w where d.org_id = ? and d.created_at > w.since and d.created_at < w.whole_from
+       select d.creation_signals from deals d
+        where d.org_id = ? and d.created_at > ${since} and d.created_at < ${wholeFrom} and d.creation_signals <> 0
      )
      select coalesce(sum(h.positive), 0) + (select count(*) filter (where s & 1 <> 0) from partial) as positive,
             coalesce(sum(h.negative), 0) + (select count(*) filter (where s & 2 <> 0) from partial) as negative,
             coalesce(sum(h.competitor), 0) + (select count(*) filter (where s & 4 <> 0) from partial) as competitor
-       from activity_signal_hours h, w where h.org_id = ? and h.hour >= w.whole_from`,
+       from activity_signal_hours h where h.org_id = ? and h.hour >= ${wholeFrom}`,
     [org, org],
   );
   return {

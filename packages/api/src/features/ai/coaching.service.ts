@@ -23,18 +23,19 @@ const TRAIT_KEYS = Object.keys(TRAITS) as TraitKey[];
 export async function coaching(ctx: AuthedContext): Promise<CoachingResult> {
   const em = ctx.em;
   const sums = TRAIT_KEYS.map((t) => `sum(${t}) as ${t}`).join(', ');
+  // The bounds are written out (not taken from a CTE), so that the planner reads them as index bounds.
+  const since = `(now() - make_interval(hours => ${COACHING_PERIOD_DAYS * 24}))`;
+  const sinceDay = `(${since} at time zone 'UTC')::date`;
   const rows = await orgRows<Record<string, unknown>>(
     em,
-    `with w as (select now() - make_interval(days => ${COACHING_PERIOD_DAYS}) as since),
-     b as (select since, (since at time zone 'UTC')::date as since_day,
-                  ((since at time zone 'UTC')::date + 1)::timestamp at time zone 'UTC' as whole_from from w)
-     select won, lead_source, sum(deals) as deals, sum(cycle_seconds) / 86400 as cycle_days,
+    `select won, lead_source, sum(deals) as deals, sum(cycle_seconds) / 86400 as cycle_days,
             sum(activities) as activities, ${sums}
        from (select k.won, k.lead_source, k.deals, k.cycle_seconds, k.activities, ${TRAIT_KEYS.map((t) => `k.${t}`).join(', ')}
-               from deal_close_days k, b where k.org_id = ? and k.day > b.since_day
+               from deal_close_days k where k.org_id = ? and k.day > ${sinceDay}
              union all
              select f.won, f.lead_source, 1, f.cycle_seconds, f.activities, ${TRAIT_KEYS.map((t) => `f.${t}::int`).join(', ')}
-               from deal_closes f, b where f.org_id = ? and f.closed_at > b.since and f.closed_at < b.whole_from) x
+               from deal_closes f
+              where f.org_id = ? and f.closed_at > ${since} and f.closed_at < (${sinceDay} + 1)::timestamp at time zone 'UTC') x
       group by won, lead_source
      having sum(deals) > 0`,
     [currentOrg(em)],

@@ -1,7 +1,8 @@
 import type { DealHistory, StageFacts } from '@crm/ai';
 import { HISTORY_DAYS, HISTORY_MAX_DEALS, SYSTEM_ACTIVITY_TYPES } from '@crm/ai';
 import type { EntityManager } from '@crm/db';
-import { asJson, orgRows } from '../../read-model.ts';
+import { asJson, currentOrg, orgRows } from '../../read-model.ts';
+import { ACTIVE_AT, stagesOfType } from '../pipeline/open-pipeline.sql.ts';
 import { asDate, asDateOrNull } from './rows.ts';
 
 interface DealRow {
@@ -146,32 +147,34 @@ export async function loadDealHistory(em: EntityManager, dealId: string): Promis
 const HISTORY_PAGE = 250;
 
 /**
- * The histories of the organization's recent closed deals, for fitting its win model: the newest
- * HISTORY_MAX_DEALS closed within HISTORY_DAYS. Which deals is decided once (one pass over the closed
- * deals); their histories are then read page by page, by id: on the embedded (single-threaded) database one
- * large read would hold every request behind it, and paging with OFFSET re-sorted every closed deal for each
- * page (20 passes over ~700,000 deals per fit at a million).
+ * The histories of the organization's recent closed deals, for fitting its win model: the HISTORY_MAX_DEALS
+ * closed deals with the latest activity (a close is one) within HISTORY_DAYS, the clock the model's
+ * fingerprint watches (win-models.ts), so scoring a deal changes neither. They are picked down the
+ * (org_id, stage_id, last activity) index of each closed stage, then their histories are read page by page,
+ * by id: on the embedded (single-threaded) database one large read would hold every request behind it.
  */
 export async function loadClosedHistories(em: EntityManager): Promise<DealHistory[]> {
   const stagesOf = await stagesByPipeline(em);
   const chosen = await orgRows<{ id: string }>(
     em,
-    `select d.id from deals d join pipeline_stages s on s.id = d.stage_id
-      where d.org_id = ? and s.stage_type <> 'open'
-        and coalesce(d.updated_at, d.created_at) > now() - make_interval(days => ${HISTORY_DAYS})
-      order by coalesce(d.updated_at, d.created_at) desc, d.id
-      limit ${HISTORY_MAX_DEALS}`,
+    `with stages as (${stagesOfType('won', 'lost')})
+     select x.id from stages s cross join lateral (
+       select d.id, ${ACTIVE_AT} as at from deals d
+        where d.org_id = ? and d.stage_id = s.id and ${ACTIVE_AT} > now() - make_interval(days => ${HISTORY_DAYS})
+        order by ${ACTIVE_AT} desc, d.id desc limit ${HISTORY_MAX_DEALS}) x
+      order by x.at desc, x.id desc limit ${HISTORY_MAX_DEALS}`,
+    [currentOrg(em)],
   );
   const histories: DealHistory[] = [];
   for (let start = 0; start < chosen.length; start += HISTORY_PAGE) {
     const ids = chosen.slice(start, start + HISTORY_PAGE).map((r) => r.id);
     const rows = await orgRows<HistoryRow>(
       em,
-      `${historySelect()} where d.org_id = ? and d.id in (${ids.map(() => '?').join(', ')})`,
+      `${historySelect()} where d.org_id = ? and s.stage_type <> 'open' and d.id in (${ids.map(() => '?').join(', ')})`,
       ids,
     );
     const byId = new Map(rows.map((row) => [row.id, row]));
-    // In the chosen order; a deal deleted since is left out.
+    // In the chosen order; a deal deleted or reopened since is left out.
     for (const id of ids) {
       const row = byId.get(id);
       if (row) histories.push(historyOf(row, stagesOf));
