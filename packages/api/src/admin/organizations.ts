@@ -69,11 +69,13 @@ export const KEPT_AGGREGATES = [
  */
 export async function deleteOrganization(em: EntityManager, orgId: string): Promise<boolean> {
   return transaction(em, async (tx) => {
+    // The analytics triggers stand aside while the organization's rows go (its sums are deleted below).
+    await tx.execute("select set_config('crm.deleting_org', ?, true)", [orgId]);
     const deleted = await tx.execute<{ id: string }[]>(
       'delete from organizations where id = ? returning id',
       [orgId],
     );
-    // The kept counts and sums have no foreign key (the cascade's own triggers write them while the rows go).
+    // The kept counts and sums have no foreign key (the cascade's triggers wrote the counts while the rows went).
     for (const table of KEPT_AGGREGATES) await tx.execute(`delete from ${table} where org_id = ?`, [orgId]);
     return deleted.length > 0;
   });
