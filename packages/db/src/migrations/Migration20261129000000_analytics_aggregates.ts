@@ -91,6 +91,19 @@ const fold = (table: string, key: string[], sums: string[]) => `
   select ${key.join(', ')}, ${sums.map((c) => `sum(${c})`).join(', ')} from moved group by ${key.join(', ')}
   having ${sums.map((c) => `sum(${c}) <> 0`).join(' or ')};`;
 
+/** The transition tables each event of a statement trigger has. */
+const TRANSITION_TABLES = {
+  insert: 'new table as new_rows',
+  delete: 'old table as old_rows',
+  update: 'old table as old_rows new table as new_rows',
+};
+/** `fn` as an AFTER … FOR EACH STATEMENT trigger of `table` for each event, with its transition tables. */
+const statementTriggers = (table: string, fn: string, events: Array<keyof typeof TRANSITION_TABLES>) =>
+  events.map(
+    (event) => `create trigger ${table}_analytics_${event} after ${event} on ${table}
+      referencing ${TRANSITION_TABLES[event]} for each statement execute function ${fn}();`,
+  );
+
 export class Migration20261129000000_analytics_aggregates extends Migration {
   override name = 'Migration20261129000000_analytics_aggregates';
 
@@ -209,12 +222,8 @@ export class Migration20261129000000_analytics_aggregates extends Migration {
       return null;
     end
     $$;`);
-    this.addSql(`create trigger deal_closes_counted_insert after insert on deal_closes
-      referencing new table as new_rows for each statement execute function crm_count_closes();`);
-    this.addSql(`create trigger deal_closes_counted_delete after delete on deal_closes
-      referencing old table as old_rows for each statement execute function crm_count_closes();`);
-    this.addSql(`create trigger deal_closes_counted_update after update on deal_closes
-      referencing old table as old_rows new table as new_rows for each statement execute function crm_count_closes();`);
+    for (const sql of statementTriggers('deal_closes', 'crm_count_closes', ['insert', 'delete', 'update']))
+      this.addSql(sql);
 
     // ---- deals -----------------------------------------------------------------------------------------
     this.addSql(`create function crm_deal_creation_signals() returns trigger language plpgsql as $$
@@ -240,10 +249,7 @@ export class Migration20261129000000_analytics_aggregates extends Migration {
       return null;
     end
     $$;`);
-    this.addSql(`create trigger deals_analytics_insert after insert on deals
-      referencing new table as new_rows for each statement execute function crm_deals_written();`);
-    this.addSql(`create trigger deals_analytics_delete after delete on deals
-      referencing old table as old_rows for each statement execute function crm_deals_written();`);
+    for (const sql of statementTriggers('deals', 'crm_deals_written', ['insert', 'delete'])) this.addSql(sql);
     this.addSql(`create function crm_deal_changed() returns trigger language plpgsql as $$
     begin
       ${SKIP_WHILE_DELETING_ORG}
@@ -290,12 +296,12 @@ export class Migration20261129000000_analytics_aggregates extends Migration {
       return null;
     end
     $$;`);
-    this.addSql(`create trigger activities_analytics_insert after insert on activities
-      referencing new table as new_rows for each statement execute function crm_activities_written();`);
-    this.addSql(`create trigger activities_analytics_delete after delete on activities
-      referencing old table as old_rows for each statement execute function crm_activities_written();`);
-    this.addSql(`create trigger activities_analytics_update after update on activities
-      referencing old table as old_rows new table as new_rows for each statement execute function crm_activities_written();`);
+    for (const sql of statementTriggers('activities', 'crm_activities_written', [
+      'insert',
+      'delete',
+      'update',
+    ]))
+      this.addSql(sql);
 
     // ---- contacts --------------------------------------------------------------------------------------
     const negative = (c: string) =>
@@ -318,10 +324,8 @@ export class Migration20261129000000_analytics_aggregates extends Migration {
       return null;
     end
     $$;`);
-    this.addSql(`create trigger contacts_analytics_insert after insert on contacts
-      referencing new table as new_rows for each statement execute function crm_contacts_written();`);
-    this.addSql(`create trigger contacts_analytics_delete after delete on contacts
-      referencing old table as old_rows for each statement execute function crm_contacts_written();`);
+    for (const sql of statementTriggers('contacts', 'crm_contacts_written', ['insert', 'delete']))
+      this.addSql(sql);
     this.addSql(`create function crm_contact_changed() returns trigger language plpgsql as $$
     begin
       ${SKIP_WHILE_DELETING_ORG}
