@@ -1,4 +1,4 @@
-import { issueApiKey, OPERATIONS, type Operation, rotateApiKey, SCOPES } from '@crm/api';
+import { issueApiKey, KEY_CACHE_TTL_MS, OPERATIONS, type Operation, rotateApiKey, SCOPES } from '@crm/api';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DRIVERS, MISSING_ID, startTestServer, type TestServer } from './harness.ts';
@@ -109,15 +109,32 @@ for (const { driver, label, skip } of DRIVERS) {
       const issued = await issueApiKey(fork(), s.orgA.orgId, { expiresAt: new Date(Date.now() + 60_000) });
       expect(issued.expires_at).not.toBeNull();
       expect((await s.api('/deals', { key: issued.api_key })).status).toBe(200);
+      // Changed behind the server's back (SQL, as another instance would): seen once the key the server
+      // looked up a moment ago is no longer reused (KEY_CACHE_TTL_MS).
       await s.sql("update api_keys set expires_at = now() - interval '1 second' where id = ?", [
         issued.key_id,
       ]);
+      await new Promise((r) => setTimeout(r, KEY_CACHE_TTL_MS + 50));
       const res = await s.api('/deals', { key: issued.api_key });
       expect(res.status).toBe(401);
       expect(res.body).toEqual({ error: expect.stringMatching(/expired at/), code: 'expired_api_key' });
       await expect(
         issueApiKey(fork(), s.orgA.orgId, { expiresAt: new Date(Date.now() - 1000) }),
       ).rejects.toThrow(/expires_at: must be in the future/);
+    });
+
+    it('a key revoked elsewhere (in SQL, or by another instance) stops working within KEY_CACHE_TTL_MS', async () => {
+      const issued = await issueApiKey(fork(), s.orgA.orgId, {});
+      expect((await s.api('/deals', { key: issued.api_key })).status).toBe(200);
+      const revokedAt = Date.now();
+      await s.sql('update api_keys set revoked_at = now() where id = ?', [issued.key_id]);
+      let res = await s.api('/deals', { key: issued.api_key });
+      while (res.status === 200 && Date.now() - revokedAt < 5_000) {
+        await new Promise((r) => setTimeout(r, 50));
+        res = await s.api('/deals', { key: issued.api_key });
+      }
+      expect(res.body.code).toBe('invalid_api_key');
+      expect(Date.now() - revokedAt).toBeLessThan(KEY_CACHE_TTL_MS + 500);
     });
 
     it('rotation: the successor has the same name and scopes; old and new both work until the overlap ends, then only the new', async () => {

@@ -166,27 +166,33 @@ export function isDatabaseUnavailable(err: unknown): boolean {
 }
 
 /**
- * Whether `err` (or what caused it) is a write that referred to a deal another request deleted after this
- * one had read it (a foreign key on deal_id failed at commit of the change): to the caller, the deal is gone.
+ * What a write referred to that another request deleted after this one had read it (a foreign key failing
+ * for the row it inserts), if that is what `err` (or what caused it) is: a deal, or the caller's whole
+ * organization (deleted on another instance while this one still knew its key, see KEY_CACHE_TTL_MS).
  */
-function isDealGoneMeanwhile(err: unknown): boolean {
+function goneMeanwhile(err: unknown): 'deal' | 'organization' | undefined {
   for (
     let e = err, depth = 0;
     e && typeof e === 'object' && depth < 5;
     e = (e as { cause?: unknown }).cause, depth++
   ) {
     const { code, constraint } = e as { code?: unknown; constraint?: unknown };
-    if (code === '23503' && typeof constraint === 'string' && constraint.endsWith('_deal_id_fkey'))
-      return true;
+    if (code !== '23503' || typeof constraint !== 'string') continue;
+    if (constraint.endsWith('_deal_id_fkey')) return 'deal';
+    if (constraint.endsWith('_org_id_fkey')) return 'organization';
   }
-  return false;
+  return undefined;
 }
 
 /** Maps anything thrown while handling a request to the contract's status and body. Never leaks a stack. */
 export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
-  if (isDealGoneMeanwhile(err) || (err instanceof TRPCError && isDealGoneMeanwhile(err.cause)))
-    return notFound('Deal');
+  switch (goneMeanwhile(err)) {
+    case 'deal':
+      return notFound('Deal');
+    case 'organization':
+      return new ApiError('invalid_api_key', 'Invalid or revoked API key');
+  }
   if (isDatabaseUnavailable(err) || (err instanceof TRPCError && isDatabaseUnavailable(err.cause)))
     return new ApiError('service_unavailable', 'The database is not answering; try again shortly', {
       headers: { 'Retry-After': String(UNAVAILABLE_RETRY_SECONDS) },

@@ -20,11 +20,25 @@ describe('database errors as the caller sees them', () => {
     expect(toErrorResponse(new Error('wrapped', { cause: err })).status).toBe(404);
   });
 
-  it('any other broken reference stays a 500 without details', () => {
-    const err = Object.assign(new Error('violates foreign key constraint "api_keys_org_id_fkey"'), {
+  it('a write for an organization deleted meanwhile answers 401, as its key does from then on', () => {
+    const err = Object.assign(new Error('violates foreign key constraint "deals_org_id_fkey"'), {
       code: '23503',
-      constraint: 'api_keys_org_id_fkey',
+      constraint: 'deals_org_id_fkey',
     });
+    expect(toErrorResponse(err)).toMatchObject({
+      status: 401,
+      body: { error: 'Invalid or revoked API key', code: 'invalid_api_key' },
+    });
+  });
+
+  it('any other broken reference stays a 500 without details', () => {
+    const err = Object.assign(
+      new Error('violates foreign key constraint "webhook_deliveries_endpoint_id_fkey"'),
+      {
+        code: '23503',
+        constraint: 'webhook_deliveries_endpoint_id_fkey',
+      },
+    );
     expect(toErrorResponse(err)).toMatchObject({
       status: 500,
       body: { error: 'Internal server error', code: 'internal_error' },

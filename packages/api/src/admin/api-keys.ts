@@ -1,5 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { ApiKey, type EntityManager, LockMode, Organization, transaction } from '@crm/db';
+import { LRUCache } from 'lru-cache';
 import { ApiError } from '../errors.ts';
 import { ALL_SCOPES, parseScopes } from '../scopes.ts';
 import { CLI_ACTOR, recordAudit } from './audit.ts';
@@ -103,7 +104,7 @@ export async function rotateApiKey(
   overlapMs: number,
   acting: { actor: string; orgId?: string } = { actor: CLI_ACTOR },
 ): Promise<(IssuedKey & { replaces: string; old_key_expires_at: string }) | undefined> {
-  return transaction(em, async (tx) => {
+  const rotated = await transaction(em, async (tx) => {
     const old = await tx.findOne(ApiKey, { id: keyId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
     if (!old || old.revokedAt || (acting.orgId && old.orgId !== acting.orgId)) return undefined;
     const now = Date.now();
@@ -143,6 +144,9 @@ export async function rotateApiKey(
       old_key_expires_at: old.expiresAt.toISOString(),
     };
   });
+  // The old key's new expiry applies from the next request.
+  forgetLookedUpKeys();
+  return rotated;
 }
 
 export interface ApiKeySummary {
@@ -183,8 +187,8 @@ function toSummary(k: ApiKey): ApiKeySummary {
 }
 
 /**
- * Revokes a key: it answers 401 from the next request on, on every instance (keys are looked up on each
- * request, never cached). Returns undefined when no such key exists, or it belongs to another organization
+ * Revokes a key: it answers 401 from the next request on this process, within KEY_CACHE_TTL_MS on every
+ * other instance. Returns undefined when no such key exists, or it belongs to another organization
  * than `acting.orgId`; revoking twice keeps the first revocation time.
  */
 export async function revokeApiKey(
@@ -192,7 +196,7 @@ export async function revokeApiKey(
   keyId: string,
   acting: { actor: string; orgId?: string } = { actor: CLI_ACTOR },
 ): Promise<ApiKeySummary | undefined> {
-  return transaction(em, async (tx) => {
+  const revoked = await transaction(em, async (tx) => {
     const key = await tx.findOne(ApiKey, { id: keyId });
     if (!key || (acting.orgId && key.orgId !== acting.orgId)) return undefined;
     if (!key.revokedAt) {
@@ -207,15 +211,49 @@ export async function revokeApiKey(
     }
     return toSummary(key);
   });
+  forgetLookedUpKeys();
+  return revoked;
 }
 
-/** The unrevoked key with this plaintext, or undefined. The hash is compared in constant time. */
-export async function findActiveKey(
-  em: EntityManager,
-  plaintext: string,
-): Promise<{ id: string; orgId: string; scopes: string[]; expiresAt: Date | null } | undefined> {
+/** An unrevoked key as authentication needs it. */
+export interface ActiveKey {
+  id: string;
+  orgId: string;
+  scopes: string[];
+  expiresAt: Date | null;
+}
+
+/**
+ * How long a process answers from a key it has looked up, instead of querying the database on every
+ * request (README: API keys). A revocation, rotation or organization deletion made by this process drops
+ * its keys at once; one made elsewhere (another instance, a `crm` process of its own, SQL) is seen within
+ * this time. Expiry is checked on every request against the cached expiry.
+ */
+export const KEY_CACHE_TTL_MS = 1_000;
+const recentKeys = new LRUCache<string, ActiveKey>({ max: 10_000, ttl: KEY_CACHE_TTL_MS });
+/** Moves on each forgetting: a lookup that began before one does not remember what it read. */
+let generation = 0;
+
+/**
+ * Drops the looked-up keys (all of them: revocations and deletions are rare, a lookup is cheap). Called
+ * once the change has committed, so no lookup can read the key as it was and remember it afterwards.
+ */
+export function forgetLookedUpKeys(): void {
+  generation++;
+  recentKeys.clear();
+}
+
+/**
+ * The unrevoked key with this plaintext, or undefined: from the keys this process looked up within
+ * KEY_CACHE_TTL_MS, else from the database (the hash compared in constant time). Unknown keys are never
+ * remembered, so a new key works at once and guessing costs what it did.
+ */
+export async function findActiveKey(em: EntityManager, plaintext: string): Promise<ActiveKey | undefined> {
   if (!looksLikeApiKey(plaintext)) return undefined;
   const hash = hashApiKey(plaintext);
+  const cached = recentKeys.get(hash);
+  if (cached) return cached;
+  const startedAt = generation;
   const rows = await em
     .getConnection()
     .execute<
@@ -227,10 +265,13 @@ export async function findActiveKey(
   const row = rows[0];
   if (!row) return undefined;
   if (!timingSafeEqual(Buffer.from(row.key_hash), Buffer.from(hash))) return undefined;
-  return {
+  const key: ActiveKey = {
     id: row.id,
     orgId: row.org_id,
     scopes: row.scopes,
     expiresAt: row.expires_at === null ? null : new Date(row.expires_at),
   };
+  // Not remembered when this process revoked or deleted something while the query ran.
+  if (generation === startedAt) recentKeys.set(hash, key);
+  return key;
 }

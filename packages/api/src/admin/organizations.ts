@@ -6,7 +6,7 @@ import {
   type StageType,
   transaction,
 } from '@crm/db';
-import { type IssuedKey, issueApiKey } from './api-keys.ts';
+import { forgetLookedUpKeys, type IssuedKey, issueApiKey } from './api-keys.ts';
 
 /** The stages every new organization starts with; see the README for what each means. */
 export const DEFAULT_STAGES: ReadonlyArray<{
@@ -64,19 +64,20 @@ export const KEPT_AGGREGATES = [
 
 /**
  * Deletes an organization with everything it holds (deals, contacts, keys, people, webhooks, events,
- * usage: every table's rows cascade from it). Its keys stop working at the next request on every
- * instance, as keys are looked up on each request. Returns false when there is no such organization.
+ * usage: every table's rows cascade from it). Its keys stop working at the next request on this process,
+ * within KEY_CACHE_TTL_MS on every other instance. Returns false when there is no such organization.
  */
 export async function deleteOrganization(em: EntityManager, orgId: string): Promise<boolean> {
-  return transaction(em, async (tx) => {
+  const deleted = await transaction(em, async (tx) => {
     // The analytics triggers stand aside while the organization's rows go (its sums are deleted below).
     await tx.execute("select set_config('crm.deleting_org', ?, true)", [orgId]);
-    const deleted = await tx.execute<{ id: string }[]>(
-      'delete from organizations where id = ? returning id',
-      [orgId],
-    );
+    const rows = await tx.execute<{ id: string }[]>('delete from organizations where id = ? returning id', [
+      orgId,
+    ]);
     // The kept counts and sums have no foreign key (the cascade's triggers wrote the counts while the rows went).
     for (const table of KEPT_AGGREGATES) await tx.execute(`delete from ${table} where org_id = ?`, [orgId]);
-    return deleted.length > 0;
+    return rows.length > 0;
   });
+  forgetLookedUpKeys();
+  return deleted;
 }

@@ -223,13 +223,13 @@ async function writeChunk(em: EntityManager, chunk: Chunk): Promise<void> {
  * by id or by name, as `POST /deals` resolves it (a stage of another pipeline is refused).
  */
 class StagePlacement {
-  private readonly pipelines = new Map<string, Promise<StageRow[]>>();
+  private readonly pipelines = new Map<string, Promise<readonly StageRow[]>>();
   private readonly em: EntityManager;
   constructor(em: EntityManager) {
     this.em = em;
   }
 
-  private stagesOf(pipelineId: string | undefined): Promise<StageRow[]> {
+  private stagesOf(pipelineId: string | undefined): Promise<readonly StageRow[]> {
     const key = pipelineId ?? '';
     let stages = this.pipelines.get(key);
     if (!stages) {
@@ -243,7 +243,7 @@ class StagePlacement {
    * The row's stage and its pipeline's stages, or why the row cannot be placed: as `POST /deals` resolves
    * it, by `stage_id` or by `stage` (a name, case-insensitive), else the pipeline's first stage.
    */
-  async place(row: DealImportRow): Promise<{ stage: StageRow; stages: StageRow[] } | string> {
+  async place(row: DealImportRow): Promise<{ stage: StageRow; stages: readonly StageRow[] } | string> {
     const stages = await this.stagesOf(row.pipeline_id);
     const first = stages[0];
     if (!first) return 'pipeline_id: no such pipeline';

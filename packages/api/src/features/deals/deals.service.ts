@@ -60,7 +60,7 @@ export interface CreatedDealRows {
 export function createdDealRows(
   orgId: string,
   input: DealCreateInput,
-  placed: { stage: StageRow; stages: StageRow[] },
+  placed: { stage: StageRow; stages: readonly StageRow[] },
   createdAt: Date,
   now: Date = createdAt,
 ): CreatedDealRows {
@@ -177,7 +177,7 @@ export async function updateDeal(
   }
 
   let stageChange: DealUpdateResult['stageChange'];
-  let stagesInPlay: StageRow[] | undefined;
+  let stagesInPlay: readonly StageRow[] | undefined;
   if (input.stage_id !== undefined || input.pipeline_id !== undefined) {
     const resolved = await resolveStage(
       em,
