@@ -179,7 +179,8 @@ function goneMeanwhile(err: unknown): 'deal' | 'organization' | undefined {
     const { code, constraint } = e as { code?: unknown; constraint?: unknown };
     if (code !== '23503' || typeof constraint !== 'string') continue;
     if (constraint.endsWith('_deal_id_fkey')) return 'deal';
-    if (constraint.endsWith('_org_id_fkey')) return 'organization';
+    // The organization's keys go with it: an Idempotency-Key record names the key that made the call.
+    if (constraint.endsWith('_org_id_fkey') || constraint.endsWith('_api_key_id_fkey')) return 'organization';
   }
   return undefined;
 }

@@ -29,6 +29,12 @@ describe('database errors as the caller sees them', () => {
       status: 401,
       body: { error: 'Invalid or revoked API key', code: 'invalid_api_key' },
     });
+    // An Idempotency-Key record names the (cascade-deleted) key that made the call.
+    const idempotent = Object.assign(new Error('violates foreign key constraint'), {
+      code: '23503',
+      constraint: 'idempotency_keys_api_key_id_fkey',
+    });
+    expect(toErrorResponse(idempotent).status).toBe(401);
   });
 
   it('any other broken reference stays a 500 without details', () => {

@@ -104,49 +104,51 @@ export async function rotateApiKey(
   overlapMs: number,
   acting: { actor: string; orgId?: string } = { actor: CLI_ACTOR },
 ): Promise<(IssuedKey & { replaces: string; old_key_expires_at: string }) | undefined> {
-  const rotated = await transaction(em, async (tx) => {
-    const old = await tx.findOne(ApiKey, { id: keyId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
-    if (!old || old.revokedAt || (acting.orgId && old.orgId !== acting.orgId)) return undefined;
-    const now = Date.now();
-    if (old.replacedBy)
-      throw new ApiError(
-        'invalid_request',
-        `API key ${keyId} was already rotated: rotate its successor ${old.replacedBy} instead`,
-      );
-    if (old.expiresAt && old.expiresAt.getTime() <= now)
-      throw new ApiError(
-        'invalid_request',
-        `API key ${keyId} expired at ${old.expiresAt.toISOString()}: issue a new one instead`,
-      );
-    const plaintext = generateApiKey();
-    const successor = tx.create(ApiKey, {
-      orgId: old.orgId,
-      name: old.name ?? null,
-      prefix: plaintext.slice(0, 7),
-      keyHash: hashApiKey(plaintext),
-      createdBy: acting.actor,
-      scopes: old.scopes,
-      expiresAt: old.expiresAt ?? null,
+  try {
+    return await transaction(em, async (tx) => {
+      const old = await tx.findOne(ApiKey, { id: keyId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+      if (!old || old.revokedAt || (acting.orgId && old.orgId !== acting.orgId)) return undefined;
+      const now = Date.now();
+      if (old.replacedBy)
+        throw new ApiError(
+          'invalid_request',
+          `API key ${keyId} was already rotated: rotate its successor ${old.replacedBy} instead`,
+        );
+      if (old.expiresAt && old.expiresAt.getTime() <= now)
+        throw new ApiError(
+          'invalid_request',
+          `API key ${keyId} expired at ${old.expiresAt.toISOString()}: issue a new one instead`,
+        );
+      const plaintext = generateApiKey();
+      const successor = tx.create(ApiKey, {
+        orgId: old.orgId,
+        name: old.name ?? null,
+        prefix: plaintext.slice(0, 7),
+        keyHash: hashApiKey(plaintext),
+        createdBy: acting.actor,
+        scopes: old.scopes,
+        expiresAt: old.expiresAt ?? null,
+      });
+      const overlapEnd = new Date(now + overlapMs);
+      old.expiresAt = old.expiresAt && old.expiresAt < overlapEnd ? old.expiresAt : overlapEnd;
+      old.replacedBy = successor.id;
+      await tx.flush();
+      await recordAudit(tx, {
+        orgId: old.orgId,
+        actor: acting.actor,
+        action: 'api_key.rotated',
+        target: `${old.prefix}… → ${successor.prefix}… ${old.name ?? ''}`.trim(),
+      });
+      return {
+        ...issued(successor, plaintext),
+        replaces: old.id,
+        old_key_expires_at: old.expiresAt.toISOString(),
+      };
     });
-    const overlapEnd = new Date(now + overlapMs);
-    old.expiresAt = old.expiresAt && old.expiresAt < overlapEnd ? old.expiresAt : overlapEnd;
-    old.replacedBy = successor.id;
-    await tx.flush();
-    await recordAudit(tx, {
-      orgId: old.orgId,
-      actor: acting.actor,
-      action: 'api_key.rotated',
-      target: `${old.prefix}… → ${successor.prefix}… ${old.name ?? ''}`.trim(),
-    });
-    return {
-      ...issued(successor, plaintext),
-      replaces: old.id,
-      old_key_expires_at: old.expiresAt.toISOString(),
-    };
-  });
-  // The old key's new expiry applies from the next request.
-  forgetLookedUpKeys();
-  return rotated;
+  } finally {
+    // The old key's new expiry applies from the next request (also when the commit's answer was lost).
+    forgetLookedUpKeys();
+  }
 }
 
 export interface ApiKeySummary {
@@ -196,23 +198,25 @@ export async function revokeApiKey(
   keyId: string,
   acting: { actor: string; orgId?: string } = { actor: CLI_ACTOR },
 ): Promise<ApiKeySummary | undefined> {
-  const revoked = await transaction(em, async (tx) => {
-    const key = await tx.findOne(ApiKey, { id: keyId });
-    if (!key || (acting.orgId && key.orgId !== acting.orgId)) return undefined;
-    if (!key.revokedAt) {
-      key.revokedAt = new Date();
-      await tx.flush();
-      await recordAudit(tx, {
-        orgId: key.orgId,
-        actor: acting.actor,
-        action: 'api_key.revoked',
-        target: `${key.prefix}… ${key.name ?? ''}`.trim(),
-      });
-    }
-    return toSummary(key);
-  });
-  forgetLookedUpKeys();
-  return revoked;
+  try {
+    return await transaction(em, async (tx) => {
+      const key = await tx.findOne(ApiKey, { id: keyId });
+      if (!key || (acting.orgId && key.orgId !== acting.orgId)) return undefined;
+      if (!key.revokedAt) {
+        key.revokedAt = new Date();
+        await tx.flush();
+        await recordAudit(tx, {
+          orgId: key.orgId,
+          actor: acting.actor,
+          action: 'api_key.revoked',
+          target: `${key.prefix}… ${key.name ?? ''}`.trim(),
+        });
+      }
+      return toSummary(key);
+    });
+  } finally {
+    forgetLookedUpKeys();
+  }
 }
 
 /** An unrevoked key as authentication needs it. */

@@ -68,16 +68,21 @@ export const KEPT_AGGREGATES = [
  * within KEY_CACHE_TTL_MS on every other instance. Returns false when there is no such organization.
  */
 export async function deleteOrganization(em: EntityManager, orgId: string): Promise<boolean> {
-  const deleted = await transaction(em, async (tx) => {
-    // The analytics triggers stand aside while the organization's rows go (its sums are deleted below).
-    await tx.execute("select set_config('crm.deleting_org', ?, true)", [orgId]);
-    const rows = await tx.execute<{ id: string }[]>('delete from organizations where id = ? returning id', [
-      orgId,
-    ]);
-    // The kept counts and sums have no foreign key (the cascade's triggers wrote the counts while the rows went).
-    for (const table of KEPT_AGGREGATES) await tx.execute(`delete from ${table} where org_id = ?`, [orgId]);
-    return rows.length > 0;
-  });
-  forgetLookedUpKeys();
-  return deleted;
+  try {
+    return await transaction(em, async (tx) => {
+      // The analytics triggers stand aside while the organization's rows go (its sums are deleted below).
+      await tx.execute("select set_config('crm.deleting_org', ?, true)", [orgId]);
+      const rows = await tx.execute<{ id: string }[]>('delete from organizations where id = ? returning id', [
+        orgId,
+      ]);
+      // Only for this delete: anything else the transaction writes is counted as usual.
+      await tx.execute("select set_config('crm.deleting_org', '', true)");
+      // The kept counts and sums have no foreign key (the cascade's triggers wrote the counts while the rows went).
+      for (const table of KEPT_AGGREGATES) await tx.execute(`delete from ${table} where org_id = ?`, [orgId]);
+      return rows.length > 0;
+    });
+  } finally {
+    // Also when the commit's answer was lost: forgetting too much costs a lookup.
+    forgetLookedUpKeys();
+  }
 }

@@ -145,7 +145,8 @@ export const COMMANDS: CommandSpec[] = [
     name: 'org delete',
     positionals: ['org_id'],
     options: {},
-    summary: 'Delete an organization and all its data; its keys stop working at once',
+    summary:
+      'Delete an organization and all its data; its keys stop working (within a second on a running server)',
     prepare({ positionals }) {
       const orgId = uuidArg(positionals[0] ?? '', 'org_id');
       return async (em) => {
@@ -246,7 +247,7 @@ export const COMMANDS: CommandSpec[] = [
     name: 'key revoke',
     positionals: ['key_id'],
     options: {},
-    summary: 'Revoke an API key; it stops working at once',
+    summary: 'Revoke an API key; it stops working (within a second on a running server)',
     prepare({ positionals }) {
       const keyId = uuidArg(positionals[0] ?? '', 'key_id');
       return async (em) => {
