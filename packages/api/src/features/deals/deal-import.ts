@@ -220,7 +220,9 @@ async function writeChunk(em: EntityManager, chunk: Chunk): Promise<void> {
 
 /**
  * Where imported deals go: each pipeline's stages read once for the whole import, then the row's stage
- * by id or by name, as `POST /deals` resolves it (a stage of another pipeline is refused).
+ * by id or by name, as `POST /deals` resolves it (a stage of another pipeline is refused). Kept beside
+ * `pipelineStages`' own reuse, which lasts seconds and forgets nothing it did not find: a file naming an
+ * unknown pipeline on a million rows would otherwise ask the database a million times.
  */
 class StagePlacement {
   private readonly pipelines = new Map<string, Promise<readonly StageRow[]>>();
