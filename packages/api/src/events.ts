@@ -1,7 +1,7 @@
 import { type EntityManager, type FieldChanges, sqlOf, type WebhookEventType } from '@crm/db';
 import { uuidv7 } from 'uuidv7';
 import { currentCall } from './call-context.ts';
-import { currentOrg } from './read-model.ts';
+import { currentOrg } from './org-scope.ts';
 
 /** A stage as stage events name it. */
 export interface StageRef {

@@ -1,17 +1,7 @@
-import { type EntityManager, ORG_FILTER } from '@crm/db';
+import type { EntityManager, Tables } from '@crm/db';
+import { type Expression, expressionBuilder, type SqlBool, sql } from 'kysely';
 import { ApiError } from './errors.ts';
-import { orgDb } from './org-scope.ts';
-
-/**
- * Hot read paths (lists, details, search, health) are plain SQL: hydrating entities cost more than the
- * queries themselves. Their organization comes from the same place the ORM filter reads it, the
- * request's filter parameters set at authentication; every such query takes it as its first parameter.
- */
-export function currentOrg(em: EntityManager): string {
-  const params = em.getFilterParams<{ orgId?: string }>(ORG_FILTER);
-  if (!params?.orgId) throw new Error('no organization in this unit of work');
-  return params.orgId;
-}
+import { currentOrg, orgQuery } from './org-scope.ts';
 
 /** Runs a read query whose first placeholder is the caller's organization. */
 export function orgRows<T extends object>(
@@ -31,32 +21,49 @@ export const asJson = <T>(v: unknown): T => (typeof v === 'string' ? (JSON.parse
 
 export const numberOrNull = (v: unknown): number | null => (v == null ? null : Number(v));
 
+/** `isoSql` for the query builder: the column as ISO 8601 in UTC, formatted by the database. */
+export const isoOf = (column: string) =>
+  sql<string>`to_char(${sql.ref(column)} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+/** A list's anchor row, by id: is the cursor's row there? */
+const anchorOf = {
+  deals: orgQuery((db, a: { id: string }) => db.selectFrom('deals').select('id').where('id', '=', a.id)),
+  contacts: orgQuery((db, a: { id: string }) =>
+    db.selectFrom('contacts').select('id').where('id', '=', a.id),
+  ),
+};
+
 /**
- * The condition of a page after a cursor on a list read newest first (`created_at desc, id desc`), and the
- * check that the cursor's row is there. The anchor is compared in SQL at the column's full precision, with
- * its organization bound (not correlated): the planner reads it once and descends the (org_id, created_at,
- * id) index from there instead of filtering every row.
+ * The check that a cursor's row is there, before a page after it is read; `after` or `offset`, not both.
  */
-export async function afterCursor(
+export async function checkCursor(
   em: EntityManager,
-  list: { table: 'deals' | 'contacts'; alias: string; what: string },
-  query: { after?: string; offset: number },
-): Promise<{ condition: string; params: unknown[] } | undefined> {
-  if (!query.after) return undefined;
+  list: { table: 'deals' | 'contacts'; what: string },
+  query: { after?: string | undefined; offset: number },
+): Promise<void> {
+  if (!query.after) return;
   if (query.offset > 0) throw new ApiError('invalid_request', 'after: give after or offset, not both');
-  const anchor = await orgDb(em)
-    .selectFrom(list.table)
-    .select('id')
-    .where('id', '=', query.after)
-    .executeTakeFirst();
+  const [anchor] = await anchorOf[list.table](em, { id: query.after });
   if (!anchor)
     throw new ApiError(
       'invalid_request',
       `after: no ${list.what} with this id (deleted since?); start again without after`,
     );
-  const { alias: t } = list;
-  return {
-    condition: `(${t}.created_at, ${t}.id) < (select a.created_at, a.id from ${list.table} a where a.org_id = ? and a.id = ?)`,
-    params: [currentOrg(em), query.after],
-  };
+}
+
+/**
+ * The condition of a page after a cursor on a list read newest first (`created_at desc, id desc`). The
+ * anchor is compared in SQL at the column's full precision, its organization bound (not correlated): the
+ * planner reads it once and descends the (org_id, created_at, id) index from there instead of filtering
+ * every row.
+ */
+export function afterAnchor(
+  list: { table: 'deals' | 'contacts'; alias: string },
+  after: string,
+): Expression<SqlBool> {
+  const anchor = expressionBuilder<Tables, never>()
+    .selectFrom(`${list.table} as anchor` as 'deals as anchor')
+    .select(['anchor.created_at', 'anchor.id'])
+    .where('anchor.id', '=', after);
+  return sql<SqlBool>`(${sql.ref(`${list.alias}.created_at`)}, ${sql.ref(`${list.alias}.id`)}) < (${anchor})`;
 }

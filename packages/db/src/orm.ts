@@ -13,6 +13,7 @@ import { MikroORM as PgliteMikroORM } from '@mikro-orm/pglite';
 import { MikroORM as PostgreSqlMikroORM } from '@mikro-orm/postgresql';
 import type { AbstractSqlDriver, InferKyselyDB, Kysely, MikroORM, SqlEntityManager } from '@mikro-orm/sql';
 import { entities } from './entities.ts';
+import type { KeptColumns, KeptTables } from './kept-tables.ts';
 import { migrationsList } from './migrations/index.ts';
 
 export type Orm = MikroORM<AbstractSqlDriver, SqlEntityManager>;
@@ -414,8 +415,15 @@ async function startEmbeddedMaintenance(orm: Orm): Promise<{ stop(): void }> {
   return { stop: () => clearInterval(timer) };
 }
 
-/** The schema as Kysely sees it, inferred from the entity definitions (table and column names). */
-export type Tables = InferKyselyDB<(typeof entities)[number]>;
+type EntityTables = InferKyselyDB<(typeof entities)[number]>;
+
+/**
+ * The schema as Kysely sees it: inferred from the entity definitions (table and column names), with what
+ * the database keeps by itself (no entity maps it).
+ */
+export type Tables = Omit<EntityTables, keyof KeptColumns> & {
+  [T in keyof KeptColumns]: EntityTables[T] & KeptColumns[T];
+} & KeptTables;
 
 /**
  * A typed SQL builder on the unit of work's connection (inside `em.transactional`, on its transaction).

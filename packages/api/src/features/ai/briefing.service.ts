@@ -7,7 +7,8 @@ import {
 } from '@crm/ai';
 import type { EntityManager } from '@crm/db';
 import type { AuthedContext } from '../../context.ts';
-import { asJson, currentOrg, orgRows } from '../../read-model.ts';
+import { currentOrg } from '../../org-scope.ts';
+import { asJson, orgRows } from '../../read-model.ts';
 import { ACTIVE_AT, CLOCK, clock, KEPT_TOTALS, stagesOfType } from '../pipeline/open-pipeline.sql.ts';
 import { asDateOrNull } from './rows.ts';
 import { aiRuntime } from './runtime.ts';

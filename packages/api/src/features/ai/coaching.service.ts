@@ -1,6 +1,7 @@
 import { type CoachingFacts, type CoachingResult, TRAITS, type TraitKey } from '@crm/ai';
 import type { AuthedContext } from '../../context.ts';
-import { currentOrg, orgRows } from '../../read-model.ts';
+import { currentOrg } from '../../org-scope.ts';
+import { orgRows } from '../../read-model.ts';
 import { aiRuntime } from './runtime.ts';
 
 /** Coaching looks at the deals closed in this many past days. */

@@ -1,7 +1,8 @@
 import type { DealHistory, StageFacts } from '@crm/ai';
 import { HISTORY_DAYS, HISTORY_MAX_DEALS, SYSTEM_ACTIVITY_TYPES } from '@crm/ai';
 import type { EntityManager } from '@crm/db';
-import { asJson, currentOrg, orgRows } from '../../read-model.ts';
+import { currentOrg } from '../../org-scope.ts';
+import { asJson, orgRows } from '../../read-model.ts';
 import { ACTIVE_AT, stagesOfType } from '../pipeline/open-pipeline.sql.ts';
 import { asDate, asDateOrNull } from './rows.ts';
 

@@ -2,7 +2,8 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { type FittedWinModel, fitWinModelOffThread, MIN_CLOSED_DEALS } from '@crm/ai';
 import { type EntityManager, ORG_FILTER, type Orm } from '@crm/db';
 import { LRUCache } from 'lru-cache';
-import { currentOrg, orgRows } from '../../read-model.ts';
+import { currentOrg } from '../../org-scope.ts';
+import { orgRows } from '../../read-model.ts';
 import { ACTIVE_AT, stagesOfType } from '../pipeline/open-pipeline.sql.ts';
 import { loadClosedHistories } from './deal-history.queries.ts';
 

@@ -1,10 +1,12 @@
 import { Contact, Deal, type EntityManager, type FieldChanges } from '@crm/db';
+import { type SqlBool, sql } from 'kysely';
 import { uuidv7 } from 'uuidv7';
 import { activityRow, changeValue, recordActivity, sameValue } from '../../activities.ts';
 import type { AuthedContext } from '../../context.ts';
 import { notFound } from '../../errors.ts';
 import { emitEvent, outboxRow } from '../../events.ts';
-import { afterCursor, isoSql, orgRows } from '../../read-model.ts';
+import { orgQuery } from '../../org-scope.ts';
+import { afterAnchor, checkCursor, isoOf } from '../../read-model.ts';
 import { toIso } from '../../schemas.ts';
 import { likePattern } from '../search/search.service.ts';
 import type {
@@ -34,9 +36,45 @@ export function toContactDto(contact: Contact): ContactDto {
   };
 }
 
-const CONTACT_COLUMNS = `c.id, c.name, c.email, c.title, c.phone, c.deal_id, c.role_type, c.department,
-  c.influence_level, c.engagement_level, c.sentiment, c.linkedin_url, c.notes,
-  ${isoSql('c.created_at')} as created_at, ${isoSql('c.updated_at')} as updated_at`;
+/** `(name, email or title contains q)`, over the trigram indexes. */
+const matching = (pattern: string) =>
+  sql<SqlBool>`(c.name ilike ${pattern} or c.email ilike ${pattern} or c.title ilike ${pattern})`;
+
+const contactPage = orgQuery((db, a: { pattern?: string; after?: string; limit: number; offset: number }) => {
+  let page = db
+    .selectFrom('contacts as c')
+    .select([
+      'c.id',
+      'c.name',
+      'c.email',
+      'c.title',
+      'c.phone',
+      'c.deal_id',
+      'c.role_type',
+      'c.department',
+      'c.influence_level',
+      'c.engagement_level',
+      'c.sentiment',
+      'c.linkedin_url',
+      'c.notes',
+      isoOf('c.created_at').as('created_at'),
+      isoOf('c.updated_at').as('updated_at'),
+    ]);
+  if (a.pattern) page = page.where(matching(a.pattern));
+  if (a.after) page = page.where(afterAnchor({ table: 'contacts', alias: 'c' }, a.after));
+  return page.orderBy('c.created_at', 'desc').orderBy('c.id', 'desc').limit(a.limit).offset(a.offset);
+});
+
+const matchCount = orgQuery((db, a: { pattern: string }) =>
+  db
+    .selectFrom('contacts as c')
+    .select((eb) => eb.fn.countAll<string>().as('total'))
+    .where(matching(a.pattern)),
+);
+
+const keptContactCount = orgQuery((db) =>
+  db.selectFrom('contact_counts').select((eb) => eb.fn.sum<string | null>('n').as('total')),
+);
 
 /**
  * A page of contacts, newest first, by `offset` or after a cursor (compared in SQL with the anchor row, at
@@ -45,53 +83,22 @@ const CONTACT_COLUMNS = `c.id, c.name, c.email, c.title, c.phone, c.deal_id, c.r
  * matches, not with the organization).
  */
 export async function listContacts(em: EntityManager, query: ContactListQuery) {
-  const search: string[] = [];
-  const searchParams: unknown[] = [];
-  if (query.q) {
-    const pattern = likePattern(query.q);
-    search.push('(c.name ilike ? or c.email ilike ? or c.title ilike ?)');
-    searchParams.push(pattern, pattern, pattern);
-  }
-  const page = ['c.org_id = ?', ...search];
-  const pageParams = [...searchParams];
-  const cursor = await afterCursor(em, { table: 'contacts', alias: 'c', what: 'contact' }, query);
-  if (cursor) {
-    page.push(cursor.condition);
-    pageParams.push(...cursor.params);
-  }
-  const [rows, total] = await Promise.all([
-    orgRows<ContactDto>(
-      em,
-      `select ${CONTACT_COLUMNS} from contacts c where ${page.join(' and ')}
-        order by c.created_at desc, c.id desc limit ? offset ?`,
-      [...pageParams, query.limit + 1, query.offset],
-    ),
-    query.q
-      ? orgRows<{ total: string | number }>(
-          em,
-          `select count(*) as total from contacts c where c.org_id = ? and ${search.join(' and ')}`,
-          searchParams,
-        ).then((r) => Number(r[0]?.total ?? 0))
-      : keptContactCount(em),
+  await checkCursor(em, { table: 'contacts', what: 'contact' }, query);
+  const pattern = query.q ? likePattern(query.q) : undefined;
+  const [rows, [counted]] = await Promise.all([
+    contactPage(em, { pattern, after: query.after, limit: query.limit + 1, offset: query.offset }),
+    pattern ? matchCount(em, { pattern }) : keptContactCount(em, {}),
   ]);
-  const data = rows.slice(0, query.limit);
+  const data: ContactDto[] = rows.slice(0, query.limit);
   return {
     data,
     meta: {
-      total,
+      total: Number(counted?.total ?? 0),
       limit: query.limit,
       offset: query.offset,
       next_cursor: rows.length > query.limit ? (data.at(-1)?.id ?? null) : null,
     },
   };
-}
-
-async function keptContactCount(em: EntityManager): Promise<number> {
-  const [row] = await orgRows<{ total: string | number | null }>(
-    em,
-    'select sum(n) as total from contact_counts where org_id = ?',
-  );
-  return Number(row?.total ?? 0);
 }
 
 async function findContact(em: EntityManager, id: string): Promise<Contact> {

@@ -1,16 +1,47 @@
-import type { Deal, EntityManager } from '@crm/db';
+import type { Deal, EntityManager, Tables } from '@crm/db';
+import { type ExpressionBuilder, sql } from 'kysely';
+import { jsonArrayFrom } from 'kysely/helpers/postgres';
 import type { z } from 'zod';
-import { afterCursor, asJson, currentOrg, isoSql, numberOrNull, orgRows } from '../../read-model.ts';
+import { orgQuery } from '../../org-scope.ts';
+import { afterAnchor, asJson, checkCursor, isoOf, numberOrNull } from '../../read-model.ts';
 import { toIso } from '../../schemas.ts';
 import type { StageRow } from '../pipeline/stages.service.ts';
 import type { Activity, DealDto, DealListQuery, Stakeholder } from './deal.schemas.ts';
 
-const DEAL_COLUMNS = `d.id, d.title, d.company_name, d.value, d.currency, d.win_probability, d.deal_health,
-  d.lifecycle_stage, d.stage_id, s.name as stage_name, s.stage_type, d.pipeline_id, p.name as pipeline_name,
-  d.owner_name, d.contact_name, d.contact_email, d.contact_phone, d.notes, d.lead_source,
-  ${isoSql('d.expected_close_date')} as expected_close_date, ${isoSql('d.last_activity_at')} as last_activity_at,
-  ${isoSql('d.created_at')} as created_at, ${isoSql('d.updated_at')} as updated_at`;
-const DEAL_FROM = `deals d join pipeline_stages s on s.id = d.stage_id join pipelines p on p.id = d.pipeline_id`;
+/**
+ * A deal's columns as the API answers them, its stage and pipeline joined (as `d`, `s`, `p`); from the
+ * query's own builder, or a subquery's (whose tables the scope reaches through the outer query).
+ */
+const dealRows = (db: Pick<ExpressionBuilder<Tables, never>, 'selectFrom'>) =>
+  db
+    .selectFrom('deals as d')
+    .innerJoin('pipeline_stages as s', 's.id', 'd.stage_id')
+    .innerJoin('pipelines as p', 'p.id', 'd.pipeline_id')
+    .select([
+      'd.id',
+      'd.title',
+      'd.company_name',
+      'd.value',
+      'd.currency',
+      'd.win_probability',
+      'd.deal_health',
+      'd.lifecycle_stage',
+      'd.stage_id',
+      's.name as stage_name',
+      's.stage_type',
+      'd.pipeline_id',
+      'p.name as pipeline_name',
+      'd.owner_name',
+      'd.contact_name',
+      'd.contact_email',
+      'd.contact_phone',
+      'd.notes',
+      'd.lead_source',
+      isoOf('d.expected_close_date').as('expected_close_date'),
+      isoOf('d.last_activity_at').as('last_activity_at'),
+      isoOf('d.created_at').as('created_at'),
+      isoOf('d.updated_at').as('updated_at'),
+    ]);
 
 /** The columns of a deal as created: what the insert writes and what the create answers. */
 export type NewDeal = Pick<
@@ -76,47 +107,68 @@ export function dealDtoOf(deal: NewDeal, stage: StageRow): DealDto {
 }
 
 /**
+ * A page of deals and the kept total in one statement (a round trip less): the total's row is there even
+ * when the page is empty, the page's rows hang off it in their index order.
+ */
+const dealPage = orgQuery(
+  (
+    db,
+    a: {
+      lifecycle_stage?: string;
+      pipeline_id?: string;
+      after?: string;
+      limit: number;
+      offset: number;
+    },
+  ) => {
+    return db
+      .selectFrom((eb) => {
+        let counted = eb.selectFrom('deal_counts').select(sql<string>`coalesce(sum(n), 0)`.as('total'));
+        if (a.lifecycle_stage) counted = counted.where('lifecycle_stage', '=', a.lifecycle_stage);
+        if (a.pipeline_id) counted = counted.where('pipeline_id', '=', a.pipeline_id);
+        return counted.as('t');
+      })
+      .leftJoinLateral(
+        (eb) => {
+          let page = dealRows(eb).select('d.created_at as list_at');
+          if (a.lifecycle_stage) page = page.where('d.lifecycle_stage', '=', a.lifecycle_stage);
+          if (a.pipeline_id) page = page.where('d.pipeline_id', '=', a.pipeline_id);
+          if (a.after) page = page.where(afterAnchor({ table: 'deals', alias: 'd' }, a.after));
+          return page
+            .orderBy('d.created_at', 'desc')
+            .orderBy('d.id', 'desc')
+            .limit(a.limit)
+            .offset(a.offset)
+            .as('page');
+        },
+        (join) => join.onTrue(),
+      )
+      .select('t.total as list_total')
+      .selectAll('page')
+      .orderBy('page.list_at', 'desc')
+      .orderBy('page.id', 'desc');
+  },
+);
+
+/**
  * A page of deals, newest first, by `offset` or after a cursor (the last deal seen: read in the index's
  * order from there, however deep). The total comes from the counts the database keeps per organization,
  * pipeline and lifecycle stage: a few rows summed, whatever the organization's size.
  */
 export async function queryDeals(em: EntityManager, query: DealListQuery) {
-  const conditions = ['d.org_id = ?'];
-  const counted = ['org_id = ?'];
-  const params: unknown[] = [];
-  if (query.lifecycle_stage) {
-    conditions.push('d.lifecycle_stage = ?');
-    counted.push('lifecycle_stage = ?');
-    params.push(query.lifecycle_stage);
-  }
-  if (query.pipeline_id) {
-    conditions.push('d.pipeline_id = ?');
-    counted.push('pipeline_id = ?');
-    params.push(query.pipeline_id);
-  }
-  const page = [...conditions];
-  const pageParams = [...params];
-  const cursor = await afterCursor(em, { table: 'deals', alias: 'd', what: 'deal' }, query);
-  if (cursor) {
-    page.push(cursor.condition);
-    pageParams.push(...cursor.params);
-  }
-  // The kept total and the page in one statement (a round trip less): the total's row is there even when the
-  // page is empty, the page's rows hang off it in their index order.
-  const rows = await orgRows<DealRow & { list_total: string | number | null; list_at: unknown }>(
-    em,
-    `select t.total as list_total, page.* from
-       (select coalesce(sum(n), 0) as total from deal_counts where ${counted.join(' and ')}) t
-       left join lateral (
-         select ${DEAL_COLUMNS}, d.created_at as list_at from ${DEAL_FROM} where ${page.join(' and ')}
-          order by d.created_at desc, d.id desc limit ? offset ?
-       ) page on true
-     order by page.list_at desc, page.id desc`,
-    [...params, currentOrg(em), ...pageParams, query.limit + 1, query.offset],
-  );
+  await checkCursor(em, { table: 'deals', what: 'deal' }, query);
+  const rows = await dealPage(em, {
+    lifecycle_stage: query.lifecycle_stage,
+    pipeline_id: query.pipeline_id,
+    after: query.after,
+    limit: query.limit + 1,
+    offset: query.offset,
+  });
   const total = Number(rows[0]?.list_total ?? 0);
   const found = rows[0]?.id == null ? [] : rows;
-  const data = found.slice(0, query.limit).map(({ list_total: _, list_at: __, ...row }) => toDealDto(row));
+  const data = found
+    .slice(0, query.limit)
+    .map(({ list_total: _, list_at: __, ...row }) => toDealDto(row as DealRow));
   return {
     data,
     meta: {
@@ -128,13 +180,11 @@ export async function queryDeals(em: EntityManager, query: DealListQuery) {
   };
 }
 
+const oneDeal = orgQuery((db, a: { id: string }) => dealRows(db).where('d.id', '=', a.id));
+
 export async function queryDeal(em: EntityManager, id: string): Promise<DealDto | undefined> {
-  const [row] = await orgRows<DealRow>(
-    em,
-    `select ${DEAL_COLUMNS} from ${DEAL_FROM} where d.org_id = ? and d.id = ?`,
-    [id],
-  );
-  return row ? toDealDto(row) : undefined;
+  const [row] = await oneDeal(em, { id });
+  return row ? toDealDto(row as DealRow) : undefined;
 }
 
 /**
@@ -142,26 +192,45 @@ export async function queryDeal(em: EntityManager, id: string): Promise<DealDto 
  * statement. Three statements cost three round trips, and on loopback a round trip's socket writes were the
  * largest part of the call's CPU.
  */
+const dealDetail = orgQuery((db, a: { id: string; activities: number }) =>
+  dealRows(db)
+    .select((eb) => [
+      jsonArrayFrom(
+        eb
+          .selectFrom('contacts as c')
+          .select([
+            'c.id',
+            'c.name',
+            'c.email',
+            'c.title',
+            'c.role_type',
+            'c.influence_level',
+            'c.engagement_level',
+            'c.sentiment',
+          ])
+          .whereRef('c.deal_id', '=', 'd.id')
+          .orderBy('c.created_at')
+          .orderBy('c.id'),
+      ).as('stakeholders'),
+      jsonArrayFrom(
+        eb
+          .selectFrom('activities as a')
+          .select(['a.id', 'a.type', 'a.description', isoOf('a.created_at').as('created_at')])
+          .whereRef('a.deal_id', '=', 'd.id')
+          .orderBy('a.created_at', 'desc')
+          .orderBy('a.id', 'desc')
+          .limit(a.activities),
+      ).as('recent_activities'),
+    ])
+    .where('d.id', '=', a.id),
+);
+
 export async function queryDealDetail(em: EntityManager, id: string, activityLimit: number) {
-  const [row] = await orgRows<DealRow & { stakeholders: unknown; recent_activities: unknown }>(
-    em,
-    `select ${DEAL_COLUMNS},
-       (select coalesce(json_agg(json_build_object('id', c.id, 'name', c.name, 'email', c.email, 'title', c.title,
-                 'role_type', c.role_type, 'influence_level', c.influence_level,
-                 'engagement_level', c.engagement_level, 'sentiment', c.sentiment) order by c.created_at, c.id), '[]'::json)
-          from contacts c where c.org_id = d.org_id and c.deal_id = d.id) as stakeholders,
-       (select coalesce(json_agg(json_build_object('id', a.id, 'type', a.type, 'description', a.description,
-                 'created_at', ${isoSql('a.created_at')}) order by a.created_at desc, a.id desc), '[]'::json)
-          from (select id, type, description, created_at from activities
-                 where org_id = d.org_id and deal_id = d.id order by created_at desc, id desc
-                 limit ${Math.trunc(activityLimit)}) a) as recent_activities
-     from ${DEAL_FROM} where d.org_id = ? and d.id = ?`,
-    [id],
-  );
+  const [row] = await dealDetail(em, { id, activities: activityLimit });
   if (!row) return undefined;
   const { stakeholders, recent_activities, ...deal } = row;
   return {
-    deal: toDealDto(deal),
+    deal: toDealDto(deal as DealRow),
     stakeholders: asJson<StakeholderRow[]>(stakeholders),
     recent_activities: asJson<ActivityRow[]>(recent_activities),
   };

@@ -1,5 +1,6 @@
 import type { EntityManager } from '@crm/db';
-import { currentOrg, orgRows } from '../../read-model.ts';
+import { currentOrg } from '../../org-scope.ts';
+import { orgRows } from '../../read-model.ts';
 import { ACTIVE_AT, CLOCK, clock, KEPT_TOTALS, stagesOfType } from './open-pipeline.sql.ts';
 import type { PipelineHealthDto } from './pipeline.schemas.ts';
 import { pipelineStages } from './stages.service.ts';

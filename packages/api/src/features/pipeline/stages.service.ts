@@ -1,7 +1,8 @@
 import type { EntityManager } from '@crm/db';
 import { LRUCache } from 'lru-cache';
 import { ApiError } from '../../errors.ts';
-import { currentOrg, orgRows } from '../../read-model.ts';
+import { currentOrg } from '../../org-scope.ts';
+import { orgRows } from '../../read-model.ts';
 import type { LIFECYCLE_STAGES } from '../deals/deal.schemas.ts';
 
 /** A stage as the pipeline endpoints and deal writes need it (plain row: no entities to hydrate or track). */

@@ -1,5 +1,6 @@
 import type { EntityManager } from '@crm/db';
-import { asJson, currentOrg, orgRows } from '../../read-model.ts';
+import { currentOrg } from '../../org-scope.ts';
+import { asJson, orgRows } from '../../read-model.ts';
 
 /** How many deals and how many contacts one search returns at most. */
 export const SEARCH_LIMIT = 20;

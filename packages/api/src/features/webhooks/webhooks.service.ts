@@ -11,8 +11,8 @@ import { sql } from 'kysely';
 import { uuidv7 } from 'uuidv7';
 import type { OrgScope } from '../../context.ts';
 import { ApiError, notFound } from '../../errors.ts';
-import { orgDb } from '../../org-scope.ts';
-import { currentOrg, isoSql, orgRows } from '../../read-model.ts';
+import { currentOrg, orgDb } from '../../org-scope.ts';
+import { isoSql, orgRows } from '../../read-model.ts';
 import { toIso } from '../../schemas.ts';
 import type {
   WebhookCreateInput,
