@@ -2,7 +2,7 @@ import { type Database, ORG_FILTER, openDatabase } from '@crm/db';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOrganizationWithKey } from '../src/index.ts';
-import { orgDb, TENANT_TABLES, UNSCOPED_TABLES } from '../src/org-scope.ts';
+import { orgDb, orgQuery, TENANT_TABLES, UNSCOPED_TABLES } from '../src/org-scope.ts';
 
 /** The organization-scoped builder adds `org_id = <organization>` itself, wherever a tenant table is read. */
 describe('orgDb, the organization-scoped query builder (embedded database)', () => {
@@ -125,5 +125,62 @@ describe('orgDb, the organization-scoped query builder (embedded database)', () 
 
   it('refuses to run without an organization in the unit of work', () => {
     expect(() => orgDb(db.orm.em.fork())).toThrow(/no organization/);
+  });
+
+  it('orgQuery: compiled once per shape, each call binds its own organization and arguments', async () => {
+    for (const [org, url] of [
+      [orgA, 'https://a.example/one'],
+      [orgA, 'https://a.example/two'],
+      [orgB, 'https://b.example/one'],
+    ] as const)
+      await db.orm.em.fork().execute(
+        `insert into webhook_endpoints (id, org_id, url, events, secret, is_active, failure_count, created_at)
+           values (gen_random_uuid(), ?, ?, array['deal.created'], 'sealed', true, 0, now())`,
+        [org, url],
+      );
+    let compiled = 0;
+    const endpoints = orgQuery((db, a: { url?: string; limit: number }) => {
+      compiled++;
+      let q = db.selectFrom('webhook_endpoints as w').select('w.url').orderBy('w.url').limit(a.limit);
+      if (a.url) q = q.where('w.url', '=', a.url);
+      return q;
+    });
+    expect(await endpoints(scopedTo(orgA), { limit: 10 })).toEqual([
+      { url: 'https://a.example/one' },
+      { url: 'https://a.example/two' },
+    ]);
+    // (B's endpoint from the test above is still there.)
+    expect(await endpoints(scopedTo(orgB), { limit: 10 })).toEqual([
+      { url: 'https://b.example/one' },
+      { url: 'https://example.com/hook' },
+    ]);
+    expect(await endpoints(scopedTo(orgA), { limit: 1 })).toEqual([{ url: 'https://a.example/one' }]);
+    expect(compiled).toBe(1);
+    // A given filter is another shape; left out (undefined), the first one again.
+    expect(await endpoints(scopedTo(orgA), { url: 'https://a.example/two', limit: 10 })).toEqual([
+      { url: 'https://a.example/two' },
+    ]);
+    expect(await endpoints(scopedTo(orgB), { url: 'https://a.example/two', limit: 10 })).toEqual([]);
+    expect(await endpoints(scopedTo(orgA), { url: undefined, limit: 10 })).toHaveLength(2);
+    expect(compiled).toBe(2);
+  });
+
+  it('orgQuery: refuses a value that is neither an argument nor the organization (it would be kept for every call)', async () => {
+    let captured = 'https://a.example/one';
+    const frozen = orgQuery((db, a: { limit: number }) =>
+      db.selectFrom('webhook_endpoints').select('url').where('url', '=', captured).limit(a.limit),
+    );
+    await expect(frozen(scopedTo(orgA), { limit: 1 })).rejects.toThrow(
+      /parameter "https:\/\/a.example\/one" is neither an argument nor the organization/,
+    );
+    captured = 'changed';
+    // A constant written as SQL text is no parameter.
+    const constant = orgQuery((db, a: { limit: number }) =>
+      db.selectFrom('webhook_endpoints').select('url').where('is_active', '=', sql.lit(true)).limit(a.limit),
+    );
+    expect(await constant(scopedTo(orgB), { limit: 5 })).toHaveLength(2);
+    await expect(orgQuery((db) => db.selectFrom('deals').select('id'))(db.orm.em.fork(), {})).rejects.toThrow(
+      /no organization/,
+    );
   });
 });
