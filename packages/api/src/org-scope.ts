@@ -94,7 +94,7 @@ export const UNSCOPED_TABLES: ReadonlySet<string> = new Set([
  * cannot forget it nor shift its parameters. What it cannot scope it refuses rather than run: raw SQL in
  * FROM or a join, right/full/cross joins of a tenant table, inserts and merges. Raw SQL fragments in
  * conditions are the caller's (a table named only inside `sql\`…\`` is not seen). The one way to scope a
- * query written with the builder; `orgRows` remains for the raw SQL the builder cannot say.
+ * query written with the builder; on the request path, through `orgQuery` (compiled once).
  */
 export function orgDb(em: EntityManager): Kysely<Tables> {
   return sqlOf(em).withPlugin(new OrgScopePlugin(currentOrg(em)));
@@ -112,7 +112,8 @@ class Arg {
 }
 
 /**
- * A read query written with the scoped builder (as `orgDb` scopes it), compiled once per shape and run
+ * A query written with the scoped builder (as `orgDb` scopes it: a read, or an update or delete of the
+ * organization's rows), compiled once per shape and run
  * with each call's organization and arguments: building and compiling a query costs about as much CPU as
  * running it on this machine (60 µs against 85 µs, README: Benchmark), and the hot reads would pay it on
  * every request.

@@ -1,27 +1,14 @@
 import type { EntityManager, Tables } from '@crm/db';
 import { type Expression, expressionBuilder, type SqlBool, sql } from 'kysely';
 import { ApiError } from './errors.ts';
-import { currentOrg, orgQuery } from './org-scope.ts';
-
-/** Runs a read query whose first placeholder is the caller's organization. */
-export function orgRows<T extends object>(
-  em: EntityManager,
-  sql: string,
-  params: unknown[] = [],
-): Promise<T[]> {
-  return em.execute<T[]>(sql, [currentOrg(em), ...params] as never[]);
-}
-
-/** A timestamptz column as ISO 8601 in UTC, formatted by the database so both drivers agree. */
-export const isoSql = (column: string) =>
-  `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+import { orgQuery } from './org-scope.ts';
 
 /** A json column: parsed by the driver (pg) or handed back as text (PGlite, for some expressions). */
 export const asJson = <T>(v: unknown): T => (typeof v === 'string' ? (JSON.parse(v) as T) : (v as T));
 
 export const numberOrNull = (v: unknown): number | null => (v == null ? null : Number(v));
 
-/** `isoSql` for the query builder: the column as ISO 8601 in UTC, formatted by the database. */
+/** A timestamptz column as ISO 8601 in UTC, formatted by the database so both drivers agree. */
 export const isoOf = (column: string) =>
   sql<string>`to_char(${sql.ref(column)} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 

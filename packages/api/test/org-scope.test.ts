@@ -1,3 +1,6 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { type Database, ORG_FILTER, openDatabase } from '@crm/db';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -182,5 +185,38 @@ describe('orgDb, the organization-scoped query builder (embedded database)', () 
     await expect(orgQuery((db) => db.selectFrom('deals').select('id'))(db.orm.em.fork(), {})).rejects.toThrow(
       /no organization/,
     );
+  });
+});
+
+/**
+ * The request paths' SQL goes through the scoped builder: no feature writes `org_id = ?` by hand, and raw
+ * SQL stays only in the files listed here, each for its reason (none of them reads one organization's rows
+ * on a request).
+ */
+describe('organization scope of the features’ SQL (source)', () => {
+  const features = fileURLToPath(new URL('../src/features', import.meta.url));
+  const RAW_SQL_ALLOWED: Record<string, string> = {
+    'ai/kept-analytics.ts': 'hourly upkeep across every organization (fold and prune the kept sums)',
+    'deals/deal-import.ts': 'folds the kept sums and vacuums the tables after an import',
+    'events/event-feed.service.ts': 'the sequencer numbers every organization’s events in one order',
+  };
+  const sources = readdirSync(features, { recursive: true, encoding: 'utf8' })
+    .filter((f) => f.endsWith('.ts'))
+    .map((f) => ({ file: f.split(path.sep).join('/'), text: readFileSync(path.join(features, f), 'utf8') }));
+
+  it('binds no organization by hand', () => {
+    expect(sources.length).toBeGreaterThan(20);
+    const byHand = sources
+      .filter(({ text }) => /org_id\s*=\s*(\?|\$\d)|orgRows\(/.test(text))
+      .map((s) => s.file);
+    expect(byHand).toEqual([]);
+  });
+
+  it('runs raw SQL only where listed, for the reason given', () => {
+    const raw = sources
+      .filter(({ text }) => /\.execute(<[^>]*>)?\(\s*[`'"]|CompiledQuery\.raw\(/.test(text))
+      .map((s) => s.file)
+      .sort();
+    expect(raw).toEqual(Object.keys(RAW_SQL_ALLOWED).sort());
   });
 });

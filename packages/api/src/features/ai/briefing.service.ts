@@ -5,11 +5,21 @@ import {
   type BriefingResult,
   CLOSING_WITHIN_DAYS,
 } from '@crm/ai';
-import type { EntityManager } from '@crm/db';
+import type { EntityManager, Tables } from '@crm/db';
+import { type Expression, expressionBuilder, type OrderByModifiers, type SqlBool, sql } from 'kysely';
+import { jsonBuildObject } from 'kysely/helpers/postgres';
 import type { AuthedContext } from '../../context.ts';
-import { currentOrg } from '../../org-scope.ts';
-import { asJson, orgRows } from '../../read-model.ts';
-import { ACTIVE_AT, CLOCK, clock, KEPT_TOTALS, stagesOfType } from '../pipeline/open-pipeline.sql.ts';
+import { orgQuery } from '../../org-scope.ts';
+import { asJson } from '../../read-model.ts';
+import {
+  ACTIVE_AT,
+  CLOCK,
+  type ClockCte,
+  clock,
+  KEPT_TOTALS,
+  type StagesCte,
+  stagesOfType,
+} from '../pipeline/open-pipeline.sql.ts';
 import { asDateOrNull } from './rows.ts';
 import { aiRuntime } from './runtime.ts';
 
@@ -21,32 +31,72 @@ type ListRow = Omit<BriefingDealRow, 'expected_close_date' | 'value'> & {
   value: unknown;
 };
 
-const ITEM = `json_build_object('id', id, 'title', title, 'company', company_name, 'value', value,
-  'currency', currency, 'stage', stage, 'expected_close_date', expected_close_date,
-  'days_idle', floor(idle_days)::int, 'deal_health', deal_health, 'negative_stakeholders', negative_stakeholders)`;
+/** The statement's tables: the organization's, its open stages (`stages`) and its clock (`t`). */
+const q = expressionBuilder<Tables & StagesCte & ClockCte, never>();
+const ref = (column: string) => sql.ref(column);
 
 /**
  * A deal is at risk (in `d`, with the statement's clock `t`): see pipelineFacts. Its negative or blocking
  * stakeholders are counted by the database as contacts are written (`negative_stakeholders`).
  */
-const AT_RISK = `(coalesce(d.expected_close_date < ${clock('now')}, false) or ${ACTIVE_AT} < ${clock('risk_before')}
-   or coalesce(d.deal_health in ('at_risk', 'critical'), false)
-   or d.negative_stakeholders > 0)`;
+const AT_RISK = sql<SqlBool>`(coalesce(${ref('d.expected_close_date')} < ${clock('now')}, false) or ${ACTIVE_AT} < ${clock('risk_before')}
+   or coalesce(${ref('d.deal_health')} in ('at_risk', 'critical'), false)
+   or ${ref('d.negative_stakeholders')} > 0)`;
+
+/** One item of an ORDER BY: what, and in which direction (ascending when not said). */
+type Order = ReadonlyArray<{ by: Expression<unknown>; desc?: true; nullsLast?: true }>;
+const direction = (o: Order[number]): OrderByModifiers | undefined =>
+  o.nullsLast ? (ob) => (o.desc ? ob.desc() : ob).nullsLast() : o.desc ? 'desc' : undefined;
 
 /**
- * One of the briefing's lists: per open stage, the first BRIEFING_LIST_LIMIT deals in `order` among those
- * matching `where`, read down the stage's index in that order; then the first of those over all stages.
- * Parameters: the organization, then those of `where`.
+ * One of the briefing's lists: per open stage, the first BRIEFING_LIST_LIMIT deals in `index` order among
+ * those matching `where`, read down the stage's index in that order; then the first of those over all
+ * stages (in `items` order, the same over the list's columns), as a JSON array.
  */
-const list = (where: string, order: { index: string; items: string }) =>
-  `(select coalesce(json_agg(${ITEM} order by ${order.items}), '[]'::json) from (
-      select x.* from stages s cross join lateral (
-        select d.id, d.title, d.company_name, d.value, d.currency, s.name as stage, d.expected_close_date, d.deal_health,
-               extract(epoch from now() - ${ACTIVE_AT}) / 86400 as idle_days,
-               d.negative_stakeholders
-          from deals d where d.org_id = ? and d.stage_id = s.id and ${where}
-         order by ${order.index} limit ${BRIEFING_LIST_LIMIT}) x
-      order by ${order.items} limit ${BRIEFING_LIST_LIMIT}) y)`;
+const list = (where: Expression<SqlBool>, index: Order, items: Order) => {
+  let perStage = q
+    .selectFrom('stages as s')
+    .crossJoinLateral((eb) => {
+      let deals = eb
+        .selectFrom('deals as d')
+        .select([
+          'd.id',
+          'd.title',
+          'd.company_name',
+          'd.value',
+          'd.currency',
+          's.name as stage',
+          'd.expected_close_date',
+          'd.deal_health',
+          sql<number>`extract(epoch from now() - ${ACTIVE_AT}) / 86400`.as('idle_days'),
+          'd.negative_stakeholders',
+        ])
+        .whereRef('d.stage_id', '=', 's.id')
+        .where(where);
+      for (const o of index) deals = deals.orderBy(o.by, direction(o));
+      return deals.limit(sql.lit(BRIEFING_LIST_LIMIT)).as('x');
+    })
+    .selectAll('x');
+  for (const o of items) perStage = perStage.orderBy(o.by, direction(o));
+  return q.selectFrom(perStage.limit(sql.lit(BRIEFING_LIST_LIMIT)).as('y')).select((eb) => {
+    let agg = eb.fn.jsonAgg(
+      jsonBuildObject({
+        id: eb.ref('id'),
+        title: eb.ref('title'),
+        company: eb.ref('company_name'),
+        value: eb.ref('value'),
+        currency: eb.ref('currency'),
+        stage: eb.ref('stage'),
+        expected_close_date: eb.ref('expected_close_date'),
+        days_idle: sql<number>`floor(${eb.ref('idle_days')})::int`,
+        deal_health: eb.ref('deal_health'),
+        negative_stakeholders: eb.ref('negative_stakeholders'),
+      }),
+    );
+    for (const o of items) agg = agg.orderBy(o.by, direction(o));
+    return sql<ListRow[]>`coalesce(${agg}, '[]'::json)`.as('list');
+  });
+};
 
 /**
  * The open pipeline in one statement: totals, and the three lists ordered and cut in SQL. A deal is at
@@ -57,32 +107,46 @@ const list = (where: string, order: { index: string; items: string }) =>
  * stage; a deal that is not at risk was active within twice the threshold, so the at-risk count is the
  * open count minus those among the recently active that are not at risk; each list walks its own index
  * per open stage (close date from today, oldest activity, highest value) and stops at its length.
+ * `stale` is the stale threshold in days, `risk` twice it.
  */
+const pipelineFactsQuery = orgQuery((db, a: { stale: number; risk: number }) =>
+  db
+    .with('stages', () => stagesOfType('open'))
+    .with('kept', () => KEPT_TOTALS)
+    .with('t', (qc) => CLOCK(qc, { stale: a.stale, risk: a.risk, closing: sql.lit(CLOSING_WITHIN_DAYS) }))
+    .selectFrom('kept')
+    .select((eb) => [
+      'kept.value as total_value',
+      'kept.deals as active',
+      eb(
+        'kept.deals',
+        '-',
+        eb
+          .selectFrom('stages as s')
+          .innerJoin('deals as d', 'd.stage_id', 's.id')
+          .select(sql<string>`count(*)`.as('n'))
+          .where(sql<SqlBool>`${ACTIVE_AT} >= ${clock('risk_before')} and not ${AT_RISK}`),
+      ).as('at_risk'),
+      list(
+        sql<SqlBool>`${ref('d.expected_close_date')} >= ${clock('now')} and ${ref('d.expected_close_date')} < ${clock('closing_before')}`,
+        [{ by: ref('d.expected_close_date') }, { by: ref('d.id') }],
+        [{ by: ref('expected_close_date') }, { by: ref('id') }],
+      ).as('closing'),
+      list(
+        sql<SqlBool>`${ACTIVE_AT} < ${clock('stale_before')}`,
+        [{ by: ACTIVE_AT }, { by: ref('d.id') }],
+        [{ by: ref('idle_days'), desc: true }, { by: ref('id') }],
+      ).as('stale'),
+      list(
+        AT_RISK,
+        [{ by: ref('d.value'), desc: true, nullsLast: true }, { by: ref('d.id') }],
+        [{ by: ref('value'), desc: true, nullsLast: true }, { by: ref('id') }],
+      ).as('risky'),
+    ]),
+);
+
 async function pipelineFacts(em: EntityManager, staleDays: number) {
-  const org = currentOrg(em);
-  const [row] = await orgRows<Record<string, unknown>>(
-    em,
-    `with stages as (${stagesOfType('open')}),
-     kept as (${KEPT_TOTALS}),
-     t as (${CLOCK})
-     select kept.value as total_value, kept.deals as active,
-            kept.deals - (select count(*) from stages s join deals d on d.org_id = ? and d.stage_id = s.id
-                           where ${ACTIVE_AT} >= ${clock('risk_before')} and not ${AT_RISK}) as at_risk,
-            ${list(
-              `d.expected_close_date >= ${clock('now')} and d.expected_close_date < ${clock('closing_before')}`,
-              {
-                index: 'd.expected_close_date, d.id',
-                items: 'expected_close_date, id',
-              },
-            )} as closing,
-            ${list(`${ACTIVE_AT} < ${clock('stale_before')}`, {
-              index: `${ACTIVE_AT}, d.id`,
-              items: 'idle_days desc, id',
-            })} as stale,
-            ${list(AT_RISK, { index: 'd.value desc nulls last, d.id', items: 'value desc nulls last, id' })} as risky
-       from kept`,
-    [org, staleDays, 2 * staleDays, CLOSING_WITHIN_DAYS, org, org, org, org],
-  );
+  const [row] = await pipelineFactsQuery(em, { stale: staleDays, risk: 2 * staleDays });
   const rows = (v: unknown): BriefingDealRow[] =>
     asJson<ListRow[]>(v ?? '[]').map((r) => ({
       ...r,
@@ -101,6 +165,17 @@ async function pipelineFacts(em: EntityManager, staleDays: number) {
   };
 }
 
+// The bounds of the partial hour are written out (not taken from a CTE) so that the planner reads it down
+// the (org_id, created_at) indexes: it took a join filter for a scan of every deal.
+const SINCE = sql<Date>`(now() - make_interval(hours => ${sql.lit(SIGNAL_DAYS * 24)}))`;
+const WHOLE_FROM = sql<Date>`crm_signal_hour(${SINCE}) + interval '1 hour'`;
+
+/** The activities and deal creations of the partial hour with their signals, as CTE `partial` reads them. */
+const partial = expressionBuilder<{ partial: { s: number } }, never>();
+/** How many of the partial hour's rows carry the signal `bit`. */
+const partialCount = (bit: number) =>
+  partial.selectFrom('partial').select(sql<string>`count(*) filter (where s & ${sql.lit(bit)} <> 0)`.as('n'));
+
 /**
  * Last week's signals, one count per activity (a new deal's notes count with its creation): positive when a
  * stakeholder turned positive, a deal was won, or a person's text reads positive; negative when a
@@ -111,27 +186,35 @@ async function pipelineFacts(em: EntityManager, staleDays: number) {
  * (Migration20261129000000_analytics_aggregates): the whole hours of the 7 × 24 are summed, and the stored
  * classifications of the one partial hour at the window's start are added. The cost is the same at any size.
  */
+const signalCounts = orgQuery((db) =>
+  db
+    .with('partial', (qc) =>
+      qc
+        .selectFrom('activities as a')
+        .select('a.signals as s')
+        .where('a.created_at', '>', SINCE)
+        .where('a.created_at', '<', WHOLE_FROM)
+        .where('a.signals', '<>', sql.lit(0))
+        .unionAll(
+          qc
+            .selectFrom('deals as d')
+            .select('d.creation_signals as s')
+            .where('d.created_at', '>', SINCE)
+            .where('d.created_at', '<', WHOLE_FROM)
+            .where('d.creation_signals', '<>', sql.lit(0)),
+        ),
+    )
+    .selectFrom('activity_signal_hours as h')
+    .select([
+      sql<string>`coalesce(sum(${ref('h.positive')}), 0) + ${partialCount(1)}`.as('positive'),
+      sql<string>`coalesce(sum(${ref('h.negative')}), 0) + ${partialCount(2)}`.as('negative'),
+      sql<string>`coalesce(sum(${ref('h.competitor')}), 0) + ${partialCount(4)}`.as('competitor'),
+    ])
+    .where('h.hour', '>=', WHOLE_FROM),
+);
+
 async function signalFacts(em: EntityManager): Promise<BriefingFacts['signals']> {
-  const org = currentOrg(em);
-  // The bounds are written out (not taken from a CTE) so that the planner reads the partial hour down the
-  // (org_id, created_at) indexes: it took a join filter for a scan of every deal.
-  const since = `(now() - make_interval(hours => ${SIGNAL_DAYS * 24}))`;
-  const wholeFrom = `crm_signal_hour(${since}) + interval '1 hour'`;
-  const [row] = await orgRows<Record<string, unknown>>(
-    em,
-    `with partial as (
-       select a.signals as s from activities a
-        where a.org_id = ? and a.created_at > ${since} and a.created_at < ${wholeFrom} and a.signals <> 0
-       union all
-       select d.creation_signals from deals d
-        where d.org_id = ? and d.created_at > ${since} and d.created_at < ${wholeFrom} and d.creation_signals <> 0
-     )
-     select coalesce(sum(h.positive), 0) + (select count(*) filter (where s & 1 <> 0) from partial) as positive,
-            coalesce(sum(h.negative), 0) + (select count(*) filter (where s & 2 <> 0) from partial) as negative,
-            coalesce(sum(h.competitor), 0) + (select count(*) filter (where s & 4 <> 0) from partial) as competitor
-       from activity_signal_hours h where h.org_id = ? and h.hour >= ${wholeFrom}`,
-    [org, org],
-  );
+  const [row] = await signalCounts(em, {});
   return {
     positive: Number(row?.positive ?? 0),
     negative: Number(row?.negative ?? 0),

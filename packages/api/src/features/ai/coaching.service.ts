@@ -1,7 +1,7 @@
 import { type CoachingFacts, type CoachingResult, TRAITS, type TraitKey } from '@crm/ai';
+import { type SqlBool, sql } from 'kysely';
 import type { AuthedContext } from '../../context.ts';
-import { currentOrg } from '../../org-scope.ts';
-import { orgRows } from '../../read-model.ts';
+import { orgQuery } from '../../org-scope.ts';
 import { aiRuntime } from './runtime.ts';
 
 /** Coaching looks at the deals closed in this many past days. */
@@ -9,6 +9,56 @@ export const COACHING_PERIOD_DAYS = 90;
 
 /** The coaching traits: each a column of the kept close facts (deal_closes) and of their day sums. */
 const TRAIT_KEYS = Object.keys(TRAITS) as TraitKey[];
+
+// The bounds are written out (not taken from a CTE), so that the planner reads them as index bounds.
+const SINCE = sql<Date>`(now() - make_interval(hours => ${sql.lit(COACHING_PERIOD_DAYS * 24)}))`;
+const SINCE_DAY = sql<Date>`(${SINCE} at time zone 'UTC')::date`;
+
+/**
+ * The closes of the period per outcome and lead source: the kept sums of its whole days, and the kept
+ * facts of the one partial day at its start.
+ */
+const closeSums = orgQuery((db) =>
+  db
+    .selectFrom((eb) =>
+      eb
+        .selectFrom('deal_close_days as k')
+        .select([
+          'k.won',
+          'k.lead_source',
+          'k.deals',
+          'k.cycle_seconds',
+          'k.activities',
+          ...TRAIT_KEYS.map((t) => sql.ref<number>(`k.${t}`).as(t)),
+        ])
+        .where('k.day', '>', SINCE_DAY)
+        .unionAll(
+          eb
+            .selectFrom('deal_closes as f')
+            .select([
+              'f.won',
+              'f.lead_source',
+              sql.lit(1).as('deals'),
+              'f.cycle_seconds',
+              sql.ref<string>('f.activities').as('activities'),
+              ...TRAIT_KEYS.map((t) => sql<number>`${sql.ref(`f.${t}`)}::int`.as(t)),
+            ])
+            .where('f.closed_at', '>', SINCE)
+            .where('f.closed_at', '<', sql<Date>`(${SINCE_DAY} + 1)::timestamp at time zone 'UTC'`),
+        )
+        .as('x'),
+    )
+    .select([
+      'won',
+      'lead_source',
+      sql<string>`sum(deals)`.as('deals'),
+      sql<string>`sum(cycle_seconds) / 86400`.as('cycle_days'),
+      sql<string>`sum(activities)`.as('activities'),
+      ...TRAIT_KEYS.map((t) => sql<string>`sum(${sql.ref(t)})`.as(t)),
+    ])
+    .groupBy(['won', 'lead_source'])
+    .having(sql<SqlBool>`sum(deals) > 0`),
+);
 
 /**
  * GET /coaching: the deals closed (moved to a won or lost stage, or created closed) in the last 90 days,
@@ -22,25 +72,7 @@ const TRAIT_KEYS = Object.keys(TRAITS) as TraitKey[];
  * of the one partial day at its start are read one by one. The cost is the same at any size.
  */
 export async function coaching(ctx: AuthedContext): Promise<CoachingResult> {
-  const em = ctx.em;
-  const sums = TRAIT_KEYS.map((t) => `sum(${t}) as ${t}`).join(', ');
-  // The bounds are written out (not taken from a CTE), so that the planner reads them as index bounds.
-  const since = `(now() - make_interval(hours => ${COACHING_PERIOD_DAYS * 24}))`;
-  const sinceDay = `(${since} at time zone 'UTC')::date`;
-  const rows = await orgRows<Record<string, unknown>>(
-    em,
-    `select won, lead_source, sum(deals) as deals, sum(cycle_seconds) / 86400 as cycle_days,
-            sum(activities) as activities, ${sums}
-       from (select k.won, k.lead_source, k.deals, k.cycle_seconds, k.activities, ${TRAIT_KEYS.map((t) => `k.${t}`).join(', ')}
-               from deal_close_days k where k.org_id = ? and k.day > ${sinceDay}
-             union all
-             select f.won, f.lead_source, 1, f.cycle_seconds, f.activities, ${TRAIT_KEYS.map((t) => `f.${t}::int`).join(', ')}
-               from deal_closes f
-              where f.org_id = ? and f.closed_at > ${since} and f.closed_at < (${sinceDay} + 1)::timestamp at time zone 'UTC') x
-      group by won, lead_source
-     having sum(deals) > 0`,
-    [currentOrg(em)],
-  );
+  const rows: Record<string, unknown>[] = await closeSums(ctx.em, {});
   const won = rows.filter((r) => r.won === true);
   const lost = rows.filter((r) => r.won === false);
   const sum = (group: Record<string, unknown>[], key: string) =>

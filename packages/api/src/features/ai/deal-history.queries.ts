@@ -1,8 +1,10 @@
 import type { DealHistory, StageFacts } from '@crm/ai';
 import { HISTORY_DAYS, HISTORY_MAX_DEALS, SYSTEM_ACTIVITY_TYPES } from '@crm/ai';
-import type { EntityManager } from '@crm/db';
-import { currentOrg } from '../../org-scope.ts';
-import { asJson, orgRows } from '../../read-model.ts';
+import type { EntityManager, Tables } from '@crm/db';
+import { type Kysely, sql } from 'kysely';
+import { jsonBuildObject } from 'kysely/helpers/postgres';
+import { orgQuery } from '../../org-scope.ts';
+import { asJson } from '../../read-model.ts';
 import { ACTIVE_AT, stagesOfType } from '../pipeline/open-pipeline.sql.ts';
 import { asDate, asDateOrNull } from './rows.ts';
 
@@ -47,25 +49,72 @@ interface ActivityRow {
   created_at: unknown;
 }
 
-const DEAL_COLUMNS = `d.id, d.title, d.company_name, d.value, d.currency, d.notes, d.lead_source, d.expected_close_date, d.created_at,
-  d.pipeline_id, s.name as stage_name`;
-/** The AI's own entries (analyses) are no history of the deal: left out before they are read. */
-const CUSTOMER_ACTIVITY = `a.type not in (${[...SYSTEM_ACTIVITY_TYPES].map((t) => `'${t}'`).join(', ')})`;
-
 /**
- * A deal with its contacts and activity log as JSON lists, one row per deal: on the embedded database
- * every round trip costs a few milliseconds.
+ * A deal (as `d`, its stage as `s`) with its contacts and activity log as JSON lists, one row per deal: on
+ * the embedded database every round trip costs a few milliseconds. The AI's own entries (analyses) are no
+ * history of the deal: left out before they are read.
  */
-const historySelect = (extraColumns = '') => `select ${DEAL_COLUMNS},${extraColumns}
-     (select coalesce(json_agg(json_build_object('id', c.id, 'deal_id', c.deal_id, 'name', c.name, 'title', c.title,
-               'role_type', c.role_type, 'influence_level', c.influence_level, 'engagement_level', c.engagement_level,
-               'sentiment', c.sentiment, 'notes', c.notes, 'created_at', c.created_at)), '[]'::json)
-        from contacts c where c.deal_id = d.id and c.org_id = d.org_id) as contacts,
-     (select coalesce(json_agg(json_build_object('deal_id', a.deal_id, 'type', a.type, 'description', a.description,
-               'contact_id', a.contact_id, 'changes', a.changes, 'created_at', a.created_at) order by a.created_at, a.id),
-               '[]'::json)
-        from activities a where a.deal_id = d.id and a.org_id = d.org_id and ${CUSTOMER_ACTIVITY}) as activities
-   from deals d join pipeline_stages s on s.id = d.stage_id`;
+const historyRows = (db: Kysely<Tables>) =>
+  db
+    .selectFrom('deals as d')
+    .innerJoin('pipeline_stages as s', 's.id', 'd.stage_id')
+    .select((eb) => [
+      'd.id',
+      'd.title',
+      'd.company_name',
+      'd.value',
+      'd.currency',
+      'd.notes',
+      'd.lead_source',
+      'd.expected_close_date',
+      'd.created_at',
+      'd.pipeline_id',
+      's.name as stage_name',
+      eb
+        .selectFrom('contacts as c')
+        .select((eb) =>
+          sql<ContactRow[]>`coalesce(${eb.fn.jsonAgg(
+            jsonBuildObject({
+              id: eb.ref('c.id'),
+              deal_id: eb.ref('c.deal_id'),
+              name: eb.ref('c.name'),
+              title: eb.ref('c.title'),
+              role_type: eb.ref('c.role_type'),
+              influence_level: eb.ref('c.influence_level'),
+              engagement_level: eb.ref('c.engagement_level'),
+              sentiment: eb.ref('c.sentiment'),
+              notes: eb.ref('c.notes'),
+              created_at: eb.ref('c.created_at'),
+            }),
+          )}, '[]'::json)`.as('contacts'),
+        )
+        .whereRef('c.deal_id', '=', 'd.id')
+        .as('contacts'),
+      eb
+        .selectFrom('activities as a')
+        .select((eb) =>
+          sql<ActivityRow[]>`coalesce(${eb.fn
+            .jsonAgg(
+              jsonBuildObject({
+                deal_id: eb.ref('a.deal_id'),
+                type: eb.ref('a.type'),
+                description: eb.ref('a.description'),
+                contact_id: eb.ref('a.contact_id'),
+                changes: eb.ref('a.changes'),
+                created_at: eb.ref('a.created_at'),
+              }),
+            )
+            .orderBy('a.created_at')
+            .orderBy('a.id')}, '[]'::json)`.as('activities'),
+        )
+        .whereRef('a.deal_id', '=', 'd.id')
+        .where(
+          'a.type',
+          'not in',
+          [...SYSTEM_ACTIVITY_TYPES].map((t) => sql.lit(t)),
+        )
+        .as('activities'),
+    ]);
 
 type HistoryRow = DealRow & { contacts: unknown; activities: unknown };
 
@@ -107,13 +156,16 @@ function historyOf(row: HistoryRow, stagesOf: Map<string, StageFacts[]>): DealHi
   };
 }
 
+const orgStages = orgQuery((db) =>
+  db
+    .selectFrom('pipeline_stages as s')
+    .select(['s.pipeline_id', 's.name', 's.stage_type', 's.position', 's.probability'])
+    .orderBy('s.position'),
+);
+
 /** The organization's stages by pipeline, in order. */
 async function stagesByPipeline(em: EntityManager): Promise<Map<string, StageFacts[]>> {
-  const rows = await orgRows<StageRow>(
-    em,
-    `select s.pipeline_id, s.name, s.stage_type, s.position, s.probability from pipeline_stages s
-      where s.org_id = ? order by s.position`,
-  );
+  const rows = await orgStages(em, {});
   const map = new Map<string, StageFacts[]>();
   for (const r of rows) {
     const list = map.get(r.pipeline_id) ?? [];
@@ -123,17 +175,34 @@ async function stagesByPipeline(em: EntityManager): Promise<Map<string, StageFac
   return map;
 }
 
+const oneHistory = orgQuery((db, a: { id: string }) =>
+  historyRows(db)
+    .select((eb) =>
+      eb
+        .selectFrom('pipeline_stages as ps')
+        .select((eb) =>
+          eb.fn
+            .jsonAgg(
+              jsonBuildObject({
+                pipeline_id: eb.ref('ps.pipeline_id'),
+                name: eb.ref('ps.name'),
+                stage_type: eb.ref('ps.stage_type'),
+                position: eb.ref('ps.position'),
+                probability: eb.ref('ps.probability'),
+              }),
+            )
+            .orderBy('ps.position')
+            .as('stages'),
+        )
+        .whereRef('ps.pipeline_id', '=', 'd.pipeline_id')
+        .as('stages'),
+    )
+    .where('d.id', '=', a.id),
+);
+
 /** One deal's history (its pipeline, contacts and activity log), or undefined when it is not the caller's. */
 export async function loadDealHistory(em: EntityManager, dealId: string): Promise<DealHistory | undefined> {
-  const [row] = await orgRows<HistoryRow & { stages: unknown }>(
-    em,
-    `${historySelect(`
-       (select json_agg(json_build_object('pipeline_id', ps.pipeline_id, 'name', ps.name, 'stage_type', ps.stage_type,
-             'position', ps.position, 'probability', ps.probability) order by ps.position)
-          from pipeline_stages ps where ps.pipeline_id = d.pipeline_id) as stages,`)}
-      where d.org_id = ? and d.id = ?`,
-    [dealId],
-  );
+  const [row] = await oneHistory(em, { id: dealId });
   if (!row) return undefined;
   const stages = asJson<StageRow[]>(row.stages ?? '[]').map((r) => ({
     name: r.name,
@@ -147,6 +216,35 @@ export async function loadDealHistory(em: EntityManager, dealId: string): Promis
 /** Closed deals are read for a fit in pages of this many, so other requests' queries run in between. */
 const HISTORY_PAGE = 250;
 
+/** The recent closed deals whose histories a fit reads (see loadClosedHistories), latest first. */
+const recentClosed = orgQuery((db) =>
+  db
+    .with('stages', () => stagesOfType('won', 'lost'))
+    .selectFrom('stages as s')
+    .crossJoinLateral((eb) =>
+      eb
+        .selectFrom('deals as d')
+        .select(['d.id', ACTIVE_AT.as('at')])
+        .whereRef('d.stage_id', '=', 's.id')
+        .where(ACTIVE_AT, '>', sql<Date>`now() - make_interval(days => ${sql.lit(HISTORY_DAYS)})`)
+        .orderBy(ACTIVE_AT, 'desc')
+        .orderBy('d.id', 'desc')
+        .limit(sql.lit(HISTORY_MAX_DEALS))
+        .as('x'),
+    )
+    .select('x.id')
+    .orderBy('x.at', 'desc')
+    .orderBy('x.id', 'desc')
+    .limit(sql.lit(HISTORY_MAX_DEALS)),
+);
+
+/** The histories of closed deals, by id (a deal reopened since is left out). */
+const closedHistories = orgQuery((db, a: { ids: string[] }) =>
+  historyRows(db)
+    .where('s.stage_type', '<>', sql.lit('open'))
+    .where('d.id', '=', (eb) => eb.fn.any(eb.val(a.ids))),
+);
+
 /**
  * The histories of the organization's recent closed deals, for fitting its win model: the HISTORY_MAX_DEALS
  * closed deals with the latest activity (a close is one) within HISTORY_DAYS, the clock the model's
@@ -156,24 +254,11 @@ const HISTORY_PAGE = 250;
  */
 export async function loadClosedHistories(em: EntityManager): Promise<DealHistory[]> {
   const stagesOf = await stagesByPipeline(em);
-  const chosen = await orgRows<{ id: string }>(
-    em,
-    `with stages as (${stagesOfType('won', 'lost')})
-     select x.id from stages s cross join lateral (
-       select d.id, ${ACTIVE_AT} as at from deals d
-        where d.org_id = ? and d.stage_id = s.id and ${ACTIVE_AT} > now() - make_interval(days => ${HISTORY_DAYS})
-        order by ${ACTIVE_AT} desc, d.id desc limit ${HISTORY_MAX_DEALS}) x
-      order by x.at desc, x.id desc limit ${HISTORY_MAX_DEALS}`,
-    [currentOrg(em)],
-  );
+  const chosen = await recentClosed(em, {});
   const histories: DealHistory[] = [];
   for (let start = 0; start < chosen.length; start += HISTORY_PAGE) {
     const ids = chosen.slice(start, start + HISTORY_PAGE).map((r) => r.id);
-    const rows = await orgRows<HistoryRow>(
-      em,
-      `${historySelect()} where d.org_id = ? and s.stage_type <> 'open' and d.id in (${ids.map(() => '?').join(', ')})`,
-      ids,
-    );
+    const rows = await closedHistories(em, { ids });
     const byId = new Map(rows.map((row) => [row.id, row]));
     // In the chosen order; a deal deleted or reopened since is left out.
     for (const id of ids) {

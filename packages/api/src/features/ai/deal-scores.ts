@@ -1,5 +1,25 @@
 import type { EntityManager } from '@crm/db';
-import { orgRows } from '../../read-model.ts';
+import { sql } from 'kysely';
+import { orgQuery } from '../../org-scope.ts';
+
+/** The update of storeDealScores; without `dealHealth`, the deal's health stays as it is. */
+const updateScores = orgQuery((db, a: { id: string; winProbability: number; dealHealth?: string }) => {
+  const winProbability = sql<number>`${a.winProbability}::integer`;
+  const health = a.dealHealth ? sql<string>`${a.dealHealth}::text` : sql.ref<string>('d.deal_health');
+  return db
+    .with('target', (qc) => qc.selectFrom('deals').select('id').where('id', '=', a.id))
+    .updateTable('deals as d')
+    .set({
+      win_probability: winProbability,
+      deal_health: health,
+      updated_at: sql<Date>`case
+         when ${sql.ref('d.win_probability')} is distinct from ${winProbability} or ${sql.ref('d.deal_health')} is distinct from ${health}
+         then now() else ${sql.ref('d.updated_at')} end`,
+    })
+    .from('target')
+    .whereRef('d.id', '=', 'target.id')
+    .returning('d.id');
+});
 
 /**
  * Stores what the AI derived on the deal itself. Derived fields are the deal's own data, so `updated_at`
@@ -12,22 +32,10 @@ export async function storeDealScores(
   dealId: string,
   scores: { winProbability: number; dealHealth: string | undefined },
 ): Promise<boolean> {
-  const health = scores.dealHealth;
-  const newHealth = health === undefined ? 'd.deal_health' : '?::text';
-  const rows = await orgRows<{ id: string }>(
-    em,
-    `with target as (select id from deals where org_id = ? and id = ?)
-     update deals d set
-       win_probability = ?::integer,
-       deal_health = ${newHealth},
-       updated_at = case
-         when d.win_probability is distinct from ?::integer or d.deal_health is distinct from ${newHealth}
-         then now() else d.updated_at end
-     from target where d.id = target.id
-     returning d.id`,
-    health === undefined
-      ? [dealId, scores.winProbability, scores.winProbability]
-      : [dealId, scores.winProbability, health, scores.winProbability, health],
-  );
+  const rows = await updateScores(em, {
+    id: dealId,
+    winProbability: scores.winProbability,
+    dealHealth: scores.dealHealth,
+  });
   return rows.length > 0;
 }

@@ -1,10 +1,10 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { type FittedWinModel, fitWinModelOffThread, MIN_CLOSED_DEALS } from '@crm/ai';
-import { type EntityManager, ORG_FILTER, type Orm } from '@crm/db';
+import { type EntityManager, ORG_FILTER, type Orm, type Tables } from '@crm/db';
+import { expressionBuilder, sql } from 'kysely';
 import { LRUCache } from 'lru-cache';
-import { currentOrg } from '../../org-scope.ts';
-import { orgRows } from '../../read-model.ts';
-import { ACTIVE_AT, stagesOfType } from '../pipeline/open-pipeline.sql.ts';
+import { currentOrg, orgQuery } from '../../org-scope.ts';
+import { ACTIVE_AT, keptOfStages, type StagesCte, stagesOfType } from '../pipeline/open-pipeline.sql.ts';
 import { loadClosedHistories } from './deal-history.queries.ts';
 
 /** How often a process re-reads an organization's history fingerprint (so a new close is seen this fast). */
@@ -19,21 +19,38 @@ interface Entry {
   fitting?: Promise<void> | undefined;
 }
 
+/** The statement's tables: the organization's and its closed stages (`stages`). */
+const closedStages = expressionBuilder<Tables & StagesCte, never>();
+
 /**
  * What identifies an organization's won/lost history: how many closed deals it has (the kept counts) and
  * the last activity among them (a close, an edit, a contact's change each record one; a deletion or a
  * reopening changes the count). An analysis records no activity, so scoring a closed deal refits nothing.
  * One index descent per closed stage: the same cost at any size.
  */
+const fingerprintOf = orgQuery((db) =>
+  db
+    .with('stages', () => stagesOfType('won', 'lost'))
+    .selectNoFrom([
+      keptOfStages()
+        .select((eb) => eb.fn.coalesce(eb.fn.sum<string>('n'), sql.lit(0)).as('n'))
+        .as('n'),
+      closedStages
+        .selectFrom('stages as s')
+        .crossJoinLateral((eb) =>
+          eb
+            .selectFrom('deals as d')
+            .select(sql<Date>`max(${ACTIVE_AT})`.as('last'))
+            .whereRef('d.stage_id', '=', 's.id')
+            .as('x'),
+        )
+        .select(sql<Date>`max(last)`.as('changed'))
+        .as('changed'),
+    ]),
+);
+
 async function historyFingerprint(em: EntityManager): Promise<string> {
-  const [row] = await orgRows<{ n: string | number; changed: unknown }>(
-    em,
-    `with stages as (${stagesOfType('won', 'lost')})
-     select (select coalesce(sum(n), 0) from deal_counts where org_id = ? and stage_id in (select id from stages)) as n,
-            (select max(last) from stages s cross join lateral (
-               select max(${ACTIVE_AT}) as last from deals d where d.org_id = ? and d.stage_id = s.id) x) as changed`,
-    [currentOrg(em), currentOrg(em)],
-  );
+  const [row] = await fingerprintOf(em, {});
   const changed = row?.changed instanceof Date ? row.changed.toISOString() : String(row?.changed ?? '');
   return `${Number(row?.n ?? 0)}@${changed}`;
 }

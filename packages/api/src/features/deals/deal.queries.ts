@@ -15,8 +15,8 @@ import type { Activity, DealDto, DealListQuery, Stakeholder } from './deal.schem
 const dealRows = (db: Pick<ExpressionBuilder<Tables, never>, 'selectFrom'>) =>
   db
     .selectFrom('deals as d')
-    .innerJoin('pipeline_stages as s', 's.id', 'd.stage_id')
-    .innerJoin('pipelines as p', 'p.id', 'd.pipeline_id')
+    .leftJoin('pipeline_stages as s', 's.id', 'd.stage_id')
+    .leftJoin('pipelines as p', 'p.id', 'd.pipeline_id')
     .select([
       'd.id',
       'd.title',

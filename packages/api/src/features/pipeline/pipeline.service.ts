@@ -1,6 +1,6 @@
 import type { EntityManager } from '@crm/db';
-import { currentOrg } from '../../org-scope.ts';
-import { orgRows } from '../../read-model.ts';
+import { sql } from 'kysely';
+import { orgQuery } from '../../org-scope.ts';
 import { ACTIVE_AT, CLOCK, clock, KEPT_TOTALS, stagesOfType } from './open-pipeline.sql.ts';
 import type { PipelineHealthDto } from './pipeline.schemas.ts';
 import { pipelineStages } from './stages.service.ts';
@@ -21,6 +21,45 @@ export async function listDefaultStages(em: EntityManager) {
   }));
 }
 
+/** A deal (in `d`, with the statement's clock `t`) idle for more than T days. */
+const STALE = sql<boolean>`${ACTIVE_AT} < ${clock('stale_before')}`;
+/** Past its expected close date. */
+const PAST_CLOSE = sql<boolean>`coalesce(${sql.ref('d.expected_close_date')} < ${clock('now')}, false)`;
+/** Closing within CLOSING_SOON_DAYS, or without a close date. */
+const CLOSING = sql<boolean>`(${sql.ref('d.expected_close_date')} is null or ${sql.ref('d.expected_close_date')} < ${clock('closing_before')})`;
+
+/**
+ * The figures of pipelineHealth in one statement: the kept totals of the open stages, and one pass over
+ * the range of the deals active within 2T days, each figure a filtered count of it (read from the index
+ * alone). `stale` is T in days, `risk` 2T.
+ */
+const healthFigures = orgQuery((db, a: { stale: number; risk: number }) =>
+  db
+    .with('stages', () => stagesOfType('open'))
+    .with('kept', () => KEPT_TOTALS)
+    .with('t', (qc) => CLOCK(qc, { stale: a.stale, risk: a.risk, closing: sql.lit(CLOSING_SOON_DAYS) }))
+    .with('recent', (qc) =>
+      qc
+        .selectFrom('stages as s')
+        .innerJoin('deals as d', 'd.stage_id', 's.id')
+        .select([
+          sql<string>`count(*) filter (where not ${STALE} and not ${PAST_CLOSE})`.as('healthy'),
+          sql<string>`count(*) filter (where not ${STALE})`.as('not_stale'),
+          sql<string>`count(*) filter (where not ${PAST_CLOSE})`.as('not_critical'),
+          sql<string>`count(*) filter (where not ${PAST_CLOSE} and (${STALE} or ${CLOSING}))`.as('pending'),
+        ])
+        .where(sql<boolean>`${ACTIVE_AT} >= ${clock('risk_before')}`),
+    )
+    .selectFrom(['kept', 'recent'])
+    .select((eb) => [
+      'kept.deals as total',
+      'recent.healthy',
+      eb('kept.deals', '-', eb.ref('recent.not_stale')).as('stale'),
+      eb('kept.deals', '-', eb.ref('recent.not_critical')).as('critical'),
+      'recent.pending',
+    ]),
+);
+
 /**
  * Pipeline health over the organization's open deals (README, "Pipeline health"):
  * - stale: no activity (or creation) for more than T days;
@@ -37,38 +76,16 @@ export async function pipelineHealth(
   em: EntityManager,
   staleThresholdDays: number,
 ): Promise<PipelineHealthDto> {
-  const org = currentOrg(em);
-  // One pass over the range, each figure a filtered count of it (read from the index alone).
-  const stale = `${ACTIVE_AT} < ${clock('stale_before')}`;
-  const critical = `coalesce(d.expected_close_date < ${clock('now')}, false)`;
-  const closing = `(d.expected_close_date is null or d.expected_close_date < ${clock('closing_before')})`;
-  const [row] = await orgRows<Record<string, string | number>>(
-    em,
-    `with stages as (${stagesOfType('open')}),
-     kept as (${KEPT_TOTALS}),
-     t as (${CLOCK}),
-     recent as (
-       select count(*) filter (where not ${stale} and not ${critical}) as healthy,
-              count(*) filter (where not ${stale}) as not_stale,
-              count(*) filter (where not ${critical}) as not_critical,
-              count(*) filter (where not ${critical} and (${stale} or ${closing})) as pending
-         from stages s join deals d on d.org_id = ? and d.stage_id = s.id
-        where ${ACTIVE_AT} >= ${clock('risk_before')}
-     )
-     select kept.deals as total, recent.healthy, kept.deals - recent.not_stale as stale,
-            kept.deals - recent.not_critical as critical, recent.pending
-       from kept, recent`,
-    [org, staleThresholdDays, staleThresholdDays * 2, CLOSING_SOON_DAYS, org],
-  );
-  const n = (k: string) => Number(row?.[k] ?? 0);
-  const total = n('total');
+  const [row] = await healthFigures(em, { stale: staleThresholdDays, risk: staleThresholdDays * 2 });
+  const n = (v: unknown) => Number(v ?? 0);
+  const total = n(row?.total);
   return {
     total_deals: total,
-    healthy_deals: n('healthy'),
-    healthy_percentage: total === 0 ? 0 : Math.round((n('healthy') / total) * 100),
-    stale_deals: n('stale'),
-    pending_actions: n('pending'),
-    critical_actions: n('critical'),
+    healthy_deals: n(row?.healthy),
+    healthy_percentage: total === 0 ? 0 : Math.round((n(row?.healthy) / total) * 100),
+    stale_deals: n(row?.stale),
+    pending_actions: n(row?.pending),
+    critical_actions: n(row?.critical),
     stale_threshold_days: staleThresholdDays,
   };
 }

@@ -1,8 +1,8 @@
 import type { EntityManager } from '@crm/db';
+import { type SqlBool, sql } from 'kysely';
 import { LRUCache } from 'lru-cache';
 import { ApiError } from '../../errors.ts';
-import { currentOrg } from '../../org-scope.ts';
-import { orgRows } from '../../read-model.ts';
+import { currentOrg, orgQuery } from '../../org-scope.ts';
 import type { LIFECYCLE_STAGES } from '../deals/deal.schemas.ts';
 
 /** A stage as the pipeline endpoints and deal writes need it (plain row: no entities to hydrate or track). */
@@ -25,19 +25,32 @@ export interface StageRow {
 export const STAGE_CACHE_TTL_MS = 10_000;
 const recentStages = new LRUCache<string, readonly StageRow[]>({ max: 10_000, ttl: STAGE_CACHE_TTL_MS });
 
+/** A pipeline's stages in order: the named pipeline's, else the default's. */
+const stagesOf = orgQuery((db, a: { pipeline_id?: string }) => {
+  const stages = db
+    .selectFrom('pipelines as p')
+    .innerJoin('pipeline_stages as s', 's.pipeline_id', 'p.id')
+    .select([
+      's.id',
+      's.name',
+      's.stage_type',
+      's.position',
+      's.color',
+      's.probability',
+      's.pipeline_id',
+      'p.name as pipeline_name',
+    ]);
+  return (
+    a.pipeline_id ? stages.where('p.id', '=', a.pipeline_id) : stages.where(sql.ref<SqlBool>('p.is_default'))
+  ).orderBy('s.position');
+});
+
 /** A pipeline's stages in order: the default pipeline unless one is named. An unknown pipeline has none. */
 export async function pipelineStages(em: EntityManager, pipelineId?: string): Promise<readonly StageRow[]> {
   const key = `${currentOrg(em)}:${pipelineId ?? ''}`;
   const cached = recentStages.get(key);
   if (cached) return cached;
-  const stages = await orgRows<StageRow>(
-    em,
-    `select s.id, s.name, s.stage_type, s.position, s.color, s.probability, s.pipeline_id, p.name as pipeline_name
-       from pipeline_stages s join pipelines p on p.id = s.pipeline_id
-      where p.org_id = ? and ${pipelineId ? 'p.id = ?' : 'p.is_default'}
-      order by s.position`,
-    pipelineId ? [pipelineId] : [],
-  );
+  const stages = (await stagesOf(em, { pipeline_id: pipelineId || undefined })) as StageRow[];
   // Shared by every request that reads it: frozen, so none can change what the others see.
   const frozen = Object.freeze(stages.map((stage) => Object.freeze(stage)));
   if (frozen.length > 0) recentStages.set(key, frozen);

@@ -1,16 +1,20 @@
 import type { Quota } from '@crm/db';
 import type { OrgScope } from '../../context.ts';
 import type { QuotaStatus } from '../../limits/limits.ts';
-import { isoSql, orgRows } from '../../read-model.ts';
+import { orgQuery } from '../../org-scope.ts';
+import { isoOf } from '../../read-model.ts';
 import type { UsageResponse } from './usage.schemas.ts';
 
-type AlertRow = {
-  quota: Quota;
-  threshold_percent: number;
-  used: unknown;
-  quota_limit: unknown;
-  recorded_at: string;
-};
+/** The alerts recorded in a period, oldest first. */
+const periodAlerts = orgQuery((db, a: { period: string }) =>
+  db
+    .selectFrom('usage_alerts')
+    .select(['quota', 'threshold_percent', 'used', 'quota_limit', isoOf('created_at').as('recorded_at')])
+    .where('period', '=', a.period)
+    .orderBy('created_at')
+    .orderBy('quota')
+    .orderBy('threshold_percent'),
+);
 
 function quotaUsage(status: QuotaStatus, resetAt: string): UsageResponse['quotas']['api_calls'] {
   const percent = status.limit === 0 ? 100 : Math.round((status.used / status.limit) * 10_000) / 100;
@@ -27,12 +31,7 @@ function quotaUsage(status: QuotaStatus, resetAt: string): UsageResponse['quotas
 export async function usageOf(ctx: OrgScope): Promise<UsageResponse> {
   const snapshot = await ctx.services.limits.usage(ctx.principal.orgId);
   const { period } = snapshot;
-  const alerts = await orgRows<AlertRow>(
-    ctx.em,
-    `select quota, threshold_percent, used, quota_limit, ${isoSql('created_at')} as recorded_at
-       from usage_alerts where org_id = ? and period = ? order by created_at, quota, threshold_percent`,
-    [period.key],
-  );
+  const alerts = await periodAlerts(ctx.em, { period: period.key });
   return {
     period: { start: period.start.toISOString(), end: period.end.toISOString() },
     quotas: {
@@ -45,7 +44,7 @@ export async function usageOf(ctx: OrgScope): Promise<UsageResponse> {
       window_seconds: g.windowSeconds,
     })),
     alerts: alerts.map((a) => ({
-      quota: a.quota,
+      quota: a.quota as Quota,
       threshold_percent: Number(a.threshold_percent),
       used: Number(a.used),
       limit: Number(a.quota_limit),
