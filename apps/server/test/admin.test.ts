@@ -316,6 +316,14 @@ describeOnEachDatabase(
         expect(log.data[0]?.attempts[0]).toMatchObject({ response_status: 200, succeeded: true });
         const listed = (await admin.trpc.webhooks.list.query()).find((w) => w.id === created.id);
         expect(listed?.last_delivery?.status).toBe('succeeded');
+        // The REST API lists the same delivery to a developer, its event type as sent.
+        const rest = await s.api(`/webhooks/${created.id}/deliveries`);
+        expect(rest.status, rest.text).toBe(200);
+        expect((rest.body as { data: unknown[] }).data[0]).toMatchObject({
+          id: delivery.id,
+          event_type: 'webhook.test',
+          status: 'succeeded',
+        });
 
         await admin.trpc.webhooks.replay.mutate({ id: created.id, delivery_id: delivery.id });
         const again = await receiver.waitFor(path, (r) => r.length >= 2);

@@ -201,6 +201,8 @@ export function toApiError(err: unknown): ApiError {
   if (err instanceof ZodError) return new ApiError('invalid_request', describeZodIssues(err.issues));
   if (err instanceof TRPCError) {
     if (err.cause instanceof ApiError) return err.cause;
+    // An answer that fails its own output schema is the server's fault, not the request's.
+    if (err.code === 'INTERNAL_SERVER_ERROR') return new ApiError('internal_error', 'Internal server error');
     if (err.cause instanceof ZodError)
       return new ApiError('invalid_request', describeZodIssues(err.cause.issues));
     // Zod v4 errors cross realms (tRPC wraps them), so recognise them by name too.

@@ -1,4 +1,6 @@
+import { TRPCError } from '@trpc/server';
 import { describe, expect, it } from 'vitest';
+import { ZodError } from 'zod';
 import { toErrorResponse } from '../src/errors.ts';
 
 /** How failures the database reports reach the caller (the HTTP races behind them are in kept-counts.test). */
@@ -49,5 +51,20 @@ describe('database errors as the caller sees them', () => {
       status: 500,
       body: { error: 'Internal server error', code: 'internal_error' },
     });
+  });
+
+  it('an answer that fails its own output schema is a 500, not the caller’s 400', () => {
+    // As tRPC raises it when a procedure's output does not parse.
+    const issues = [
+      { code: 'custom', path: ['data', 0, 'event_type'], message: 'Invalid option', input: 'x' },
+    ];
+    const err = new TRPCError({
+      code: 'INTERNAL_SERVER_ERROR',
+      message: 'Output validation failed',
+      cause: new ZodError(issues as never),
+    });
+    expect(toErrorResponse(err)).toMatchObject({ status: 500, body: { code: 'internal_error' } });
+    const input = new TRPCError({ code: 'BAD_REQUEST', cause: new ZodError(issues as never) });
+    expect(toErrorResponse(input)).toMatchObject({ status: 400, body: { code: 'invalid_request' } });
   });
 });

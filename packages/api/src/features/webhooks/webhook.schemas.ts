@@ -1,9 +1,14 @@
-import { DELIVERY_STATUSES, WEBHOOK_EVENT_TYPES } from '@crm/db';
+import { DELIVERY_STATUSES, TEST_EVENT_TYPE, WEBHOOK_EVENT_TYPES } from '@crm/db';
 import { z } from 'zod';
 import { DateTimeOut, Pagination, PaginationMeta, Uuid } from '../../schemas.ts';
 
 export const WebhookEvent = z.enum(WEBHOOK_EVENT_TYPES).meta({ id: 'WebhookEvent' });
 export type WebhookEvent = z.infer<typeof WebhookEvent>;
+
+/** What a delivery carried: a subscribed event, or the test event an admin sent from the dashboard. */
+export const DeliveredEvent = z
+  .enum([...WEBHOOK_EVENT_TYPES, TEST_EVENT_TYPE])
+  .describe(`An event type; ${TEST_EVENT_TYPE} for a test event sent from the dashboard`);
 
 export const DeliveryStatus = z
   .enum(DELIVERY_STATUSES)
@@ -84,7 +89,7 @@ export const WebhookDelivery = z
     id: Uuid,
     webhook_id: Uuid,
     event_id: Uuid.describe('The event; sent as the webhook-id header on every attempt'),
-    event_type: WebhookEvent,
+    event_type: DeliveredEvent,
     status: DeliveryStatus,
     attempt_count: z.number().int().min(0),
     next_attempt_at: DateTimeOut.nullable(),

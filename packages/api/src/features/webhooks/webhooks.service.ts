@@ -106,10 +106,7 @@ export async function activateWebhook(em: EntityManager, id: string): Promise<We
   return toWebhookDto(endpoint);
 }
 
-/**
- * A delivery as the API shows it, without its attempts. Typed as the schema says, though a test event's
- * delivery has the event type `webhook.test`, which the schema's event types do not list.
- */
+/** A delivery as the API shows it, without its attempts. */
 type DeliveryRow = Omit<WebhookDeliveryDto, 'attempts'>;
 
 /**
