@@ -69,9 +69,37 @@ export type NewDeal = Pick<
 
 type DealRow = Omit<DealDto, 'value'> & { value: string | number | null };
 
-/** The one mapping from stored deal to API Deal. */
+/**
+ * The one mapping from stored deal to API Deal: the Deal's fields by name, so a row's other columns (a
+ * list's total, a detail's stakeholders) stay behind without a rest copy per row (a page's largest
+ * allocation, measured with the sampling heap profiler).
+ */
 function toDealDto(row: DealRow): DealDto {
-  return { ...row, value: numberOrNull(row.value) };
+  return {
+    id: row.id,
+    title: row.title,
+    company_name: row.company_name,
+    value: numberOrNull(row.value),
+    currency: row.currency,
+    win_probability: row.win_probability,
+    deal_health: row.deal_health,
+    lifecycle_stage: row.lifecycle_stage,
+    stage_id: row.stage_id,
+    stage_name: row.stage_name,
+    stage_type: row.stage_type,
+    pipeline_id: row.pipeline_id,
+    pipeline_name: row.pipeline_name,
+    owner_name: row.owner_name,
+    contact_name: row.contact_name,
+    contact_email: row.contact_email,
+    contact_phone: row.contact_phone,
+    notes: row.notes,
+    lead_source: row.lead_source,
+    expected_close_date: row.expected_close_date,
+    last_activity_at: row.last_activity_at,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
 }
 
 /**
@@ -166,9 +194,7 @@ export async function queryDeals(em: EntityManager, query: DealListQuery) {
   });
   const total = Number(rows[0]?.list_total ?? 0);
   const found = rows[0]?.id == null ? [] : rows;
-  const data = found
-    .slice(0, query.limit)
-    .map(({ list_total: _, list_at: __, ...row }) => toDealDto(row as DealRow));
+  const data = found.slice(0, query.limit).map((row) => toDealDto(row as DealRow));
   return {
     data,
     meta: {
@@ -228,11 +254,10 @@ const dealDetail = orgQuery((db, a: { id: string; activities: number }) =>
 export async function queryDealDetail(em: EntityManager, id: string, activityLimit: number) {
   const [row] = await dealDetail(em, { id, activities: activityLimit });
   if (!row) return undefined;
-  const { stakeholders, recent_activities, ...deal } = row;
   return {
-    deal: toDealDto(deal as DealRow),
-    stakeholders: asJson<StakeholderRow[]>(stakeholders),
-    recent_activities: asJson<ActivityRow[]>(recent_activities),
+    deal: toDealDto(row as DealRow),
+    stakeholders: asJson<StakeholderRow[]>(row.stakeholders),
+    recent_activities: asJson<ActivityRow[]>(row.recent_activities),
   };
 }
 
