@@ -5,7 +5,6 @@ import {
   BinaryOperationNode,
   ColumnNode,
   type Compilable,
-  CompiledQuery,
   type DeleteQueryNode,
   IdentifierNode,
   type InsertQueryNode,
@@ -31,6 +30,7 @@ import {
   ValueNode,
   WhereNode,
 } from 'kysely';
+import { prepareQuery } from './prepared-query.ts';
 
 /**
  * The caller's organization in this unit of work: where the ORM's filter reads it too (the request's filter
@@ -103,58 +103,18 @@ export function orgDb(em: EntityManager): Kysely<Tables> {
 /** Where a prepared query's organization goes, until a call puts its own there. */
 const ORG = Symbol('organization');
 
-/** Where a prepared query's argument goes, by name, until a call puts its value there. */
-class Arg {
-  readonly name: string;
-  constructor(name: string) {
-    this.name = name;
-  }
-}
-
 /**
  * A query written with the scoped builder (as `orgDb` scopes it: a read, or an update or delete of the
- * organization's rows), compiled once per shape and run
- * with each call's organization and arguments: building and compiling a query costs about as much CPU as
- * running it on this machine (60 µs against 85 µs, README: Benchmark), and the hot reads would pay it on
- * every request.
- *
- * `build` receives stand-ins for the arguments: each one given (not undefined) stands for its value, each
- * one left out is undefined, so a query may change shape by what is given (a filter present or not), and
- * one compiled form is kept per set of given arguments. The stand-ins are bound as parameters only: give
- * them to comparisons, `limit`/`offset` and `sql` fragments, never to `sql.lit`/`sql.raw`, an `in` list or
- * a test of their value. Every other parameter is refused when the query is first compiled, so a value
- * captured from outside `build` cannot be frozen into the kept form: write constants as `sql.lit(…)`.
+ * organization's rows), compiled once per shape and run with each call's organization and arguments
+ * (`prepareQuery` says how its arguments are written). The way to write the request paths' SQL.
  */
 export function orgQuery<A extends Record<string, unknown>, R>(
   build: (db: Kysely<Tables>, args: A) => Compilable<R>,
 ): (em: EntityManager, args: A) => Promise<R[]> {
-  const scoped = new OrgScopePlugin(ORG);
-  const compiled = new Map<string, CompiledQuery<R>>();
-  const compile = (em: EntityManager, given: readonly string[]): CompiledQuery<R> => {
-    const standIns = Object.fromEntries(given.map((name) => [name, new Arg(name)])) as A;
-    const query = build(sqlOf(em).withPlugin(scoped), standIns).compile();
-    for (const parameter of query.parameters)
-      if (parameter !== ORG && !(parameter instanceof Arg))
-        throw new Error(
-          `orgQuery: the parameter ${JSON.stringify(parameter)} is neither an argument nor the organization; write constants with sql.lit`,
-        );
-    return query;
-  };
-  return async (em, args) => {
-    const org = currentOrg(em);
-    const given = Object.keys(args)
-      .filter((name) => args[name] !== undefined)
-      .sort();
-    const shape = given.join(',');
-    let query = compiled.get(shape);
-    if (!query) {
-      query = compile(em, given);
-      compiled.set(shape, query);
-    }
-    const parameters = query.parameters.map((p) => (p === ORG ? org : args[(p as Arg).name]));
-    const result = await sqlOf(em).executeQuery<R>(CompiledQuery.raw(query.sql, parameters));
-    return result.rows;
-  };
+  return prepareQuery('orgQuery', build, {
+    plugin: new OrgScopePlugin(ORG),
+    fixed: { marker: ORG, value: currentOrg },
+  });
 }
 
 class OrgScopePlugin implements KyselyPlugin {

@@ -174,7 +174,7 @@ describe('orgDb, the organization-scoped query builder (embedded database)', () 
       db.selectFrom('webhook_endpoints').select('url').where('url', '=', captured).limit(a.limit),
     );
     await expect(frozen(scopedTo(orgA), { limit: 1 })).rejects.toThrow(
-      /parameter "https:\/\/a.example\/one" is neither an argument nor the organization/,
+      /orgQuery: the parameter "https:\/\/a.example\/one" is not an argument/,
     );
     captured = 'changed';
     // A constant written as SQL text is no parameter.

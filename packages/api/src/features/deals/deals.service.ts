@@ -1,18 +1,11 @@
-import {
-  Deal,
-  type EntityManager,
-  type FieldChanges,
-  Pipeline,
-  PipelineStage,
-  sqlOf,
-  type Tables,
-} from '@crm/db';
+import { Deal, type EntityManager, type FieldChanges, Pipeline, PipelineStage, type Tables } from '@crm/db';
 import type { Insertable } from 'kysely';
 import { uuidv7 } from 'uuidv7';
 import { activityRow, changeValue, recordActivity, sameValue } from '../../activities.ts';
 import type { AuthedContext } from '../../context.ts';
 import { notFound } from '../../errors.ts';
 import { outboxRow } from '../../events.ts';
+import { prepareQuery } from '../../prepared-query.ts';
 import {
   lifecycleForStage,
   pipelineStages,
@@ -127,15 +120,19 @@ export async function createDeal(
   input: DealCreateInput,
 ): Promise<DealDto> {
   const placed = await resolveStage(em, { pipelineId: input.pipeline_id, stageId: input.stage_id });
-  const rows = createdDealRows(ctx.principal.orgId, input, placed, new Date());
-  await sqlOf(em)
-    .with('deal', (db) => db.insertInto('deals').values(rows.deal))
-    .with('event', (db) => db.insertInto('outbox_events').values(rows.event))
-    .insertInto('activities')
-    .values(rows.activity)
-    .execute();
-  return rows.dto;
+  const { dto, ...rows } = createdDealRows(ctx.principal.orgId, input, placed, new Date());
+  await insertCreatedDeal(em, rows);
+  return dto;
 }
+
+/** The create's one statement, compiled once (its rows name their organization themselves). */
+const insertCreatedDeal = prepareQuery('insertCreatedDeal', (db, rows: Omit<CreatedDealRows, 'dto'>) =>
+  db
+    .with('deal', (q) => q.insertInto('deals').values(rows.deal))
+    .with('event', (q) => q.insertInto('outbox_events').values(rows.event))
+    .insertInto('activities')
+    .values(rows.activity),
+);
 
 /** Input field -> entity property, for the fields a PATCH copies as they are. */
 const PLAIN_FIELDS = {
