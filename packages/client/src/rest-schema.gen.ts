@@ -727,7 +727,11 @@ export interface components {
              * @description The event; sent as the webhook-id header on every attempt
              */
             event_id: string;
-            event_type: components["schemas"]["WebhookEvent"];
+            /**
+             * @description An event type; webhook.test for a test event sent from the dashboard
+             * @enum {string}
+             */
+            event_type: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "webhook.test";
             /**
              * @description pending: waiting for its next attempt; succeeded; failed: retries used up; cancelled: the endpoint was deactivated
              * @enum {string}
