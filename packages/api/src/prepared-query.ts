@@ -52,8 +52,9 @@ export function prepareQuery<A extends Record<string, unknown>, R>(
     }
     const db = plugin ? sqlOf(em).withPlugin(plugin) : sqlOf(em);
     const query = build(db, standIns as A).compile();
+    const isFixed = (p: unknown) => fixed !== undefined && p === fixed.marker;
     for (const parameter of query.parameters)
-      if (parameter !== fixed?.marker && !(parameter instanceof Arg))
+      if (!isFixed(parameter) && !(parameter instanceof Arg))
         throw new Error(
           `${what}: the parameter ${JSON.stringify(parameter)} is not an argument; write constants with sql.lit`,
         );
@@ -75,7 +76,7 @@ export function prepareQuery<A extends Record<string, unknown>, R>(
       compiled.set(shape, query);
     }
     const parameters = query.parameters.map((p) => {
-      if (p === fixed?.marker) return fixedValue;
+      if (fixed !== undefined && p === fixed.marker) return fixedValue;
       const arg = p as Arg;
       const value = args[arg.name];
       return arg.field === undefined ? value : (value as Record<string, unknown>)[arg.field];

@@ -6,6 +6,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOrganizationWithKey } from '../src/index.ts';
 import { orgDb, orgQuery, TENANT_TABLES, UNSCOPED_TABLES } from '../src/org-scope.ts';
+import { prepareQuery } from '../src/prepared-query.ts';
 
 /** The organization-scoped builder adds `org_id = <organization>` itself, wherever a tenant table is read. */
 describe('orgDb, the organization-scoped query builder (embedded database)', () => {
@@ -177,6 +178,16 @@ describe('orgDb, the organization-scoped query builder (embedded database)', () 
       /orgQuery: the parameter "https:\/\/a.example\/one" is not an argument/,
     );
     captured = 'changed';
+    // Without an organization marker (an insert's statement) a captured undefined is refused all the same.
+    const missing: string | undefined = undefined;
+    const unscoped = prepareQuery('unscoped', (db, a: { limit: number }) =>
+      db
+        .selectFrom('webhook_endpoints')
+        .select('url')
+        .where('url', '=', missing as never)
+        .limit(a.limit),
+    );
+    await expect(unscoped(scopedTo(orgA), { limit: 1 })).rejects.toThrow(/unscoped: the parameter undefined/);
     // A constant written as SQL text is no parameter.
     const constant = orgQuery((db, a: { limit: number }) =>
       db.selectFrom('webhook_endpoints').select('url').where('is_active', '=', sql.lit(true)).limit(a.limit),
