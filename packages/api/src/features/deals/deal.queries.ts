@@ -1,6 +1,6 @@
 import type { Deal, EntityManager, Tables } from '@crm/db';
 import { type ExpressionBuilder, sql } from 'kysely';
-import { jsonArrayFrom } from 'kysely/helpers/postgres';
+import { jsonBuildObject } from 'kysely/helpers/postgres';
 import type { z } from 'zod';
 import { orgQuery } from '../../org-scope.ts';
 import { afterAnchor, asJson, checkCursor, isoOf, numberOrNull } from '../../read-model.ts';
@@ -221,32 +221,63 @@ export async function queryDeal(em: EntityManager, id: string): Promise<DealDto 
 const dealDetail = orgQuery((db, a: { id: string; activities: number }) =>
   dealRows(db)
     .select((eb) => [
-      jsonArrayFrom(
-        eb
-          .selectFrom('contacts as c')
-          .select([
-            'c.id',
-            'c.name',
-            'c.email',
-            'c.title',
-            'c.role_type',
-            'c.influence_level',
-            'c.engagement_level',
-            'c.sentiment',
-          ])
-          .whereRef('c.deal_id', '=', 'd.id')
-          .orderBy('c.created_at')
-          .orderBy('c.id'),
-      ).as('stakeholders'),
-      jsonArrayFrom(
-        eb
-          .selectFrom('activities as a')
-          .select(['a.id', 'a.type', 'a.description', isoOf('a.created_at').as('created_at')])
-          .whereRef('a.deal_id', '=', 'd.id')
-          .orderBy('a.created_at', 'desc')
-          .orderBy('a.id', 'desc')
-          .limit(a.activities),
-      ).as('recent_activities'),
+      // Ordered inside the aggregate, where json_agg over an ordered subquery keeps the order only in practice.
+      eb
+        .selectFrom('contacts as c')
+        .select((c) =>
+          c.fn
+            .coalesce(
+              c.fn
+                .jsonAgg(
+                  jsonBuildObject({
+                    id: c.ref('c.id'),
+                    name: c.ref('c.name'),
+                    email: c.ref('c.email'),
+                    title: c.ref('c.title'),
+                    role_type: c.ref('c.role_type'),
+                    influence_level: c.ref('c.influence_level'),
+                    engagement_level: c.ref('c.engagement_level'),
+                    sentiment: c.ref('c.sentiment'),
+                  }),
+                )
+                .orderBy('c.created_at')
+                .orderBy('c.id'),
+              sql`'[]'::json`,
+            )
+            .as('list'),
+        )
+        .whereRef('c.deal_id', '=', 'd.id')
+        .as('stakeholders'),
+      eb
+        .selectFrom((r) =>
+          r
+            .selectFrom('activities as a')
+            .select(['a.id', 'a.type', 'a.description', 'a.created_at'])
+            .whereRef('a.deal_id', '=', 'd.id')
+            .orderBy('a.created_at', 'desc')
+            .orderBy('a.id', 'desc')
+            .limit(a.activities)
+            .as('r'),
+        )
+        .select((r) =>
+          r.fn
+            .coalesce(
+              r.fn
+                .jsonAgg(
+                  jsonBuildObject({
+                    id: r.ref('r.id'),
+                    type: r.ref('r.type'),
+                    description: r.ref('r.description'),
+                    created_at: isoOf('r.created_at'),
+                  }),
+                )
+                .orderBy('r.created_at', 'desc')
+                .orderBy('r.id', 'desc'),
+              sql`'[]'::json`,
+            )
+            .as('list'),
+        )
+        .as('recent_activities'),
     ])
     .where('d.id', '=', a.id),
 );
