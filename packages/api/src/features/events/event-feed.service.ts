@@ -1,9 +1,9 @@
-import { type EntityManager, transaction } from '@crm/db';
-import { sql } from 'kysely';
+import { type EntityManager, type Tables, TEST_EVENT_TYPE, transaction } from '@crm/db';
+import { type Kysely, type SqlBool, sql } from 'kysely';
 import type { z } from 'zod';
 import type { AuthedContext } from '../../context.ts';
 import { notFound } from '../../errors.ts';
-import { orgDb } from '../../org-scope.ts';
+import { orgQuery } from '../../org-scope.ts';
 import type { EventListQuery, FeedEvent } from './event-feed.schemas.ts';
 
 /** The advisory lock that makes the sequencer one at a time, across every instance. */
@@ -66,23 +66,26 @@ function toFeedEvent(row: Row): z.infer<typeof FeedEvent> {
 }
 
 /** The caller's placed events, test events left out: what both reads of the feed start from. */
-async function feedQuery(ctx: AuthedContext) {
-  await placeCommittedEvents(ctx.services.orm.em);
-  return orgDb(ctx.em)
+const placedEvents = (db: Kysely<Tables>) =>
+  db
     .selectFrom('outbox_events')
     .select(['id', 'type', 'payload', 'position', 'actor', 'request_id'])
     .where('position', 'is not', null)
-    .where('type', '<>', 'webhook.test' as never);
-}
+    .where('type', '<>', sql.lit(TEST_EVENT_TYPE) as never);
+
+const feedPage = orgQuery((db, a: { after?: string; types?: string[]; limit: number }) => {
+  let page = placedEvents(db);
+  if (a.after) page = page.where(sql<SqlBool>`position > ${a.after}::bigint`);
+  if (a.types) page = page.where(sql<SqlBool>`type = any(${a.types})`);
+  return page.orderBy('position').limit(a.limit);
+});
+
+const feedEvent = orgQuery((db, a: { id: string }) => placedEvents(db).where('id', '=', a.id));
 
 /** A page of the caller's feed after `after`, in feed order (events are placed before they are read). */
 export async function listEvents(ctx: AuthedContext, query: EventListQuery) {
-  const rows = await (await feedQuery(ctx))
-    .$if(query.after !== undefined, (q) => q.where('position', '>', sql<number>`${query.after}::bigint`))
-    .$if(query.types !== undefined, (q) => q.where('type', 'in', query.types as never))
-    .orderBy('position')
-    .limit(query.limit + 1)
-    .execute();
+  await placeCommittedEvents(ctx.services.orm.em);
+  const rows = await feedPage(ctx.em, { after: query.after, types: query.types, limit: query.limit + 1 });
   const page = (rows as Row[]).slice(0, query.limit);
   const data = page.map(toFeedEvent);
   return {
@@ -95,7 +98,8 @@ export async function listEvents(ctx: AuthedContext, query: EventListQuery) {
 }
 
 export async function getEvent(ctx: AuthedContext, id: string) {
-  const row = await (await feedQuery(ctx)).where('id', '=', id).executeTakeFirst();
+  await placeCommittedEvents(ctx.services.orm.em);
+  const [row] = await feedEvent(ctx.em, { id });
   if (!row) throw notFound('Event');
   return toFeedEvent(row as Row);
 }
