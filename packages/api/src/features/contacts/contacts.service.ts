@@ -1,5 +1,4 @@
 import { Contact, Deal, type EntityManager, type FieldChanges } from '@crm/db';
-import { type SqlBool, sql } from 'kysely';
 import { uuidv7 } from 'uuidv7';
 import { activityRow, changeValue, recordActivity, sameValue } from '../../activities.ts';
 import type { AuthedContext } from '../../context.ts';
@@ -8,7 +7,7 @@ import { emitEvent, outboxRow } from '../../events.ts';
 import { orgQuery } from '../../org-scope.ts';
 import { afterAnchor, checkCursor, isoOf } from '../../read-model.ts';
 import { toIso } from '../../schemas.ts';
-import { likePattern } from '../search/search.service.ts';
+import { contactMatches, likePattern } from '../search/search.service.ts';
 import type {
   ContactCreateInput,
   ContactDto,
@@ -36,10 +35,6 @@ export function toContactDto(contact: Contact): ContactDto {
   };
 }
 
-/** `(name, email or title contains q)`, over the trigram indexes. */
-const matching = (pattern: string) =>
-  sql<SqlBool>`(c.name ilike ${pattern} or c.email ilike ${pattern} or c.title ilike ${pattern})`;
-
 const contactPage = orgQuery((db, a: { pattern?: string; after?: string; limit: number; offset: number }) => {
   let page = db
     .selectFrom('contacts as c')
@@ -60,7 +55,7 @@ const contactPage = orgQuery((db, a: { pattern?: string; after?: string; limit: 
       isoOf('c.created_at').as('created_at'),
       isoOf('c.updated_at').as('updated_at'),
     ]);
-  if (a.pattern) page = page.where(matching(a.pattern));
+  if (a.pattern) page = page.where(contactMatches(a.pattern));
   if (a.after) page = page.where(afterAnchor({ table: 'contacts', alias: 'c' }, a.after));
   return page.orderBy('c.created_at', 'desc').orderBy('c.id', 'desc').limit(a.limit).offset(a.offset);
 });
@@ -69,7 +64,7 @@ const matchCount = orgQuery((db, a: { pattern: string }) =>
   db
     .selectFrom('contacts as c')
     .select((eb) => eb.fn.countAll<string>().as('total'))
-    .where(matching(a.pattern)),
+    .where(contactMatches(a.pattern)),
 );
 
 const keptContactCount = orgQuery((db) =>

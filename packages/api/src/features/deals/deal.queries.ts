@@ -148,8 +148,8 @@ const dealPage = orgQuery(
       limit: number;
       offset: number;
     },
-  ) => {
-    return db
+  ) =>
+    db
       .selectFrom((eb) => {
         let counted = eb.selectFrom('deal_counts').select(sql<string>`coalesce(sum(n), 0)`.as('total'));
         if (a.lifecycle_stage) counted = counted.where('lifecycle_stage', '=', a.lifecycle_stage);
@@ -174,8 +174,7 @@ const dealPage = orgQuery(
       .select('t.total as list_total')
       .selectAll('page')
       .orderBy('page.list_at', 'desc')
-      .orderBy('page.id', 'desc');
-  },
+      .orderBy('page.id', 'desc'),
 );
 
 /**

@@ -11,6 +11,10 @@ export function likePattern(q: string): string {
   return `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
+/** A contact (as `c`) whose name, email or title contains the pattern: what search and `GET /contacts?q=` match. */
+export const contactMatches = (pattern: string) =>
+  sql<SqlBool>`(c.name ilike ${pattern} or c.email ilike ${pattern} or c.title ilike ${pattern})`;
+
 /**
  * Each list newest first, at most SEARCH_LIMIT rows, as one json array (`[]` when none): `x`'s rows, the
  * subquery's columns as each object's keys.
@@ -62,9 +66,7 @@ const searchBoth = orgQuery((db, a: { pattern: string }) =>
           'd.company_name as company',
           'c.created_at',
         ])
-        .where(
-          sql<SqlBool>`(c.name ilike ${a.pattern} or c.email ilike ${a.pattern} or c.title ilike ${a.pattern})`,
-        )
+        .where(contactMatches(a.pattern))
         .orderBy('c.created_at', 'desc')
         .orderBy('c.id', 'desc')
         .limit(sql.lit(SEARCH_LIMIT)),
