@@ -9,7 +9,8 @@
  *
  * SCALE_DEALS (default 1000000, PostgreSQL), SCALE_DEALS_EMBEDDED (default 100000), SCALE_SMALL (10000),
  * SCALE_SECONDS (per measured call, default 4), SCALE_DATABASES (postgresql,pglite),
- * BENCH_DATABASE_URL or TEST_DATABASE_URL (admin URL, 127.0.0.1 only).
+ * BENCH_DATABASE_URL or TEST_DATABASE_URL (admin URL, 127.0.0.1 only), SCALE_KEEP_DATABASE=true (leave
+ * the PostgreSQL database in place, and print its name, to study its plans afterwards; drop it yourself).
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -21,6 +22,7 @@ import pg from 'pg';
 import { API, type Fixtures, type LoadStats, measure, type Scenario } from './load.ts';
 import { cpuMsOf, memoryOf, startServerProcess } from './processes.ts';
 import { COMPANIES, writeDeals } from './scale-data.ts';
+import { measureSequential } from './sequential.ts';
 
 const env = process.env;
 const LARGE_PG = Number(env.SCALE_DEALS ?? 1_000_000);
@@ -163,11 +165,26 @@ function scenarioOf(c: (typeof CALLS)[number], o: OrgFixture): Scenario {
 
 const NO_FIXTURES: Fixtures = { readKey: '', writeKey: '', dealIds: [], searchTerms: [] };
 
-async function measureOne(url: string, pid: number, scenario: Scenario, connections: number) {
-  return measure(url, scenario, NO_FIXTURES, {
+/** A call one request at a time, timed to the fraction of a millisecond (see measureSequential). */
+function measureOne(url: string, pid: number, c: (typeof CALLS)[number], o: OrgFixture) {
+  let i = 0;
+  return measureSequential(
+    url,
+    o.key,
+    () => {
+      const { method = 'GET', path: p } = c.make(o, i++);
+      return { method, path: `${API}${p}` };
+    },
+    { seconds: SECONDS, warmupSeconds: 1, pid },
+  );
+}
+
+/** GET /deals at 10 connections, by autocannon. */
+function measureConcurrent(url: string, pid: number, c: (typeof CALLS)[number], o: OrgFixture) {
+  return measure(url, scenarioOf(c, o), NO_FIXTURES, {
     seconds: SECONDS,
     warmupSeconds: 1,
-    connections,
+    connections: 10,
     repeats: 1,
     pid,
   });
@@ -242,17 +259,17 @@ async function benchDatabase(
     const [small, big] = fixtures as [OrgFixture, OrgFixture];
     const rows: Row[] = [];
     for (const c of CALLS) {
-      const s = await measureOne(server.url, server.pid, scenarioOf(c, small), 1);
-      const l = await measureOne(server.url, server.pid, scenarioOf(c, big), 1);
+      const s = await measureOne(server.url, server.pid, c, small);
+      const l = await measureOne(server.url, server.pid, c, big);
       log(
-        `${label} ${c.name}: p50 ${s.p50} → ${l.p50} ms, mean ${s.mean.toFixed(1)} → ${l.mean.toFixed(1)} ms (${ratio(l.mean, s.mean)}), p99 ${s.p99} → ${l.p99} ms${s.non2xx + l.non2xx ? ` non-2xx ${JSON.stringify({ ...s.statuses, ...l.statuses })}` : ''}`,
+        `${label} ${c.name}: p50 ${ms(s.p50)} → ${ms(l.p50)} ms, mean ${ms(s.mean)} → ${ms(l.mean)} ms (${ratio(l.mean, s.mean)}), p99 ${ms(s.p99)} → ${ms(l.p99)} ms${s.non2xx + l.non2xx ? ` non-2xx ${JSON.stringify({ ...s.statuses, ...l.statuses })}` : ''}`,
       );
       rows.push({ call: c.name, small: s, large: l });
     }
     const list = CALLS[0] as (typeof CALLS)[number];
     const concurrent = {
-      small: await measureOne(server.url, server.pid, scenarioOf(list, small), 10),
-      large: await measureOne(server.url, server.pid, scenarioOf(list, big), 10),
+      small: await measureConcurrent(server.url, server.pid, list, small),
+      large: await measureConcurrent(server.url, server.pid, list, big),
     };
     log(
       `${label} GET /deals at 10 connections: ${concurrent.small.reqPerSec.toFixed(0)} → ${concurrent.large.reqPerSec.toFixed(0)} req/s`,
@@ -280,6 +297,8 @@ async function benchDatabase(
 }
 
 const ratio = (large: number, small: number) => `${(large / small).toFixed(2)}×`;
+/** A sequential latency: two decimals below 10 ms, one below 100, whole above. */
+const ms = (v: number) => v.toFixed(v < 10 ? 2 : v < 100 ? 1 : 0);
 
 function formatResult(r: DatabaseResult): string {
   const n = (v: number) => v.toLocaleString('en-US');
@@ -292,7 +311,7 @@ function formatResult(r: DatabaseResult): string {
     '|---|---|---|---|---|---|---|---|---|',
     ...r.rows.map(
       (row) =>
-        `| ${row.call}${row.small.non2xx + row.large.non2xx ? ` (non-2xx: ${JSON.stringify({ ...row.small.statuses, ...row.large.statuses })})` : ''} | ${row.small.p50} | ${row.large.p50} | ${row.small.mean.toFixed(1)} → ${row.large.mean.toFixed(1)} | ${ratio(row.large.mean, row.small.mean)} | ${row.small.p99} | ${row.large.p99} | ${row.small.cpuMsPerRequest.toFixed(2)} → ${row.large.cpuMsPerRequest.toFixed(2)} | ${row.large.mean <= r.target * row.small.mean ? 'yes' : 'NO'} |`,
+        `| ${row.call}${row.small.non2xx + row.large.non2xx ? ` (non-2xx: ${JSON.stringify({ ...row.small.statuses, ...row.large.statuses })})` : ''} | ${ms(row.small.p50)} | ${ms(row.large.p50)} | ${ms(row.small.mean)} → ${ms(row.large.mean)} | ${ratio(row.large.mean, row.small.mean)} | ${ms(row.small.p99)} | ${ms(row.large.p99)} | ${row.small.cpuMsPerRequest.toFixed(2)} → ${row.large.cpuMsPerRequest.toFixed(2)} | ${row.large.mean <= r.target * row.small.mean ? 'yes' : 'NO'} |`,
     ),
     `| GET /deals at 10 connections (req/s) | ${r.concurrent.small.reqPerSec.toFixed(0)} | ${r.concurrent.large.reqPerSec.toFixed(0)} | | ${ratio(r.concurrent.small.reqPerSec, r.concurrent.large.reqPerSec)} slower | ${r.concurrent.small.p99} | ${r.concurrent.large.p99} | | ${r.concurrent.large.reqPerSec * r.target >= r.concurrent.small.reqPerSec ? 'yes' : 'NO'} |`,
   ];
@@ -324,7 +343,8 @@ async function postgres(dir: string): Promise<DatabaseResult | string> {
       dir,
     );
   } finally {
-    await client.query(`drop database if exists ${name} with (force)`);
+    if (env.SCALE_KEEP_DATABASE === 'true') log(`PostgreSQL: database ${name} kept (SCALE_KEEP_DATABASE)`);
+    else await client.query(`drop database if exists ${name} with (force)`);
     await client.end();
   }
 }
