@@ -51,6 +51,8 @@ const EnvSchema = z.object({
   DATABASE_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(2_000),
   DATABASE_QUERY_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(10_000),
   CRM_STALE_THRESHOLD_DAYS: z.coerce.number().int().min(1).max(365).default(14),
+  CRM_SEARCH_PLAIN_UP_TO: z.coerce.number().int().min(0).default(50_000),
+  CRM_SEARCH_NEWEST_WINDOW: z.coerce.number().int().min(20).max(1_000_000).default(2_000),
   CRM_BOOTSTRAP_ORG: booleanFlag.default(true),
   CRM_SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).default(10_000),
   REDIS_URL: z.url({ protocol: /^rediss?$/ }).optional(),
@@ -128,6 +130,11 @@ export type Config = Readonly<{
         queryTimeoutMs: number;
       };
   staleThresholdDays: number;
+  /**
+   * A search reads an organization's deals (contacts) with one plain query up to `plainUpTo` of them;
+   * beyond, its `newestWindow` newest rows first (README: Search at scale).
+   */
+  search: { plainUpTo: number; newestWindow: number };
   bootstrapOrg: boolean;
   shutdownTimeoutMs: number;
   limits: LimitsConfig;
@@ -237,6 +244,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         }
       : { kind: 'pglite' as const, dataDir: e.CRM_DATA_DIR },
     staleThresholdDays: e.CRM_STALE_THRESHOLD_DAYS,
+    search: { plainUpTo: e.CRM_SEARCH_PLAIN_UP_TO, newestWindow: e.CRM_SEARCH_NEWEST_WINDOW },
     bootstrapOrg: e.CRM_BOOTSTRAP_ORG,
     shutdownTimeoutMs: e.CRM_SHUTDOWN_TIMEOUT_MS,
     limits: {

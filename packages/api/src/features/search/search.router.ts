@@ -21,5 +21,5 @@ export const searchRouter = router({
     })
     .input(SearchQuery)
     .output(dataOf(SearchResponse))
-    .query(async ({ ctx, input }) => ({ data: await search(ctx.em, input.q) })),
+    .query(async ({ ctx, input }) => ({ data: await search(ctx.em, input.q, ctx.services.config.search) })),
 });
