@@ -60,13 +60,23 @@ export function prepareQuery<A extends Record<string, unknown>, R>(
         );
     return query;
   };
-  const shapeOf = (args: A) =>
-    givenKeys(args)
-      .map((name) => {
-        const value = args[name];
-        return isRow(value) ? `${name}(${givenKeys(value).join(',')})` : name;
-      })
-      .join(',');
+  // The given names (and a row's given fields) in their own order, without sorting or arrays: this runs on
+  // every call. The same set in another order is another shape, compiled once more; both are right.
+  const shapeOf = (args: A) => {
+    let shape = '';
+    for (const name in args) {
+      const value = args[name];
+      if (value === undefined) continue;
+      shape += name;
+      if (isRow(value)) {
+        shape += '(';
+        for (const field in value) if (value[field] !== undefined) shape += `${field},`;
+        shape += ')';
+      }
+      shape += ',';
+    }
+    return shape;
+  };
   return async (em, args) => {
     const fixedValue = fixed?.value(em);
     const shape = shapeOf(args);
