@@ -30,7 +30,7 @@ import {
   ValueNode,
   WhereNode,
 } from 'kysely';
-import { prepareQuery } from './prepared-query.ts';
+import { type PrepareOptions, prepareQuery } from './prepared-query.ts';
 
 /**
  * The caller's organization in this unit of work: where the ORM's filter reads it too (the request's filter
@@ -110,8 +110,10 @@ const ORG = Symbol('organization');
  */
 export function orgQuery<A extends Record<string, unknown>, R>(
   build: (db: Kysely<Tables>, args: A) => Compilable<R>,
+  options: PrepareOptions = {},
 ): (em: EntityManager, args: A) => Promise<R[]> {
   return prepareQuery('orgQuery', build, {
+    ...options,
     plugin: new OrgScopePlugin(ORG),
     fixed: { marker: ORG, value: currentOrg },
   });

@@ -1,4 +1,4 @@
-import { type EntityManager, sqlOf, type Tables } from '@crm/db';
+import { type EntityManager, reusePlan, sqlOf, type Tables } from '@crm/db';
 import { type Compilable, CompiledQuery, type Kysely, type KyselyPlugin } from 'kysely';
 
 /** Where a prepared query's argument goes, until a call puts its value there: `name`, or `name.field` of a row. */
@@ -20,6 +20,14 @@ const givenKeys = (o: Record<string, unknown>) =>
     .filter((k) => o[k] !== undefined)
     .sort();
 
+export interface PrepareOptions {
+  /**
+   * PostgreSQL keeps the statement parsed and planned on each connection (`reusePlan` in @crm/db): for
+   * statements whose best plan does not follow their values, such as a row by its id or an insert.
+   */
+  reusePlan?: boolean;
+}
+
 /**
  * A query written with the typed builder, compiled once per shape and run with each call's arguments:
  * building and compiling a query costs about as much CPU as running it on this machine (60 µs against
@@ -38,7 +46,10 @@ const givenKeys = (o: Record<string, unknown>) =>
 export function prepareQuery<A extends Record<string, unknown>, R>(
   what: string,
   build: (db: Kysely<Tables>, args: A) => Compilable<R>,
-  options: { plugin?: KyselyPlugin; fixed?: { marker: symbol; value: (em: EntityManager) => unknown } } = {},
+  options: PrepareOptions & {
+    plugin?: KyselyPlugin;
+    fixed?: { marker: symbol; value: (em: EntityManager) => unknown };
+  } = {},
 ): (em: EntityManager, args: A) => Promise<R[]> {
   const { plugin, fixed } = options;
   const compiled = new Map<string, CompiledQuery<R>>();
@@ -58,6 +69,7 @@ export function prepareQuery<A extends Record<string, unknown>, R>(
         throw new Error(
           `${what}: the parameter ${JSON.stringify(parameter)} is not an argument; write constants with sql.lit`,
         );
+    if (options.reusePlan) reusePlan(query.sql);
     return query;
   };
   // The given names (and a row's given fields) in their own order, without sorting or arrays: this runs on

@@ -14,9 +14,14 @@ export const isoOf = (column: string) =>
 
 /** A list's anchor row, by id: is the cursor's row there? */
 const anchorOf = {
-  deals: orgQuery((db, a: { id: string }) => db.selectFrom('deals').select('id').where('id', '=', a.id)),
-  contacts: orgQuery((db, a: { id: string }) =>
-    db.selectFrom('contacts').select('id').where('id', '=', a.id),
+  deals: orgQuery((db, a: { id: string }) => db.selectFrom('deals').select('id').where('id', '=', a.id), {
+    reusePlan: true,
+  }),
+  contacts: orgQuery(
+    (db, a: { id: string }) => db.selectFrom('contacts').select('id').where('id', '=', a.id),
+    {
+      reusePlan: true,
+    },
   ),
 };
 

@@ -275,17 +275,36 @@ async function lockDataDir(
 type PgPool = { on(event: 'connect', listener: (client: PgClient) => void): void };
 type PgClient = { query: (...args: unknown[]) => unknown; _queryable: boolean };
 
+/** SQL text -> the name of its server-side prepared statement, for the statements `reusePlan` was given. */
+const planNames = new Map<string, string>();
+
 /**
- * A statement that timed out on the client may still be queued or running on the server, and pg keeps the
- * connection open: handed back to the pool, a later request could find the server answering the old
- * statement, or still inside the old request's transaction. Such a connection is marked unusable, so its
- * next statement fails at once and the pool closes it instead of reusing it.
+ * Lets PostgreSQL keep this statement parsed, and its plan, on each connection (a named prepared
+ * statement): the next runs send only its parameters. For statements whose best plan does not depend on
+ * their values (a row by its id, an insert): on a deal's detail, parsing and planning took 0.67 of the
+ * statement's 0.9 ms. PostgreSQL plans each of the first five runs for their values, then keeps a generic
+ * plan if it costs no more. Not for a `%term%` match or anything whose plan should follow its values.
+ * The embedded database runs every statement as it comes.
  */
-function discardTimedOutConnections(pool: PgPool): void {
+export function reusePlan(sql: string): void {
+  if (!planNames.has(sql))
+    planNames.set(sql, `crm_${createHash('sha1').update(sql).digest('hex').slice(0, 20)}`);
+}
+
+/**
+ * Each pooled connection's `query`, wrapped twice:
+ * - A statement that timed out on the client may still be queued or running on the server, and pg keeps
+ *   the connection open: handed back to the pool, a later request could find the server answering the
+ *   old statement, or still inside the old request's transaction. Such a connection is marked unusable,
+ *   so its next statement fails at once and the pool closes it instead of reusing it.
+ * - A statement given to `reusePlan` runs as a named prepared statement.
+ */
+function wrapPooledQueries(pool: PgPool): void {
   pool.on('connect', (client) => {
     const query = client.query.bind(client);
     client.query = (...args: unknown[]) => {
-      const result = query(...args);
+      const name = args.length === 2 && typeof args[0] === 'string' ? planNames.get(args[0]) : undefined;
+      const result = name ? query({ name, text: args[0], values: args[1] }) : query(...args);
       if (result instanceof Promise)
         result.catch((err: unknown) => {
           if (err instanceof Error && /Query read timeout/.test(err.message)) client._queryable = false;
@@ -346,7 +365,7 @@ export async function openDatabase(
         statement_timeout: database.queryTimeoutMs,
         query_timeout: database.queryTimeoutMs + 1_000,
         keepAlive: true,
-        onPoolCreated: discardTimedOutConnections,
+        onPoolCreated: wrapPooledQueries,
       },
     })) as unknown as Orm;
   }

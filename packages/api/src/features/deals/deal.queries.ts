@@ -205,7 +205,9 @@ export async function queryDeals(em: EntityManager, query: DealListQuery) {
   };
 }
 
-const oneDeal = orgQuery((db, a: { id: string }) => dealRows(db).where('d.id', '=', a.id));
+const oneDeal = orgQuery((db, a: { id: string }) => dealRows(db).where('d.id', '=', a.id), {
+  reusePlan: true,
+});
 
 export async function queryDeal(em: EntityManager, id: string): Promise<DealDto | undefined> {
   const [row] = await oneDeal(em, { id });
@@ -217,68 +219,70 @@ export async function queryDeal(em: EntityManager, id: string): Promise<DealDto 
  * statement. Three statements cost three round trips, and on loopback a round trip's socket writes were the
  * largest part of the call's CPU.
  */
-const dealDetail = orgQuery((db, a: { id: string; activities: number }) =>
-  dealRows(db)
-    .select((eb) => [
-      // Ordered inside the aggregate, where json_agg over an ordered subquery keeps the order only in practice.
-      eb
-        .selectFrom('contacts as c')
-        .select((c) =>
-          c.fn
-            .coalesce(
-              c.fn
-                .jsonAgg(
-                  jsonBuildObject({
-                    id: c.ref('c.id'),
-                    name: c.ref('c.name'),
-                    email: c.ref('c.email'),
-                    title: c.ref('c.title'),
-                    role_type: c.ref('c.role_type'),
-                    influence_level: c.ref('c.influence_level'),
-                    engagement_level: c.ref('c.engagement_level'),
-                    sentiment: c.ref('c.sentiment'),
-                  }),
-                )
-                .orderBy('c.created_at')
-                .orderBy('c.id'),
-              sql`'[]'::json`,
-            )
-            .as('list'),
-        )
-        .whereRef('c.deal_id', '=', 'd.id')
-        .as('stakeholders'),
-      eb
-        .selectFrom((r) =>
-          r
-            .selectFrom('activities as a')
-            .select(['a.id', 'a.type', 'a.description', 'a.created_at'])
-            .whereRef('a.deal_id', '=', 'd.id')
-            .orderBy('a.created_at', 'desc')
-            .orderBy('a.id', 'desc')
-            .limit(a.activities)
-            .as('r'),
-        )
-        .select((r) =>
-          r.fn
-            .coalesce(
-              r.fn
-                .jsonAgg(
-                  jsonBuildObject({
-                    id: r.ref('r.id'),
-                    type: r.ref('r.type'),
-                    description: r.ref('r.description'),
-                    created_at: isoOf('r.created_at'),
-                  }),
-                )
-                .orderBy('r.created_at', 'desc')
-                .orderBy('r.id', 'desc'),
-              sql`'[]'::json`,
-            )
-            .as('list'),
-        )
-        .as('recent_activities'),
-    ])
-    .where('d.id', '=', a.id),
+const dealDetail = orgQuery(
+  (db, a: { id: string; activities: number }) =>
+    dealRows(db)
+      .select((eb) => [
+        // Ordered inside the aggregate, where json_agg over an ordered subquery keeps the order only in practice.
+        eb
+          .selectFrom('contacts as c')
+          .select((c) =>
+            c.fn
+              .coalesce(
+                c.fn
+                  .jsonAgg(
+                    jsonBuildObject({
+                      id: c.ref('c.id'),
+                      name: c.ref('c.name'),
+                      email: c.ref('c.email'),
+                      title: c.ref('c.title'),
+                      role_type: c.ref('c.role_type'),
+                      influence_level: c.ref('c.influence_level'),
+                      engagement_level: c.ref('c.engagement_level'),
+                      sentiment: c.ref('c.sentiment'),
+                    }),
+                  )
+                  .orderBy('c.created_at')
+                  .orderBy('c.id'),
+                sql`'[]'::json`,
+              )
+              .as('list'),
+          )
+          .whereRef('c.deal_id', '=', 'd.id')
+          .as('stakeholders'),
+        eb
+          .selectFrom((r) =>
+            r
+              .selectFrom('activities as a')
+              .select(['a.id', 'a.type', 'a.description', 'a.created_at'])
+              .whereRef('a.deal_id', '=', 'd.id')
+              .orderBy('a.created_at', 'desc')
+              .orderBy('a.id', 'desc')
+              .limit(a.activities)
+              .as('r'),
+          )
+          .select((r) =>
+            r.fn
+              .coalesce(
+                r.fn
+                  .jsonAgg(
+                    jsonBuildObject({
+                      id: r.ref('r.id'),
+                      type: r.ref('r.type'),
+                      description: r.ref('r.description'),
+                      created_at: isoOf('r.created_at'),
+                    }),
+                  )
+                  .orderBy('r.created_at', 'desc')
+                  .orderBy('r.id', 'desc'),
+                sql`'[]'::json`,
+              )
+              .as('list'),
+          )
+          .as('recent_activities'),
+      ])
+      .where('d.id', '=', a.id),
+  { reusePlan: true },
 );
 
 export async function queryDealDetail(em: EntityManager, id: string, activityLimit: number) {
