@@ -91,6 +91,27 @@ describeOnEachDatabase(
       const found = await search('deal');
       expect(found.deals).toEqual(newestDeals('deal'));
       expect(found.deals).toHaveLength(20);
+      const answer = (await s.api('/search?q=person', { key })).body.data;
+      expect(answer.contacts[0]).toEqual({
+        id: contacts[0]?.id,
+        name: contacts[0]?.name,
+        email: null,
+        title: null,
+        role_type: 'unknown',
+        deal_id: deals[0]?.id,
+        deal_title: deals[0]?.title,
+        company: null,
+      });
+      const deal = (await s.api('/search?q=deal', { key })).body.data.deals[0];
+      expect(deal).toEqual({
+        id: found.deals[0],
+        title: deals.find((d) => d.id === found.deals[0])?.title,
+        company_name: null,
+        stage: 'Lead',
+        value: null,
+        health: null,
+        win_probability: null,
+      });
       const people = await search('person');
       expect(people.contacts).toEqual(newestContacts('person'));
       expect(people.contacts).toHaveLength(20);

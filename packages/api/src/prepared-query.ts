@@ -57,6 +57,10 @@ export function prepareQuery<A extends Record<string, unknown>, R>(
     const standIns: Record<string, unknown> = {};
     for (const name of givenKeys(args)) {
       const value = args[name];
+      // The shape key joins names and fields with ',' and '(': other characters could make two shapes one.
+      for (const key of [name, ...(isRow(value) ? givenKeys(value) : [])])
+        if (!/^\w+$/.test(key))
+          throw new Error(`${what}: argument and field names are identifiers, not ${key}`);
       standIns[name] = isRow(value)
         ? Object.fromEntries(givenKeys(value).map((field) => [field, new Arg(name, field)]))
         : new Arg(name);

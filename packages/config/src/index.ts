@@ -50,6 +50,7 @@ const EnvSchema = z.object({
   DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
   DATABASE_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(2_000),
   DATABASE_QUERY_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(10_000),
+  DATABASE_PREPARED_STATEMENTS: booleanFlag.default(true),
   CRM_STALE_THRESHOLD_DAYS: z.coerce.number().int().min(1).max(365).default(14),
   CRM_SEARCH_PLAIN_UP_TO: z.coerce.number().int().min(0).default(50_000),
   CRM_SEARCH_NEWEST_WINDOW: z.coerce.number().int().min(20).max(1_000_000).default(2_000),
@@ -128,6 +129,8 @@ export type Config = Readonly<{
         connectTimeoutMs: number;
         /** One statement, on the server and, should the server hang, on the client. */
         queryTimeoutMs: number;
+        /** Whether the statements marked `reusePlan` run as named prepared statements (default: they do). */
+        preparedStatements?: boolean;
       };
   staleThresholdDays: number;
   /**
@@ -241,6 +244,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
           poolMax: e.DATABASE_POOL_MAX,
           connectTimeoutMs: e.DATABASE_CONNECT_TIMEOUT_MS,
           queryTimeoutMs: e.DATABASE_QUERY_TIMEOUT_MS,
+          preparedStatements: e.DATABASE_PREPARED_STATEMENTS,
         }
       : { kind: 'pglite' as const, dataDir: e.CRM_DATA_DIR },
     staleThresholdDays: e.CRM_STALE_THRESHOLD_DAYS,

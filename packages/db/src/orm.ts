@@ -292,27 +292,46 @@ export function reusePlan(sql: string): void {
 }
 
 /**
- * Each pooled connection's `query`, wrapped twice:
+ * A prepared statement the connection can no longer run: a migration changed the type of a column it
+ * returns (`cached plan must not change result type`), or the server forgot it (`DISCARD ALL`, a pooler
+ * that switched server connections).
+ */
+const STALE_PREPARED = /cached plan must not change result type|prepared statement .* does not exist/;
+
+/**
+ * Each pooled connection's `query`, wrapped:
+ * - A statement given to `reusePlan` runs as a named prepared statement (unless `prepared` is off). One
+ *   the connection can no longer run is sent again as plain SQL (which fails too inside a transaction,
+ *   aborted by the first error), and the connection is then marked unusable: the pool closes it when it
+ *   comes back, and a fresh one prepares the statement anew.
  * - A statement that timed out on the client may still be queued or running on the server, and pg keeps
  *   the connection open: handed back to the pool, a later request could find the server answering the
- *   old statement, or still inside the old request's transaction. Such a connection is marked unusable,
- *   so its next statement fails at once and the pool closes it instead of reusing it.
- * - A statement given to `reusePlan` runs as a named prepared statement.
+ *   old statement, or still inside the old request's transaction. Such a connection is marked unusable.
  */
-function wrapPooledQueries(pool: PgPool): void {
-  pool.on('connect', (client) => {
-    const query = client.query.bind(client);
-    client.query = (...args: unknown[]) => {
-      const name = args.length === 2 && typeof args[0] === 'string' ? planNames.get(args[0]) : undefined;
-      const result = name ? query({ name, text: args[0], values: args[1] }) : query(...args);
-      if (result instanceof Promise)
-        result.catch((err: unknown) => {
-          if (err instanceof Error && /Query read timeout/.test(err.message)) client._queryable = false;
-        });
-      return result;
-    };
-  });
-}
+const wrapPooledQueries =
+  (prepared: boolean) =>
+  (pool: PgPool): void => {
+    pool.on('connect', (client) => {
+      const query = client.query.bind(client);
+      client.query = (...args: unknown[]) => {
+        const name =
+          prepared && args.length === 2 && typeof args[0] === 'string' ? planNames.get(args[0]) : undefined;
+        let result = name ? query({ name, text: args[0], values: args[1] }) : query(...args);
+        if (name && result instanceof Promise)
+          result = result.catch((err: unknown) => {
+            if (!(err instanceof Error) || !STALE_PREPARED.test(err.message)) throw err;
+            return (query(args[0], args[1]) as Promise<unknown>).finally(() => {
+              client._queryable = false;
+            });
+          });
+        if (result instanceof Promise)
+          result.catch((err: unknown) => {
+            if (err instanceof Error && /Query read timeout/.test(err.message)) client._queryable = false;
+          });
+        return result;
+      };
+    });
+  };
 
 /** Whether opening `database` will create a new, empty embedded database (nothing in its data directory yet). */
 export function createsEmbeddedDatabase(database: DatabaseConfig): boolean {
@@ -365,7 +384,7 @@ export async function openDatabase(
         statement_timeout: database.queryTimeoutMs,
         query_timeout: database.queryTimeoutMs + 1_000,
         keepAlive: true,
-        onPoolCreated: wrapPooledQueries,
+        onPoolCreated: wrapPooledQueries(database.preparedStatements ?? true),
       },
     })) as unknown as Orm;
   }

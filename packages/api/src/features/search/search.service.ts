@@ -199,6 +199,12 @@ async function keptSize(em: EntityManager) {
   return size;
 }
 
+/** Which of the organization's deals and contacts a search reads as a large organization's (`newestMatches`). */
+export async function largeTables(em: EntityManager, plainUpTo: number) {
+  const size = await keptSize(em);
+  return { deals: size.deals > plainUpTo, contacts: size.contacts > plainUpTo };
+}
+
 /**
  * Substring search, newest first. Rare terms are served by the trigram GIN indexes on (org_id, column);
  * common ones by walking the (org_id, created_at) index until the page is full. Up to `plainUpTo` rows a
@@ -210,9 +216,8 @@ export async function search(
   q: string,
   { plainUpTo, newestWindow }: { plainUpTo: number; newestWindow: number },
 ) {
-  const size = await keptSize(em);
-  const large = `${size.deals > plainUpTo}/${size.contacts > plainUpTo}`;
-  const statement = SEARCHES.get(large) as ReturnType<typeof searchBoth>;
+  const large = await largeTables(em, plainUpTo);
+  const statement = SEARCHES.get(`${large.deals}/${large.contacts}`) as ReturnType<typeof searchBoth>;
   const [row] = await statement(em, { pattern: likePattern(q), window: newestWindow });
   const deals = asJson<Record<string, unknown>[]>(row?.deals ?? '[]');
   const contacts = asJson<Record<string, unknown>[]>(row?.contacts ?? '[]');
