@@ -1,3 +1,4 @@
+import { placeOnePass } from '@crm/api';
 import type { Config } from '@crm/config';
 import type { Database } from '@crm/db';
 import { WebhookWorker } from '@crm/webhooks';
@@ -14,6 +15,9 @@ export async function startWebhookWorker(
     config: config.webhooks,
     logger: logger.child({ component: 'webhooks' }),
     sole: config.database.kind === 'pglite',
+    // New events get their place in the feed here too, a pass at a time: after a bulk import, reads of the
+    // feed would otherwise place the backlog themselves, up to a second per read (README: Event feed).
+    afterDispatch: () => placeOnePass(db.orm.em.fork()),
   });
   await worker.start();
   return worker;

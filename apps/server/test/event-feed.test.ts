@@ -99,6 +99,28 @@ for (const { driver, label, skip } of DRIVERS) {
       expect({ type: first.type, timestamp: first.timestamp, data: first.data }).toEqual(payload);
     });
 
+    it('places new events in the feed in the background, so a read after a bulk import does not have to', async () => {
+      const org = await s.newOrg('Placed org');
+      const items = Array.from({ length: 30 }, (_, i) => ({ title: `Bulk ${i}` }));
+      const res = await s.api('/deals/batch', { method: 'POST', key: org.apiKey, json: { items } });
+      expect(res.status).toBe(201);
+      // No read of the feed meanwhile: the webhook worker's pass after dispatching places them.
+      const unplaced = async () =>
+        Number(
+          (
+            await s.sql<{ n: string }>(
+              'select count(*) as n from outbox_events where org_id = ? and position is null',
+              [org.orgId],
+            )
+          )[0]?.n,
+        );
+      const until = Date.now() + 10_000;
+      while ((await unplaced()) > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+      expect(await unplaced()).toBe(0);
+      const { events } = await readAll(s, org);
+      expect(events.filter((e) => e.type === 'deal.created')).toHaveLength(30);
+    });
+
     it('filters by type, pages with after, and says when there is more', async () => {
       const org = await s.newOrg('Feed paging org');
       for (let i = 0; i < 5; i++) {

@@ -15,6 +15,7 @@ export * from './context.ts';
 export * from './errors.ts';
 export { type DomainEvent, emitEvent } from './events.ts';
 export { maintainKeptAnalytics } from './features/ai/kept-analytics.ts';
+export { placeOnePass } from './features/events/event-feed.service.ts';
 export { pruneIdempotencyKeys } from './idempotency.ts';
 export { admitRequest } from './limits/admission.ts';
 export { LIMIT_GROUPS, type LimitGroup } from './limits/groups.ts';

@@ -42,6 +42,12 @@ export interface WebhookWorkerOptions {
    * a process that died, so it is released at once instead of when it runs out.
    */
   sole: boolean;
+  /**
+   * Run after each pass that fanned out events, for what else follows new events: the server gives the
+   * event feed's sequencer, so a backlog (a bulk import's events) is placed in the background instead of
+   * by the feed's next readers. Its failure is logged, not the pass's.
+   */
+  afterDispatch?: () => Promise<unknown>;
 }
 
 /**
@@ -66,6 +72,7 @@ export class WebhookWorker {
   private readonly config: WebhooksConfig;
   private readonly logger: WorkerLogger;
   private readonly sole: boolean;
+  private readonly afterDispatch: (() => Promise<unknown>) | undefined;
   private readonly transport: WebhookTransport;
   private readonly inFlight = new Map<string, InFlight>();
   private stopping = false;
@@ -90,6 +97,7 @@ export class WebhookWorker {
     this.config = options.config;
     this.logger = options.logger;
     this.sole = options.sole;
+    this.afterDispatch = options.afterDispatch;
     this.handOff = {
       limit: 1,
       leaseMs: leaseMsFor(options.config.timeoutMs),
@@ -201,6 +209,10 @@ export class WebhookWorker {
         this.dispatchDue = true;
         more = true;
       }
+      if (dispatched > 0 && this.afterDispatch)
+        await this.afterDispatch().catch((err: unknown) =>
+          this.logger.warn({ err }, 'the step after a webhook dispatch pass failed'),
+        );
     }
     const free = this.config.concurrency - this.inFlight.size;
     if (free > 0) {

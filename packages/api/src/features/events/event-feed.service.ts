@@ -29,7 +29,8 @@ export async function placeCommittedEvents(em: EntityManager): Promise<number> {
   }
 }
 
-function placeOnePass(em: EntityManager): Promise<number> {
+/** One sequencer pass (up to SEQUENCER_BATCH events): what the webhook worker runs after each dispatch. */
+export function placeOnePass(em: EntityManager): Promise<number> {
   return transaction(em.fork(), async (tx) => {
     await tx.execute(`select pg_advisory_xact_lock(${SEQUENCER_LOCK})`);
     const placed = await tx.execute<{ id: string }[]>(
