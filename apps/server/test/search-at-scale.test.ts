@@ -4,16 +4,22 @@ import { describeOnEachDatabase, startTestServer, type TestServer } from './harn
 /**
  * A large organization's search (README: Search at scale): its newest rows first (2,000 by default), then,
  * for a term rarer than that, every match over the trigram indexes. The server here takes every
- * organization for a large one and reads its 50 newest rows first (CRM_SEARCH_PLAIN_UP_TO=0,
- * CRM_SEARCH_NEWEST_WINDOW=50), so a few hundred rows exercise both branches; each answer is compared with
+ * organization for a large one and reads its 20 newest rows first (CRM_SEARCH_PLAIN_UP_TO=0,
+ * CRM_SEARCH_NEWEST_WINDOW=20), so a hundred rows exercise both branches; each answer is compared with
  * what the lists show, newest first.
  */
-const WINDOW = 50;
-const DEALS = 250;
-const CONTACTS = 150;
+const WINDOW = 20;
+const DEALS = 100;
+const CONTACTS = 60;
 
 const dealTitle = (i: number) =>
-  i < 25 ? `Mixed early ${i}` : i < 30 ? `Rare early ${i}` : i >= DEALS - 5 ? `Mixed late ${i}` : `Deal ${i}`;
+  i < 25
+    ? `Mixed early ${i}`
+    : i < 30
+      ? `Rare early ${i}`
+      : i >= DEALS - 5
+        ? `Deal mixed late ${i}`
+        : `Deal ${i}`;
 const contactName = (i: number) => (i < 3 ? `Zed early ${i}` : `Person ${i}`);
 
 describeOnEachDatabase(
