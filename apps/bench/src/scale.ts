@@ -2,7 +2,7 @@
  * `npm run bench:scale`: does a call cost the same at a million deals as at ten thousand? For each
  * database it creates two organizations, writes an NDJSON file of N deals (one contact each) for each,
  * loads both with `crm import` (timed: the import is half of what is measured), starts the server, waits
- * for it to be idle (the import's events sequenced and dispatched), and measures each call one request
+ * for it to be idle (the import's events dispatched and placed in the feed), and measures each call one request
  * at a time (p50, p99) and GET /deals at 10 connections (requests/s), beside the same call on the small
  * organization in the same run. Targets (issue 14): within 2× at 1,000,000 on PostgreSQL, within 3× at
  * 100,000 on PGlite; the import of 1,000,000 deals under 5 minutes.
@@ -305,7 +305,7 @@ function formatResult(r: DatabaseResult): string {
   const lines = [
     `### ${r.database}: ${n(r.small)} against ${n(r.large)} deals (target: within ${r.target}×)`,
     '',
-    `Import of ${n(r.large)} deals (one contact each): ${r.import.seconds.toFixed(0)} s, ${n(Math.round(r.import.rowsPerSecond))} deals/s (CLI CPU ${r.import.cpuSeconds.toFixed(0)} s); ${n(r.small)} in ${r.import.smallSeconds.toFixed(1)} s. Server idle ${r.idleAfterSeconds.toFixed(0)} s after start (the import's events sequenced).`,
+    `Import of ${n(r.large)} deals (one contact each): ${r.import.seconds.toFixed(0)} s, ${n(Math.round(r.import.rowsPerSecond))} deals/s (CLI CPU ${r.import.cpuSeconds.toFixed(0)} s); ${n(r.small)} in ${r.import.smallSeconds.toFixed(1)} s. Server idle ${r.idleAfterSeconds.toFixed(0)} s after start (the import's events dispatched and placed in the feed).`,
     '',
     `| call (one at a time) | p50 ${n(r.small)} | p50 ${n(r.large)} | mean ${n(r.small)} → ${n(r.large)} | ratio (mean) | p99 ${n(r.small)} | p99 ${n(r.large)} | CPU ms/req ${n(r.small)} → ${n(r.large)} | within ${r.target}× |`,
     '|---|---|---|---|---|---|---|---|---|',
