@@ -17,7 +17,7 @@ export async function startWebhookWorker(
     sole: config.database.kind === 'pglite',
     // New events get their place in the feed here too, a pass at a time: after a bulk import, reads of the
     // feed would otherwise place the backlog themselves, up to a second per read (README: Event feed).
-    afterDispatch: () => placeOnePass(db.orm.em.fork()),
+    afterDispatch: () => placeOnePass(db.orm.em),
   });
   await worker.start();
   return worker;

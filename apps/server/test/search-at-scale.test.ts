@@ -74,31 +74,42 @@ describeOnEachDatabase(
       await s?.stop();
     });
 
-    const search = async (q: string) => {
+    /** The search's answer, and the ids of each list. */
+    const searchFor = async (q: string) => {
       const res = await s.api(`/search?q=${encodeURIComponent(q)}`, { key });
       expect(res.status).toBe(200);
-      return {
-        deals: res.body.data.deals.map((d: { id: string }) => d.id),
-        contacts: res.body.data.contacts.map((c: { id: string }) => c.id),
-      };
+      return res.body.data as { deals: Array<{ id: string }>; contacts: Array<{ id: string }> };
     };
-    const newestDeals = (q: string) =>
-      deals
-        .filter((d) => d.title.toLowerCase().includes(q.toLowerCase()))
+    const search = async (q: string) => {
+      const found = await searchFor(q);
+      return { deals: found.deals.map((d) => d.id), contacts: found.contacts.map((c) => c.id) };
+    };
+    /** The ids of the 20 newest rows (of a list newest first) whose `text` contains q, case-insensitive. */
+    const newest = <T extends { id: string }>(rows: T[], text: (row: T) => string, q: string) =>
+      rows
+        .filter((row) => text(row).toLowerCase().includes(q.toLowerCase()))
         .slice(0, 20)
-        .map((d) => d.id);
-    const newestContacts = (q: string) =>
-      contacts
-        .filter((c) => c.name.toLowerCase().includes(q.toLowerCase()))
-        .slice(0, 20)
-        .map((c) => c.id);
+        .map((row) => row.id);
+    const newestDeals = (q: string) => newest(deals, (d) => d.title, q);
+    const newestContacts = (q: string) => newest(contacts, (c) => c.name, q);
 
     it('answers a common term from the newest rows: the 20 newest matches', async () => {
-      const found = await search('deal');
-      expect(found.deals).toEqual(newestDeals('deal'));
+      const found = await searchFor('deal');
+      expect(found.deals.map((d) => d.id)).toEqual(newestDeals('deal'));
       expect(found.deals).toHaveLength(20);
-      const answer = (await s.api('/search?q=person', { key })).body.data;
-      expect(answer.contacts[0]).toEqual({
+      expect(found.deals[0]).toEqual({
+        id: deals[0]?.id,
+        title: deals[0]?.title,
+        company_name: null,
+        stage: 'Lead',
+        value: null,
+        health: null,
+        win_probability: null,
+      });
+      const people = await searchFor('person');
+      expect(people.contacts.map((c) => c.id)).toEqual(newestContacts('person'));
+      expect(people.contacts).toHaveLength(20);
+      expect(people.contacts[0]).toEqual({
         id: contacts[0]?.id,
         name: contacts[0]?.name,
         email: null,
@@ -108,19 +119,6 @@ describeOnEachDatabase(
         deal_title: deals[0]?.title,
         company: null,
       });
-      const deal = (await s.api('/search?q=deal', { key })).body.data.deals[0];
-      expect(deal).toEqual({
-        id: found.deals[0],
-        title: deals.find((d) => d.id === found.deals[0])?.title,
-        company_name: null,
-        stage: 'Lead',
-        value: null,
-        health: null,
-        win_probability: null,
-      });
-      const people = await search('person');
-      expect(people.contacts).toEqual(newestContacts('person'));
-      expect(people.contacts).toHaveLength(20);
     });
 
     it('finds a term whose matches are all older than the newest rows it reads first', async () => {

@@ -83,7 +83,7 @@ const newestAsJson = (rows: Expression<unknown>) =>
 
 const tables = expressionBuilder<Tables, never>();
 
-const dealRows = () =>
+const searchedDeals = () =>
   tables
     .selectFrom('deals as d')
     .select([
@@ -97,13 +97,13 @@ const dealRows = () =>
       'd.created_at',
     ]);
 
-const contactRows = () =>
+const searchedContacts = () =>
   tables
     .selectFrom('contacts as c')
     .select(['c.id', 'c.name', 'c.email', 'c.title', 'c.role_type', 'c.deal_id', 'c.created_at']);
 
-type DealRow = InferResult<ReturnType<typeof dealRows>>[number];
-type ContactRow = InferResult<ReturnType<typeof contactRows>>[number];
+type DealRow = InferResult<ReturnType<typeof searchedDeals>>[number];
+type ContactRow = InferResult<ReturnType<typeof searchedContacts>>[number];
 
 /**
  * Both lists in one statement, each read as its table's size asks (`newestMatches`). A deal's stage and a
@@ -120,7 +120,7 @@ const searchBoth = (large: { deals: boolean; contacts: boolean }) =>
               db,
               large.deals,
               'd',
-              dealRows(),
+              searchedDeals(),
               sql<SqlBool>`(d.title ilike ${a.pattern} or d.company_name ilike ${a.pattern})`,
               a.window,
             ).as('d'),
@@ -144,7 +144,7 @@ const searchBoth = (large: { deals: boolean; contacts: boolean }) =>
               db,
               large.contacts,
               'c',
-              contactRows(),
+              searchedContacts(),
               contactMatches(a.pattern),
               a.window,
             ).as('c'),
