@@ -48,6 +48,9 @@ describe.skipIf(!TEST_DATABASE_URL)(
     it('answers 503 service_unavailable with Retry-After within seconds, never hangs, and /readyz says 503 within 2 s', async () => {
       expect((await s.api('/deals')).status).toBe(200);
       proxy.hang();
+      // A transaction whose BEGIN times out on a pooled (idle) connection: kysely kept such a connection
+      // checked out for good, so the pool shrank by one per outage and closing it waited forever.
+      const began = s.running.db.orm.em.fork().transactional((em) => em.execute('select 1'));
       try {
         const started = Date.now();
         const answers = await Promise.all(
@@ -78,6 +81,7 @@ describe.skipIf(!TEST_DATABASE_URL)(
         });
         expect(signIn.status).toBe(503);
         expect(((await signIn.json()) as { code: string }).code).toBe('service_unavailable');
+        await expect(began).rejects.toThrow();
       } finally {
         proxy.resume();
       }
@@ -104,6 +108,11 @@ describe.skipIf(!TEST_DATABASE_URL)(
       );
       // A write is answered 503 only if it did not commit; each one that did commit was answered 201.
       expect(stored[0]?.n).toBe(0);
+    });
+
+    it('stops within seconds afterwards: the outage left no connection checked out', async () => {
+      const bound = new Promise<string>((resolve) => setTimeout(() => resolve('still stopping'), 15_000));
+      expect(await Promise.race([s.stop().then(() => 'stopped'), bound])).toBe('stopped');
     });
   },
 );
