@@ -26,6 +26,9 @@ const DEAL_AND_CONTACT_EVENTS = [
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const ofType = (got: Received[], type: string) => got.filter((r) => r.payload?.type === type);
+/** The first delivery of each webhook-id, in the order they came. */
+const firstOfEach = (got: Received[]) =>
+  got.filter((r, i) => got.findIndex((o) => o.headers['webhook-id'] === r.headers['webhook-id']) === i);
 
 describeOnEachDatabase(
   (label) => `webhook delivery on ${label}`,
@@ -90,9 +93,14 @@ describeOnEachDatabase(
         json: { title: 'CTO' },
       });
 
-      const got = await receiver.waitFor('/all', (g) => g.length >= 12);
+      // At least once: an answer slower than the timeout (a loaded machine) is sent again, with the same
+      // webhook-id and body, which is how a receiver tells the copies apart.
+      const got = firstOfEach(await receiver.waitFor('/all', (g) => firstOfEach(g).length >= 12));
       await sleep(500);
-      expect(receiver.received('/all')).toHaveLength(12);
+      const all = receiver.received('/all');
+      expect(firstOfEach(all)).toHaveLength(12);
+      for (const r of all)
+        expect(r.body).toBe(got.find((f) => f.headers['webhook-id'] === r.headers['webhook-id'])?.body);
       expect(got.map((r) => r.verifyError)).toEqual(Array(12).fill(undefined));
       expect(got.map((r) => r.payload.type).sort()).toEqual(
         [
