@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { ApiKey, type EntityManager, LockMode, Organization, transaction } from '@crm/db';
 import { LRUCache } from 'lru-cache';
 import { ApiError } from '../errors.ts';
@@ -14,7 +14,7 @@ const API_KEY_PATTERN = /^[a-z]{2}_[A-Za-z0-9_-]{32}$/;
  * it would only slow every request down here), and it lets the lookup be one unique-index probe.
  */
 export function hashApiKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
+  return hash('sha256', key, 'hex');
 }
 
 export function generateApiKey(): string {
