@@ -50,7 +50,13 @@ describe.skipIf(!TEST_DATABASE_URL)(
       proxy.hang();
       // A transaction whose BEGIN times out on a pooled (idle) connection: kysely kept such a connection
       // checked out for good, so the pool shrank by one per outage and closing it waited forever.
-      const began = s.running.db.orm.em.fork().transactional((em) => em.execute('select 1'));
+      const began = s.running.db.orm.em
+        .fork()
+        .transactional((em) => em.execute('select 1'))
+        .then(
+          () => 'committed',
+          (err: Error) => err.message,
+        );
       try {
         const started = Date.now();
         const answers = await Promise.all(
@@ -81,7 +87,7 @@ describe.skipIf(!TEST_DATABASE_URL)(
         });
         expect(signIn.status).toBe(503);
         expect(((await signIn.json()) as { code: string }).code).toBe('service_unavailable');
-        await expect(began).rejects.toThrow();
+        expect(await began).toMatch(/timeout|terminated/i);
       } finally {
         proxy.resume();
       }
