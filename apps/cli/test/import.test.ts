@@ -134,19 +134,23 @@ for (const { driver, label, skip } of DRIVERS) {
       expect((await s.api('/contacts?limit=1', { key: many.apiKey })).body.meta.total).toBe(8_000);
     }, 60_000);
 
-    it('reads CSV with a contact per row from contact.* columns', async () => {
+    it('reads CSV with a contact per row from contact.* columns, and names each rejected record by its first line', async () => {
       const file = path.join(dir, 'deals.csv');
+      // Windows line ends, as spreadsheets save them, a cell over two lines and a blank line: the rejects
+      // still name the lines an editor shows.
       await writeFile(
         file,
         [
-          'title,company_name,value,stage,expected_close_date,contact.name,contact.email,contact.role_type',
-          'CSV one,"Acme, Inc.",1200.50,Proposal,2027-01-15T00:00:00Z,Jane Doe,jane@acme.test,economic_buyer',
-          'CSV two,,,,,,,',
-          'CSV three,Globex,lots,,,,,',
-          'CSV four,Acme, Inc.,1,,,,,', // an unquoted comma: one field too many
-          'CSV five,Initech,2,,,,,',
-          '"CSV six,unclosed,3,,,,,',
-        ].join('\n'),
+          'title,company_name,value,stage,expected_close_date,contact.name,contact.email,contact.role_type,notes',
+          'CSV one,"Acme, Inc.",1200.50,Proposal,2027-01-15T00:00:00Z,Jane Doe,jane@acme.test,economic_buyer,"Met at the fair,',
+          'follow up in March"',
+          '',
+          'CSV two,,,,,,,,',
+          'CSV three,Globex,lots,,,,,,', // line 6
+          'CSV four,Acme, Inc.,1,,,,,,', // line 7: an unquoted comma, one field too many
+          'CSV five,Initech,2,,,,,,',
+          '"CSV six,unclosed,3,,,,,,', // line 9
+        ].join('\r\n'),
       );
       const result = await importFile(file, '--rejects', path.join(dir, 'csv-rejects.ndjson'));
       expect(result.code).toBe(0);
@@ -155,9 +159,10 @@ for (const { driver, label, skip } of DRIVERS) {
         .trim()
         .split('\n')
         .map((l) => JSON.parse(l));
-      expect(rejects[0]).toMatchObject({ line: 4, error: 'value: expected number, got string' });
-      expect(rejects[1]).toMatchObject({ line: 5 });
+      expect(rejects[0]).toMatchObject({ line: 6, error: 'value: expected number, got string' });
+      expect(rejects[1]).toMatchObject({ line: 7 });
       expect(rejects[1].error).toMatch(/Invalid Record Length/i);
+      expect(rejects[2]).toMatchObject({ line: 9 });
       expect(rejects[2].error).toMatch(/quote/i);
       const found = await s.api('/search?q=CSV%20one', { key: org.apiKey });
       const id = found.body.data.deals?.[0]?.id ?? found.body.data[0]?.id;
@@ -167,6 +172,7 @@ for (const { driver, label, skip } of DRIVERS) {
         company_name: 'Acme, Inc.',
         value: 1200.5,
         stage_name: 'Proposal',
+        notes: 'Met at the fair,\r\nfollow up in March',
       });
       expect(detail.body.data.stakeholders).toEqual([
         expect.objectContaining({ name: 'Jane Doe', email: 'jane@acme.test', role_type: 'economic_buyer' }),

@@ -76,10 +76,34 @@ async function* ndjsonRows(path: string, counter: Transform): AsyncIterable<Sour
 }
 
 /**
+ * The line each CSV record starts on, counted from the records' raw text in the order csv-parse reads
+ * them: its own `info.lines` is the line a record ends on, and counts a CRLF inside a quoted cell as two
+ * lines. CRLF, LF and CR are one line break each; the header is taken to be line 1.
+ */
+class CsvLines {
+  private linesBefore = 1;
+  private endedOnCr = false;
+
+  /** The first line of `raw`: a record as csv-parse read it, with any blank lines before it. */
+  next(raw: string): number {
+    // A CRLF split between two records' raw text (the CR ending one, the LF opening the next) is one break.
+    const text = this.endedOnCr && raw.startsWith('\n') ? raw.slice(1) : raw;
+    this.endedOnCr = raw.endsWith('\r');
+    const blank = /^(?:[ \t]*(?:\r\n|\r|\n))*/.exec(text)?.[0] ?? '';
+    const line = this.linesBefore + 1 + lineBreaks(blank);
+    this.linesBefore += lineBreaks(text);
+    return line;
+  }
+}
+
+const lineBreaks = (text: string) => text.match(/\r\n|\r|\n/g)?.length ?? 0;
+
+/**
  * CSV records, each with its first line. A record that cannot be read (an unclosed quote, more or fewer
  * fields than the header) is a row the import rejects with csv-parse's reason, and the reading goes on.
  */
 async function* csvRows(path: string, counter: Transform): AsyncIterable<SourceRow> {
+  const lines = new CsvLines();
   const skipped: SourceRow[] = [];
   const parser = readThrough(
     path,
@@ -89,11 +113,16 @@ async function* csvRows(path: string, counter: Transform): AsyncIterable<SourceR
       bom: true,
       skip_empty_lines: true,
       trim: true,
-      info: true,
       raw: true,
       skip_records_with_error: true,
-      on_skip: (err: { message: string; lines?: number } | undefined, raw?: string) => {
-        if (err) skipped.push({ line: err.lines ?? 0, value: raw ?? null, unreadable: err.message });
+      // Both run as the parser reads, in the file's order: that is what the line count needs.
+      on_record: ({ record, raw }: { record: Record<string, string>; raw: string }): SourceRow => ({
+        line: lines.next(raw),
+        value: fromCsv(record),
+      }),
+      on_skip: (err: { message: string } | undefined, raw?: string) => {
+        const line = lines.next(raw ?? '');
+        if (err) skipped.push({ line, value: raw ?? null, unreadable: err.message });
       },
     }),
   );
@@ -102,12 +131,9 @@ async function* csvRows(path: string, counter: Transform): AsyncIterable<SourceR
     skipped.sort((x, y) => x.line - y.line);
     while (skipped.length > 0 && (skipped[0] as SourceRow).line < line) yield skipped.shift() as SourceRow;
   };
-  for await (const { record, info } of parser as AsyncIterable<{
-    record: Record<string, string>;
-    info: { lines: number };
-  }>) {
-    yield* skippedBefore(info.lines);
-    yield { line: info.lines, value: fromCsv(record) };
+  for await (const row of parser as AsyncIterable<SourceRow>) {
+    yield* skippedBefore(row.line);
+    yield row;
   }
   yield* skippedBefore(Number.POSITIVE_INFINITY);
 }

@@ -26,7 +26,7 @@ export const DealImportRow = DealCreateInput.extend({
 });
 export type DealImportRow = z.infer<typeof DealImportRow>;
 
-/** A row as read from the file: its line (CSV: the line its record ends on) and its parsed value. */
+/** A row as read from the file: its line (CSV: the line its record starts on) and its parsed value. */
 export interface SourceRow {
   line: number;
   value: unknown;
