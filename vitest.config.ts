@@ -16,6 +16,11 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: 'forks',
+    // Test files run one after another in the same two worker processes instead of a new process each,
+    // which imported the whole service again for every file: `npm test` went from 760 to 566 s of CPU and
+    // vitest from 436 to 338 s (2026-11-25). Files share nothing but loaded modules: each starts its own
+    // servers on its own databases, and none sets process.env or leaves fake timers behind.
+    isolate: false,
     // Two test files at a time on this 2-core machine (vitest's default leaves one core idle): the suites
     // mostly wait on databases, timers and child processes, so the wall time nearly halves.
     maxWorkers: 2,
