@@ -1,14 +1,17 @@
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
+import { rm } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { TOOLS } from '@crm/api';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDatabase, startTestServer, type TestServer } from '../../server/test/harness.ts';
+import {
+  createDatabase,
+  migratedDataDir,
+  startTestServer,
+  type TestServer,
+} from '../../server/test/harness.ts';
 import { crm } from './crm.ts';
 
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
@@ -53,8 +56,8 @@ async function roundTrip(client: Client) {
 }
 
 describe('crm mcp (stdio)', () => {
-  it('on the embedded database: the same tools, and writes that persist', async () => {
-    const dir = await mkdtemp(path.join(tmpdir(), 'crm-mcp-'));
+  it('on the embedded database: the same tools, writes that persist, and a wrong key refused', async () => {
+    const dir = migratedDataDir('crm-mcp-');
     const env = { CRM_DATA_DIR: dir };
     try {
       const org = (await crm(env, 'org', 'create', 'Stdio org')).lines[0] as { api_key: string };
@@ -73,6 +76,19 @@ describe('crm mcp (stdio)', () => {
       } finally {
         await again.close();
       }
+      // A wrong key is said once on stderr, and the process ends with 1 (this database is already made,
+      // so the refusal costs an open, not a new cluster).
+      const child = spawn(process.execPath, [MAIN, 'mcp'], {
+        env: { ...getDefaultEnvironment(), ...env, CRM_API_KEY: 'ck_wrongwrongwrongwrongwrongwrongwr' },
+      });
+      let stderr = '';
+      child.stderr.on('data', (chunk) => {
+        stderr += chunk;
+      });
+      const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+      expect(code).toBe(1);
+      expect(stderr).toMatch(/error: Invalid or revoked API key/);
+      expect(stderr.match(/Invalid or revoked API key/g)).toHaveLength(1);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
@@ -96,26 +112,6 @@ describe('crm mcp (stdio)', () => {
       }
     },
   );
-
-  it('a wrong key is said once on stderr, and the process ends with 1', async () => {
-    {
-      const child = spawn(process.execPath, [MAIN, 'mcp'], {
-        env: {
-          ...getDefaultEnvironment(),
-          // An in-memory database: no files to create, only the key to refuse.
-          CRM_DATA_DIR: 'memory://',
-          CRM_API_KEY: 'ck_wrongwrongwrongwrongwrongwrongwr',
-        },
-      });
-      let stderr = '';
-      child.stderr.on('data', (chunk) => {
-        stderr += chunk;
-      });
-      const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
-      expect(code).toBe(1);
-      expect(stderr).toMatch(/error: Invalid or revoked API key/);
-    }
-  });
 
   describe('with CRM_URL: passed on to a server’s /mcp', () => {
     let s: TestServer;

@@ -1,9 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
+import { rmSync } from 'node:fs';
 import { openDatabase } from '@crm/db';
 import { verifyPassword } from 'better-auth/crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migratedDataDir } from '../../server/test/harness.ts';
 import { crm as runCli } from './crm.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -26,7 +25,7 @@ describe('crm user … (people who sign in to the dashboard), on the embedded da
   let orgId: string;
 
   beforeAll(async () => {
-    dataDir = mkdtempSync(path.join(tmpdir(), 'crm-cli-users-'));
+    dataDir = migratedDataDir('crm-cli-users-');
     orgId = (await crm('org', 'create', 'People Inc')).lines[0]?.org_id as string;
   });
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));

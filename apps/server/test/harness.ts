@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { createOrganizationWithKey, type QuotaChange, setOrgQuota } from '@crm/api';
 import { createCrmRestClient, createCrmTrpcClient } from '@crm/client';
 import { loadConfig } from '@crm/config';
@@ -119,6 +121,17 @@ function embeddedImageOf(): Blob {
   return embeddedImage;
 }
 
+/**
+ * A new temporary data directory holding an empty, migrated embedded database, copied from the one the
+ * global setup made: what the first `crm` command or server start would create there, without the ~10 s
+ * of CPU that creating a cluster and migrating it costs. Tests of that first creation use an empty one.
+ */
+export function migratedDataDir(prefix: string): string {
+  const dir = mkdtempSync(path.join(tmpdir(), prefix));
+  cpSync(path.join(inject('embeddedDataDir'), 'pglite'), path.join(dir, 'pglite'), { recursive: true });
+  return dir;
+}
+
 export async function startTestServer(
   driver: DriverName,
   env: Record<string, string> = {},
@@ -149,8 +162,9 @@ export async function startTestServer(
     ...env,
   };
   const loaded = loadConfig(serverEnv);
+  // A new embedded database, in memory or in a data directory with none yet, starts from the image.
   const config =
-    loaded.database.kind === 'pglite' && loaded.database.dataDir === 'memory://'
+    loaded.database.kind === 'pglite'
       ? { ...loaded, database: { ...loaded.database, image: embeddedImageOf() } }
       : loaded;
   const running = await startServer(config, options.logger ?? createLogger(config));

@@ -1,8 +1,6 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
+import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDatabase } from './harness.ts';
+import { createDatabase, migratedDataDir } from './harness.ts';
 import { firstKeyOf, type ServerProcess, spawnServer, stopProcess } from './server-process.ts';
 import { eventually, type Receiver, startReceiver } from './webhook-receiver.ts';
 
@@ -37,7 +35,7 @@ describe('webhooks across a crash of the embedded server', () => {
   );
 
   beforeAll(async () => {
-    dataDir = mkdtempSync(path.join(tmpdir(), 'crm-webhooks-crash-'));
+    dataDir = migratedDataDir('crm-webhooks-crash-');
     receiver = await startReceiver();
   });
   afterAll(async () => {

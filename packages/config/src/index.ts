@@ -115,9 +115,10 @@ export type Config = Readonly<{
         kind: 'pglite';
         dataDir: string;
         /**
-         * An in-memory database (`memory://`) starts from this data directory image (PGlite's
-         * `dumpDataDir`) instead of an empty cluster. Set by code, never from the environment: the test
-         * harness starts each server from one migrated image (1.6 s less of CPU per server).
+         * A new embedded database (in memory, or a data directory with none yet) starts from this data
+         * directory image (PGlite's `dumpDataDir`) instead of an empty cluster. Set by code, never from
+         * the environment: the test harness starts each server from one migrated image (1.6 s less of
+         * CPU per server), and makes its template data directory from it.
          */
         image?: Blob;
       }

@@ -357,6 +357,7 @@ export async function openDatabase(
   let orm: Orm;
   if (database.kind === 'pglite') {
     const clusterDir = isMemory(database.dataDir) ? database.dataDir : path.join(database.dataDir, 'pglite');
+    const fromImage = database.image && (isMemory(clusterDir) || createsEmbeddedDatabase(database));
     if (!isMemory(clusterDir)) ({ release, serve } = await lockDataDir(clusterDir, role));
     try {
       orm = (await PgliteMikroORM.init({
@@ -364,7 +365,7 @@ export async function openDatabase(
         dbName: clusterDir,
         driverOptions: {
           extensions: { pg_trgm, btree_gin },
-          ...(database.image && isMemory(clusterDir) ? { loadDataDir: uncloned(database.image) } : {}),
+          ...(fromImage && database.image ? { loadDataDir: uncloned(database.image) } : {}),
         },
       })) as unknown as Orm;
     } catch (err) {

@@ -1,11 +1,14 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { DataDirLockedError, lockSocketPath, openDatabase } from '../src/index.ts';
+
+/** A new database here starts from the suite's migrated image (its global setup's), not a new cluster. */
+const image = new Blob([readFileSync(inject('embeddedImage'))]);
 
 /** Opens the database in another process, as a server does, and kills it with SIGKILL once it holds it. */
 async function killHolder(dataDir: string): Promise<void> {
@@ -30,7 +33,7 @@ describe('the embedded data directory lock', () => {
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
   it('a second opener is refused with a message naming the holder, and can open once it is closed', async () => {
-    const first = await openDatabase({ kind: 'pglite', dataDir }, 'server');
+    const first = await openDatabase({ kind: 'pglite', dataDir, image }, 'server');
     try {
       const second = openDatabase({ kind: 'pglite', dataDir }, 'cli');
       await expect(second).rejects.toBeInstanceOf(DataDirLockedError);
@@ -70,7 +73,7 @@ describe('the embedded data directory lock', () => {
   it('a data directory too deep for a socket path beside it still gets one lock', async () => {
     const deep = path.join(dataDir, 'a-rather-long-folder-name-for-this-test'.repeat(3));
     expect(Buffer.byteLength(path.join(deep, 'pglite.lock.sock'))).toBeGreaterThan(107);
-    const first = await openDatabase({ kind: 'pglite', dataDir: deep }, 'server');
+    const first = await openDatabase({ kind: 'pglite', dataDir: deep, image }, 'server');
     try {
       await expect(openDatabase({ kind: 'pglite', dataDir: deep }, 'cli')).rejects.toBeInstanceOf(
         DataDirLockedError,
