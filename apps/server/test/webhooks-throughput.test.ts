@@ -13,6 +13,7 @@ const SETTINGS = {
   CRM_WEBHOOKS_ALLOW_PRIVATE: 'true',
   CRM_WEBHOOKS_POLL_INTERVAL_MS: String(POLL_INTERVAL_MS),
   CRM_WEBHOOKS_TIMEOUT_MS: '5000',
+  CRM_WEBHOOKS_RETRY_SCHEDULE: '700ms,700ms,700ms',
 };
 const BACKLOG = 300;
 /**
@@ -174,6 +175,54 @@ for (const { driver, label, skip } of DRIVERS) {
         const at =
           got.find((r) => r.payload?.data?.id === after.body.data.id)?.at ?? Number.POSITIVE_INFINITY;
         expect(at - sent).toBeLessThan(MAX_SINGLE_LATENCY_MS);
+      },
+    );
+
+    it.skipIf(driver !== 'pglite')(
+      `an idle embedded server does not poll its database, and a retry is made when due, not at the next poll${
+        driver === 'pglite'
+          ? ''
+          : ' (skipped: PostgreSQL workers keep polling, a wake-up connection can be lost unseen)'
+      }`,
+      async () => {
+        // Transactions the embedded database committed. Each backend reports its counts at most once a
+        // second, and PGlite keeps a snapshot of them: read twice, a second apart, to see all until then.
+        const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+        const commits = async (on: TestServer) => {
+          let n = 0;
+          for (const wait of [0, 1_100]) {
+            await sleep(wait);
+            await on.sql('select pg_stat_clear_snapshot()');
+            const [row] = await on.sql<{ n: string | number }>(
+              'select xact_commit as n from pg_stat_database where datname = current_database()',
+            );
+            n = Number(row?.n);
+          }
+          return n;
+        };
+        // A worker that polled every 50 ms made two transactions a pass: over 100 in these 4 s.
+        const idle = await startTestServer(driver, { ...SETTINGS, CRM_WEBHOOKS_POLL_INTERVAL_MS: '50' });
+        try {
+          const before = await commits(idle);
+          await sleep(3_000);
+          // Only the reads of `commits` (two transactions each) are left.
+          expect((await commits(idle)) - before).toBeLessThan(20);
+        } finally {
+          await idle.stop();
+        }
+
+        // A failed attempt's retry, due 560-840 ms later (700 ms ± 20%), is made then: a worker that
+        // slept its 2 s poll interval made it about 2 s later.
+        let fail = true;
+        receiver.behave('/retry', () => (fail ? { status: 500 } : { status: 200 }));
+        await subscribe('/retry');
+        const created = await s.api('/deals', { method: 'POST', json: { title: 'Retried on time' } });
+        expect(created.status, created.text).toBe(201);
+        await receiver.waitFor('/retry', (g) => g.length >= 1);
+        fail = false;
+        const [first, second] = await receiver.waitFor('/retry', (g) => g.length >= 2, POLL_INTERVAL_MS * 3);
+        expect(second?.headers['webhook-id']).toBe(first?.headers['webhook-id']);
+        expect((second?.at ?? 0) - (first?.at ?? 0)).toBeLessThan(1_500);
       },
     );
   });

@@ -366,3 +366,16 @@ export async function releaseAllClaims(orm: Orm): Promise<number> {
     .executeTakeFirst();
   return Number(result.numUpdatedRows);
 }
+
+/**
+ * When the earliest pending delivery is due (now or past for one that waits on a lease or its endpoint's
+ * cap); null with none pending. One entry of the `webhook_deliveries_due` index.
+ */
+export async function nextDueAt(orm: Orm): Promise<Date | null> {
+  const row = await sqlOf(orm.em.fork())
+    .selectFrom('webhook_deliveries')
+    .select((eb) => eb.fn.min('next_attempt_at').as('due'))
+    .where('status', '=', 'pending')
+    .executeTakeFirst();
+  return row?.due ? new Date(row.due as Date | string) : null;
+}

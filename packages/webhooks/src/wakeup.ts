@@ -27,10 +27,16 @@ export interface WakeupLogger {
 
 /** Wake-ups being received; `close` stops them. */
 export interface Wakeups {
+  /**
+   * Every commit that queues work wakes this process, with nothing in between that could lose a
+   * notification: the embedded database, which notifies in process. (A PostgreSQL connection can drop
+   * unseen, or sit behind a pooler that swallows notifications: there, polling stays the safety net.)
+   */
+  readonly inProcess: boolean;
   close(): Promise<void>;
 }
 
-const NONE: Wakeups = { close: async () => undefined };
+const NONE: Wakeups = { inProcess: false, close: async () => undefined };
 
 /** What is used of a PGlite instance. */
 interface PgliteLike {
@@ -80,7 +86,7 @@ export async function listenForWork(
   if (isPglite(native)) {
     try {
       const unlisten = await native.listen(WAKEUP_CHANNEL, (payload) => onWake(queued(payload)));
-      return { close: () => unlisten().catch(() => undefined) };
+      return { inProcess: true, close: () => unlisten().catch(() => undefined) };
     } catch (err) {
       logger.warn({ err }, 'webhook wake-ups unavailable: polling only');
       return NONE;
@@ -89,7 +95,7 @@ export async function listenForWork(
   if (isPgPool(native)) {
     const listener = new PgListener(native, onWake, logger);
     listener.start();
-    return { close: () => listener.close() };
+    return { inProcess: false, close: () => listener.close() };
   }
   logger.warn({}, 'webhook wake-ups unavailable for this database driver: polling only');
   return NONE;
