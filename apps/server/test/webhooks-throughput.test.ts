@@ -20,10 +20,11 @@ const BACKLOG = 300;
  * Deliveries per second the backlog must drain at, at least. The worker that slept a poll interval
  * between rounds of 4 (the per-endpoint cap) made 2/s with this poll interval (8/s with the default, 48/s
  * with a 50 ms one). A woken worker makes 150-300/s here on an idle 2-core machine, 100+ with the other
- * test files running beside it, and about 50 on the embedded database with another load test running
- * on the same machine: the bar is set well under that, and still 15 times the old rate.
+ * test files running beside it, about 50 on the embedded database with another load test running on the
+ * same machine, and 22 on the embedded database in a full suite on a slow evening (2026-11-25; 105-125
+ * alone the same hour): the bar is set under that, and still 5 times the old rate.
  */
-const MIN_RATE = 30;
+const MIN_RATE = 10;
 /** A single event reaches the receiver within this long of its commit (the target is 50 ms). */
 const MAX_SINGLE_LATENCY_MS = 400;
 
@@ -205,8 +206,11 @@ for (const { driver, label, skip } of DRIVERS) {
         try {
           const before = await commits(idle);
           await sleep(3_000);
-          // Only the reads of `commits` (two transactions each) are left.
-          expect((await commits(idle)) - before).toBeLessThan(20);
+          // Only the reads of `commits` are left: at least the first two of the second call, which shows
+          // the count does move.
+          const made = (await commits(idle)) - before;
+          expect(made).toBeGreaterThanOrEqual(2);
+          expect(made).toBeLessThan(20);
         } finally {
           await idle.stop();
         }
