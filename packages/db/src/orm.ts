@@ -357,7 +357,11 @@ export async function openDatabase(
   let orm: Orm;
   if (database.kind === 'pglite') {
     const clusterDir = isMemory(database.dataDir) ? database.dataDir : path.join(database.dataDir, 'pglite');
-    const fromImage = database.image && (isMemory(clusterDir) || createsEmbeddedDatabase(database));
+    // An image only ever seeds a new database, never one that is there already.
+    const image =
+      database.image && (isMemory(clusterDir) || createsEmbeddedDatabase(database))
+        ? database.image
+        : undefined;
     if (!isMemory(clusterDir)) ({ release, serve } = await lockDataDir(clusterDir, role));
     try {
       orm = (await PgliteMikroORM.init({
@@ -365,7 +369,7 @@ export async function openDatabase(
         dbName: clusterDir,
         driverOptions: {
           extensions: { pg_trgm, btree_gin },
-          ...(fromImage && database.image ? { loadDataDir: uncloned(database.image) } : {}),
+          ...(image ? { loadDataDir: uncloned(image) } : {}),
         },
       })) as unknown as Orm;
     } catch (err) {
