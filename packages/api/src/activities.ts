@@ -1,5 +1,4 @@
-import { type Deal, type EntityManager, type FieldChanges, sqlOf } from '@crm/db';
-import { uuidv7 } from 'uuidv7';
+import { type Deal, type EntityManager, type FieldChanges, sqlOf, uuidv7 } from '@crm/db';
 
 export type ActivityType =
   | 'deal_created'

@@ -1,5 +1,4 @@
-import { type EntityManager, type FieldChanges, sqlOf, type WebhookEventType } from '@crm/db';
-import { uuidv7 } from 'uuidv7';
+import { type EntityManager, type FieldChanges, sqlOf, uuidv7, type WebhookEventType } from '@crm/db';
 import { currentCall } from './call-context.ts';
 import { currentOrg } from './org-scope.ts';
 

@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
-import { type EntityManager, transaction } from '@crm/db';
-import { uuidv7 } from 'uuidv7';
+import { type EntityManager, transaction, uuidv7 } from '@crm/db';
 import { type AuthedContext, headerValue } from './context.ts';
 import { ApiError } from './errors.ts';
 

@@ -1,5 +1,5 @@
 import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
-import { uuidv7 } from 'uuidv7';
+import { uuidv7 } from './ids.ts';
 
 /**
  * Every row of tenant data carries `org_id`; this filter is the single place that scopes reads by it.

@@ -1,3 +1,4 @@
 export { LockMode, ref } from '@mikro-orm/core';
 export * from './entities.ts';
+export * from './ids.ts';
 export * from './orm.ts';

@@ -1,6 +1,5 @@
-import { type Orm, sqlOf } from '@crm/db';
+import { type Orm, sqlOf, uuidv7 } from '@crm/db';
 import { sql } from 'kysely';
-import { uuidv7 } from 'uuidv7';
 
 /** Deliveries are inserted in chunks so that one statement stays well under PostgreSQL's parameter limit. */
 const INSERT_CHUNK = 1_000;

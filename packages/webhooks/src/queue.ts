@@ -1,6 +1,5 @@
-import { type DeliveryStatus, type Orm, sqlOf } from '@crm/db';
+import { type DeliveryStatus, type Orm, sqlOf, uuidv7 } from '@crm/db';
 import { sql } from 'kysely';
-import { uuidv7 } from 'uuidv7';
 import type { AttemptOutcome } from './transport.ts';
 
 /** A delivery a worker holds a lease on, with what it needs to make the attempt. */

@@ -1,5 +1,4 @@
-import { type EntityManager, sqlOf } from '@crm/db';
-import { uuidv7 } from 'uuidv7';
+import { type EntityManager, sqlOf, uuidv7 } from '@crm/db';
 
 /** What the audit log records; the dashboard shows these names as they are. */
 export type AuditAction =

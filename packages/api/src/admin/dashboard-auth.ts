@@ -1,10 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type { Config } from '@crm/config';
-import { type Orm, sqlOf, type UserRole } from '@crm/db';
+import { type Orm, sqlOf, type UserRole, uuidv7 } from '@crm/db';
 import { betterAuth } from 'better-auth';
 import { fromNodeHeaders } from 'better-auth/node';
 import type { KyselyPlugin } from 'kysely';
-import { uuidv7 } from 'uuidv7';
 import type { Log } from '../limits/log.ts';
 
 /** Where better-auth's endpoints live (sign-in, sign-out, change-password, revoke-sessions, get-session). */

@@ -1,6 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { type EntityManager, sqlOf, transaction, type UserRole } from '@crm/db';
-import { uuidv7 } from 'uuidv7';
+import { type EntityManager, sqlOf, transaction, type UserRole, uuidv7 } from '@crm/db';
 import { ApiError, notFound } from '../errors.ts';
 import { recordAudit } from './audit.ts';
 import { createPerson, normalizeEmail } from './people.ts';

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { type EntityManager, sqlOf, transaction, type UserRole } from '@crm/db';
+import { type EntityManager, sqlOf, transaction, type UserRole, uuidv7 } from '@crm/db';
 import { hashPassword } from 'better-auth/crypto';
-import { uuidv7 } from 'uuidv7';
 import { z } from 'zod';
 import { ApiError, notFound } from '../errors.ts';
 import { type AuditAction, recordAudit } from './audit.ts';

@@ -1,6 +1,5 @@
-import { type Orm, type Quota, sqlOf } from '@crm/db';
+import { type Orm, type Quota, sqlOf, uuidv7 } from '@crm/db';
 import { sql } from 'kysely';
-import { uuidv7 } from 'uuidv7';
 import type { Counts } from './quota-counters.ts';
 
 export interface CountRow {

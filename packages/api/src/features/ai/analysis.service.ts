@@ -1,6 +1,5 @@
 import type { AnalysisResult } from '@crm/ai';
-import { sqlOf } from '@crm/db';
-import { uuidv7 } from 'uuidv7';
+import { sqlOf, uuidv7 } from '@crm/db';
 import { recordActivity } from '../../activities.ts';
 import type { AuthedContext } from '../../context.ts';
 import { notFound } from '../../errors.ts';

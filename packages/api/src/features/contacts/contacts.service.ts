@@ -1,5 +1,4 @@
-import { Contact, Deal, type EntityManager, type FieldChanges } from '@crm/db';
-import { uuidv7 } from 'uuidv7';
+import { Contact, Deal, type EntityManager, type FieldChanges, uuidv7 } from '@crm/db';
 import { activityRow, changeValue, recordActivity, sameValue } from '../../activities.ts';
 import type { AuthedContext } from '../../context.ts';
 import { notFound } from '../../errors.ts';

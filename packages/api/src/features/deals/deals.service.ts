@@ -1,6 +1,13 @@
-import { Deal, type EntityManager, type FieldChanges, Pipeline, PipelineStage, type Tables } from '@crm/db';
+import {
+  Deal,
+  type EntityManager,
+  type FieldChanges,
+  Pipeline,
+  PipelineStage,
+  type Tables,
+  uuidv7,
+} from '@crm/db';
 import type { Insertable } from 'kysely';
-import { uuidv7 } from 'uuidv7';
 import { activityRow, changeValue, recordActivity, sameValue } from '../../activities.ts';
 import type { AuthedContext } from '../../context.ts';
 import { notFound } from '../../errors.ts';

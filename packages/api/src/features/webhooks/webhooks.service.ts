@@ -4,12 +4,12 @@ import {
   type Tables,
   TEST_EVENT_TYPE,
   transaction,
+  uuidv7,
   WebhookDelivery,
   WebhookEndpoint,
 } from '@crm/db';
 import { assertPublicTarget, generateSecret, RefusedTargetError, sealSecret } from '@crm/webhooks';
 import { type Kysely, type SqlBool, sql } from 'kysely';
-import { uuidv7 } from 'uuidv7';
 import type { OrgScope } from '../../context.ts';
 import { ApiError, notFound } from '../../errors.ts';
 import { currentOrg, orgDb, orgQuery } from '../../org-scope.ts';
