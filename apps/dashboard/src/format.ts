@@ -26,6 +26,18 @@ export function formatDateTime(iso: string | null | undefined, empty = '—'): s
   return d ? dateTimeFormat.format(d) : iso;
 }
 
+/** An ISO 8601 date-time with its offset, as the server writes times into free text (audit details). */
+const ISO_IN_TEXT = /\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:\d{2})/g;
+
+/**
+ * Free text from the server with each time in it shown like every other time on the page (the audit
+ * log's "valid until 2026-11-30T15:05:38.485Z" reads "valid until Nov 30, 2026, 3:05 PM"); the CLI
+ * prints the same text with the ISO times as they are.
+ */
+export function formatDetails(text: string): string {
+  return text.replace(ISO_IN_TEXT, (iso) => formatDateTime(iso));
+}
+
 export function formatDate(iso: string | null | undefined, empty = '—'): string {
   if (!iso) return empty;
   const d = toDate(iso);

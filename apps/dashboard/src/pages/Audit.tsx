@@ -3,7 +3,7 @@ import { type ReactNode, useState } from 'react';
 import { queries } from '../api.ts';
 import { Pager } from '../components/Pager.tsx';
 import { EmptyState, ErrorState, Loading, PageHeader } from '../components/States.tsx';
-import { formatDateTime } from '../format.ts';
+import { formatDateTime, formatDetails } from '../format.ts';
 import { usePageTitle } from '../hooks.ts';
 
 const PAGE_SIZE = 50;
@@ -25,7 +25,7 @@ export function AuditPage() {
     body = (
       <>
         <div className="table-wrap">
-          <table className="table">
+          <table className="table table-stack">
             <caption className="visually-hidden">Audit log</caption>
             <thead>
               <tr>
@@ -42,12 +42,16 @@ export function AuditPage() {
                   <th scope="row" className="nowrap">
                     {formatDateTime(entry.at)}
                   </th>
-                  <td>{entry.actor}</td>
-                  <td>
+                  <td data-label="Actor">{entry.actor}</td>
+                  <td data-label="Action">
                     <code className="nowrap">{entry.action}</code>
                   </td>
-                  <td className="break">{entry.target ?? <span className="muted">—</span>}</td>
-                  <td className="break">{entry.details ?? <span className="muted">—</span>}</td>
+                  <td className="break" data-label="Target">
+                    {entry.target ?? <span className="muted">—</span>}
+                  </td>
+                  <td className="break" data-label="Details">
+                    {entry.details ? formatDetails(entry.details) : <span className="muted">—</span>}
+                  </td>
                 </tr>
               ))}
             </tbody>

@@ -499,7 +499,7 @@ export function KeysPage() {
     const byId = new Map(keys.data.map((key) => [key.key_id, key]));
     body = (
       <div className="table-wrap">
-        <table className="table">
+        <table className="table table-stack">
           <caption className="visually-hidden">API keys</caption>
           <thead>
             <tr>
@@ -525,27 +525,29 @@ export function KeysPage() {
                   <th scope="row" className="cell-strong">
                     {key.name ?? <span className="muted">Unnamed</span>}
                   </th>
-                  <td>
+                  <td data-label="Key">
                     <code className="key-prefix">{key.prefix}…</code>
                   </td>
-                  <td>
+                  <td data-label="Status">
                     <KeyStatus
                       apiKey={key}
                       successor={key.replaced_by ? byId.get(key.replaced_by) : undefined}
                       now={now}
                     />
                   </td>
-                  <td className="cell-scopes">
+                  <td className="cell-scopes" data-label="Access">
                     <ScopeList scopes={key.scopes} />
                   </td>
-                  <td>
+                  <td data-label="Expires">
                     <KeyExpiry iso={key.expires_at} now={now} />
                   </td>
-                  <td>
+                  <td data-label="Created">
                     <DateTime iso={key.created_at} />
                     <span className="cell-sub">by {key.created_by ?? 'unknown'}</span>
                   </td>
-                  <td>{key.last_used_at ? <DateTime iso={key.last_used_at} /> : 'Never'}</td>
+                  <td data-label="Last used">
+                    {key.last_used_at ? <DateTime iso={key.last_used_at} /> : 'Never'}
+                  </td>
                   {isAdmin && (
                     <td className="cell-actions">
                       {usable && !key.replaced_by && (

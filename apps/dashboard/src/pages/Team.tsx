@@ -173,7 +173,7 @@ export function TeamPage() {
             Members
           </h2>
           <div className="table-wrap">
-            <table className="table">
+            <table className="table table-stack">
               <caption className="visually-hidden">Members</caption>
               <thead>
                 <tr>
@@ -195,15 +195,15 @@ export function TeamPage() {
                       {member.name}
                       {member.user_id === me.user.id && <span className="muted"> (you)</span>}
                     </th>
-                    <td>{member.email}</td>
-                    <td>
+                    <td data-label="Email">{member.email}</td>
+                    <td data-label="Role">
                       {isAdmin ? (
                         <RoleSelect member={member} onNotice={setNotice} />
                       ) : (
                         ROLE_LABELS[member.role]
                       )}
                     </td>
-                    <td>{formatDate(member.created_at)}</td>
+                    <td data-label="Joined">{formatDate(member.created_at)}</td>
                     {isAdmin && (
                       <td className="cell-actions">
                         <button
@@ -229,7 +229,7 @@ export function TeamPage() {
             <EmptyState title="No pending invitations" />
           ) : (
             <div className="table-wrap">
-              <table className="table">
+              <table className="table table-stack">
                 <caption className="visually-hidden">Invitations</caption>
                 <thead>
                   <tr>
@@ -249,10 +249,12 @@ export function TeamPage() {
                   {invitations.map((inv) => (
                     <tr key={inv.id}>
                       <th scope="row">{inv.email ?? <span className="muted">Anyone with the link</span>}</th>
-                      <td>{ROLE_LABELS[inv.role]}</td>
-                      <td>{inv.invited_by ?? <span className="muted">Unknown</span>}</td>
-                      <td>{formatDateTime(inv.created_at)}</td>
-                      <td>{formatDateTime(inv.expires_at)}</td>
+                      <td data-label="Role">{ROLE_LABELS[inv.role]}</td>
+                      <td data-label="Invited by">
+                        {inv.invited_by ?? <span className="muted">Unknown</span>}
+                      </td>
+                      <td data-label="Created">{formatDateTime(inv.created_at)}</td>
+                      <td data-label="Expires">{formatDateTime(inv.expires_at)}</td>
                       {isAdmin && (
                         <td className="cell-actions">
                           <button

@@ -208,7 +208,7 @@ export function WebhooksPage() {
   else
     body = (
       <div className="table-wrap">
-        <table className="table">
+        <table className="table table-stack">
           <caption className="visually-hidden">Webhook endpoints</caption>
           <thead>
             <tr>
@@ -230,7 +230,7 @@ export function WebhooksPage() {
                   </Link>
                   <span className="cell-sub">Created {formatDateTime(webhook.created_at)}</span>
                 </th>
-                <td>
+                <td data-label="Events">
                   <ul className="tag-list">
                     {webhook.events.map((e) => (
                       <li key={e}>
@@ -239,7 +239,7 @@ export function WebhooksPage() {
                     ))}
                   </ul>
                 </td>
-                <td>
+                <td data-label="Status">
                   <ActiveBadge active={webhook.is_active} />
                   {webhook.failure_count > 0 && (
                     <span className="cell-sub">
@@ -248,7 +248,7 @@ export function WebhooksPage() {
                     </span>
                   )}
                 </td>
-                <td>
+                <td data-label="Last delivery">
                   {webhook.last_delivery ? (
                     <>
                       <DeliveryStatusBadge status={webhook.last_delivery.status} />
