@@ -235,28 +235,46 @@ export interface ActiveKey {
  */
 export const KEY_CACHE_TTL_MS = 1_000;
 const recentKeys = new LRUCache<string, ActiveKey>({ max: 10_000, ttl: KEY_CACHE_TTL_MS });
+/**
+ * The lookups under way, by hash: the requests that arrive with a key while its entry has lapsed share
+ * one query instead of sending one each (fifty connections on one key sent up to fifty a second).
+ */
+const lookups = new Map<string, Promise<ActiveKey | undefined>>();
 /** Moves on each forgetting: a lookup that began before one does not remember what it read. */
 let generation = 0;
 
 /**
- * Drops the looked-up keys (all of them: revocations and deletions are rare, a lookup is cheap). Called
- * once the change has committed, so no lookup can read the key as it was and remember it afterwards.
+ * Drops the looked-up keys (all of them: revocations and deletions are rare, a lookup is cheap), and the
+ * lookups under way, which a request arriving from now on does not join. Called once the change has
+ * committed, so no lookup can read the key as it was and remember or share it afterwards.
  */
 export function forgetLookedUpKeys(): void {
   generation++;
   recentKeys.clear();
+  lookups.clear();
 }
 
 /**
  * The unrevoked key with this plaintext, or undefined: from the keys this process looked up within
- * KEY_CACHE_TTL_MS, else from the database (the hash compared in constant time). Unknown keys are never
- * remembered, so a new key works at once and guessing costs what it did.
+ * KEY_CACHE_TTL_MS, else from the database (the hash compared in constant time; one query for all the
+ * requests that ask at once). Unknown keys are never remembered, so a new key works at once and guessing
+ * costs what it did.
  */
 export async function findActiveKey(em: EntityManager, plaintext: string): Promise<ActiveKey | undefined> {
   if (!looksLikeApiKey(plaintext)) return undefined;
   const hash = hashApiKey(plaintext);
   const cached = recentKeys.get(hash);
   if (cached) return cached;
+  const underWay = lookups.get(hash);
+  if (underWay) return underWay;
+  const lookup = lookUpKey(em, hash).finally(() => {
+    if (lookups.get(hash) === lookup) lookups.delete(hash);
+  });
+  lookups.set(hash, lookup);
+  return lookup;
+}
+
+async function lookUpKey(em: EntityManager, hash: string): Promise<ActiveKey | undefined> {
   const startedAt = generation;
   const rows = await em
     .getConnection()

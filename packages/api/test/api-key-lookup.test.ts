@@ -1,0 +1,135 @@
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { type Database, type DatabaseConfig, openDatabase } from '@crm/db';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import {
+  createOrganizationWithKey,
+  findActiveKey,
+  forgetLookedUpKeys,
+  KEY_CACHE_TTL_MS,
+} from '../src/index.ts';
+
+const ADMIN_URL = process.env.TEST_DATABASE_URL;
+
+const DATABASES = [
+  { label: 'embedded PGlite', skip: false },
+  {
+    label: ADMIN_URL ? 'PostgreSQL' : 'PostgreSQL (skipped: TEST_DATABASE_URL is not set)',
+    skip: !ADMIN_URL,
+  },
+];
+
+/** How a server finds the key of each request: one query for all the requests that ask at once. */
+describe.each(DATABASES)('API key lookups on $label', ({ label, skip }) => {
+  let db: Database;
+  let dropDatabase = async () => {};
+  let apiKey = '';
+  let keyId = '';
+
+  beforeAll(async () => {
+    if (skip) return;
+    let config: DatabaseConfig;
+    if (label === 'PostgreSQL' && ADMIN_URL) {
+      const name = `crm_keys_${randomBytes(4).toString('hex')}`;
+      const admin = new pg.Client({ connectionString: ADMIN_URL });
+      await admin.connect();
+      await admin.query(`create database ${name}`);
+      await admin.end();
+      const url = new URL(ADMIN_URL);
+      url.pathname = `/${name}`;
+      config = {
+        kind: 'postgresql',
+        url: url.toString(),
+        poolMax: 4,
+        connectTimeoutMs: 10_000,
+        queryTimeoutMs: 10_000,
+      };
+      dropDatabase = async () => {
+        const c = new pg.Client({ connectionString: ADMIN_URL });
+        await c.connect();
+        await c.query(`drop database if exists ${name} with (force)`);
+        await c.end();
+      };
+    } else {
+      config = {
+        kind: 'pglite',
+        dataDir: 'memory://',
+        image: new Blob([readFileSync(inject('embeddedImage'))]),
+      };
+    }
+    db = await openDatabase(config, 'test');
+    const created = await createOrganizationWithKey(db.orm.em.fork(), 'Lookups');
+    apiKey = created.api_key;
+    keyId = created.key_id;
+  });
+
+  afterAll(async () => {
+    await db?.close();
+    await dropDatabase();
+  });
+
+  /** Counts the key queries the database receives (they still run). */
+  function countKeyQueries() {
+    const connection = db.orm.em.getConnection();
+    const spy = vi.spyOn(connection, 'execute');
+    return {
+      count: () => spy.mock.calls.filter(([sql]) => String(sql).includes('from api_keys')).length,
+      restore: () => spy.mockRestore(),
+    };
+  }
+
+  it.skipIf(skip)(
+    'twenty requests arriving at once with a key not looked up yet send one query',
+    async () => {
+      forgetLookedUpKeys();
+      const queries = countKeyQueries();
+      try {
+        const found = await Promise.all(
+          Array.from({ length: 20 }, () => findActiveKey(db.orm.em.fork(), apiKey)),
+        );
+        expect(found.map((k) => k?.id)).toEqual(Array(20).fill(keyId));
+        expect(queries.count()).toBe(1);
+        // Remembered: the next request sends none; once the entry lapses, one again for the next burst.
+        await findActiveKey(db.orm.em.fork(), apiKey);
+        expect(queries.count()).toBe(1);
+        await new Promise((r) => setTimeout(r, KEY_CACHE_TTL_MS + 50));
+        await Promise.all(Array.from({ length: 5 }, () => findActiveKey(db.orm.em.fork(), apiKey)));
+        expect(queries.count()).toBe(2);
+      } finally {
+        queries.restore();
+      }
+    },
+  );
+
+  it.skipIf(skip)('a request after a revocation does not join a lookup that began before it', async () => {
+    forgetLookedUpKeys();
+    // The first lookup reads the key while it is active, and its answer is held until the revocation is in.
+    const connection = db.orm.em.getConnection();
+    const execute = connection.execute.bind(connection);
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const spy = vi.spyOn(connection, 'execute').mockImplementationOnce(async (...args) => {
+      const rows = await execute(...args);
+      await held;
+      return rows;
+    });
+    try {
+      const before = findActiveKey(db.orm.em.fork(), apiKey);
+      await vi.waitUntil(() => spy.mock.calls.length === 1);
+      await connection.execute('update api_keys set revoked_at = now() where id = ?', [keyId]);
+      forgetLookedUpKeys();
+      const after = findActiveKey(db.orm.em.fork(), apiKey);
+      release();
+      expect((await before)?.id).toBe(keyId);
+      expect(await after).toBeUndefined();
+      // What the earlier lookup read is not remembered either.
+      expect(await findActiveKey(db.orm.em.fork(), apiKey)).toBeUndefined();
+    } finally {
+      release();
+      spy.mockRestore();
+    }
+  });
+});
