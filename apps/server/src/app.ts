@@ -216,8 +216,11 @@ export function buildApp(services: Services, logger: Logger, state: AppState = {
         (typeof req.body !== 'object' || req.body === null || Array.isArray(req.body))
       )
         throw new ApiError('invalid_request', 'Request body must be a JSON object');
-      // A bodiless POST (analyze, predict) needs no Content-Type; trpc-to-openapi insists on one.
-      if (!ctx.get('content-type')) req.headers['content-type'] = 'application/json';
+      // A bodiless POST (analyze, predict) needs no Content-Type; trpc-to-openapi insists on one, and
+      // compares it as written where media types are case-insensitive (`Application/JSON` passed the check
+      // above and was then refused 415).
+      const contentType = ctx.get('content-type');
+      req.headers['content-type'] = contentType ? contentType.toLowerCase() : 'application/json';
       if (!('body' in req)) req.body = {};
     }
     return next();

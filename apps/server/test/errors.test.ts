@@ -105,6 +105,24 @@ for (const { driver, label, skip } of DRIVERS) {
         });
       }
 
+      it('a value takes any amount with up to two decimals, and refuses a third', async () => {
+        // Large amounts whose cents a binary multiplication by 100 gets wrong were once refused.
+        for (const value of [
+          2614969103.8, 8888888888.88, 601250909907.58, 0.07, 1.1, 999999999999.99, 1e15,
+        ]) {
+          const created = await api('/deals', { method: 'POST', json: { title: `Amount ${value}`, value } });
+          expect(created.status, String(value)).toBe(201);
+          expect(created.body.data.value).toBe(value);
+          const patched = await api(`/deals/${created.body.data.id}`, { method: 'PATCH', json: { value } });
+          expect(patched.status, String(value)).toBe(200);
+          expect((await api(`/deals/${created.body.data.id}`)).body.data.deal.value).toBe(value);
+        }
+        for (const value of [1.005, 0.001, 2614969103.801, 5e-324, 1e-7]) {
+          const res = await api('/deals', { method: 'POST', json: { title: `Too precise ${value}`, value } });
+          expectError(res, 400, 'invalid_request', 'value: at most 2 decimal places');
+        }
+      });
+
       it('a value that is a numeric string, a boolean, an empty string or an array is refused, not converted', async () => {
         for (const value of ['100', true, '', [7]]) {
           const title = `Coerced ${JSON.stringify(value)}`;
@@ -469,6 +487,16 @@ for (const { driver, label, skip } of DRIVERS) {
         );
         expect(res.status, res.text).toBe(201);
         expect(res.body.data.title).toBe('Charset ok · ünïcode');
+      });
+
+      it('a media type in capitals (Application/JSON) is the same media type (201, 200)', async () => {
+        for (const type of ['Application/JSON', 'APPLICATION/JSON; Charset=UTF-8']) {
+          const res = await raw('/deals', 'POST', JSON.stringify({ title: `Capitals ${type}` }), type);
+          expect(res.status, res.text).toBe(201);
+          const patched = await raw(`/deals/${res.body.data.id}`, 'PATCH', '{"value":12.5}', type);
+          expect(patched.status, patched.text).toBe(200);
+          expect(patched.body.data.value).toBe(12.5);
+        }
       });
 
       it('a body over 1 MB answers 413 and stores nothing', async () => {

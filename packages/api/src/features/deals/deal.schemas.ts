@@ -20,12 +20,16 @@ export const LifecycleStage = Text()
   .describe('Free text; lead, opportunity, customer and lost follow the stage unless a value is set');
 
 const Title = Text().trim().min(1).max(500);
-/** Stored as numeric(18,2): more decimals would come back rounded, so they are refused instead. */
+/**
+ * Stored as numeric(18,2): more decimals would come back rounded, so they are refused instead. The test is
+ * on the decimal the number reads as (the nearest double to its two-decimal rounding is itself), not on
+ * `v * 100`, whose binary error refused about one amount in ten above 10^8 (2614969103.80).
+ */
 const Money = z
   .number()
   .min(0)
   .max(1e15)
-  .refine((v) => Math.abs(v * 100 - Math.round(v * 100)) < 1e-6, 'at most 2 decimal places');
+  .refine((v) => Number(v.toFixed(2)) === v, 'at most 2 decimal places');
 const Currency = z
   .string()
   .regex(/^[A-Za-z]{3}$/, 'must be a three-letter ISO 4217 code')
