@@ -186,6 +186,19 @@ describeOnEachDatabase(
         expect(JSON.stringify(stored)).not.toContain(created.api_key);
       });
 
+      it('a name or a link token with a NUL is refused 400 naming it, not taken for a database outage', async () => {
+        expect(await failure(admin.trpc.keys.create.mutate({ name: 'bad\u0000name' }))).toMatchObject({
+          status: 400,
+          message: expect.stringMatching(/^name: must not contain NUL characters/),
+        });
+        expect(
+          await failure(dashboardClient(s, '').invitation.get.query({ token: 'a\u0000b' })),
+        ).toMatchObject({
+          status: 400,
+          message: expect.stringMatching(/^token: must not contain NUL characters/),
+        });
+      });
+
       it('a revoked key answers 401 at once, and the audit log names who did both', async () => {
         const created = await admin.trpc.keys.create.mutate({ name: 'short-lived' });
         expect((await s.api('/deals', { key: created.api_key })).status).toBe(200);

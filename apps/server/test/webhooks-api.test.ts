@@ -97,6 +97,27 @@ for (const { driver, label, skip } of DRIVERS) {
         /^url: must not contain/,
       ],
       ['a url that is not a string', { url: 42, events: ['deal.created'] }, /^url: /],
+      // These reached the database, which took the NUL for a broken connection (503), or were stored.
+      [
+        'a url with a NUL in its path',
+        { url: 'https://93.184.216.34/a\u0000b', events: ['deal.created'] },
+        /^url: must not contain NUL characters/,
+      ],
+      [
+        'a url with a NUL in its query',
+        { url: 'https://93.184.216.34/a?x=\u0000', events: ['deal.created'] },
+        /^url: must not contain NUL characters/,
+      ],
+      [
+        'a url with a lone surrogate',
+        { url: 'https://93.184.216.34/\ud800', events: ['deal.created'] },
+        /^url: must be valid Unicode text/,
+      ],
+      [
+        'a url on port 0',
+        { url: 'https://93.184.216.34:0/x', events: ['deal.created'] },
+        /^url: must not name port 0/,
+      ],
       ['no events', { url: target }, /^events: Required/],
       ['an empty events list', { url: target, events: [] }, /^events: .*>=1/],
       ['an unknown event kind', { url: target, events: ['deal.created', 'deal.deleted'] }, /^events\[1\]: /],

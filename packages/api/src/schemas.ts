@@ -40,13 +40,18 @@ export const CursorPaginationMeta = PaginationMeta.extend({
 
 export const SuccessResponse = z.object({ success: z.literal(true) });
 
-/** Any text input: PostgreSQL text cannot hold NUL, so it is refused up front with the field's name. */
-export const Text = () =>
-  z
-    .string()
+/**
+ * The rules of every text input, on a string schema of any format: PostgreSQL text cannot hold NUL, so it
+ * is refused up front with the field's name (a NUL reached the database as a protocol error, answered 503).
+ */
+export const asText = <T extends z.ZodType<string>>(schema: T): T =>
+  schema
     .refine((v) => !v.includes('\u0000'), 'must not contain NUL characters')
     // A lone surrogate ("\ud800") is no text: the database would store U+FFFD, not what was answered.
     .refine((v) => v.isWellFormed(), 'must be valid Unicode text (it has a lone surrogate)');
+
+/** Any text input (see asText). */
+export const Text = () => asText(z.string());
 
 /** Optional free text in inputs: bounded so one field cannot fill the 1 MB body on its own. */
 export const ShortText = Text().max(1_000);

@@ -15,6 +15,7 @@ import {
   replayDelivery,
   sendTestEvent,
 } from '../features/webhooks/webhooks.service.ts';
+import { asText } from '../schemas.ts';
 import { ALL_SCOPES, SCOPES } from '../scopes.ts';
 import { publicProcedure, router } from '../trpc.ts';
 import { issueApiKey, listApiKeys, revokeApiKey, rotateApiKey } from './api-keys.ts';
@@ -114,7 +115,7 @@ export const adminRouter = router({
     create: adminProcedure
       .input(
         z.object({
-          name: z.string().trim().min(1, 'name: required').max(100),
+          name: asText(z.string().trim().min(1, 'name: required').max(100)),
           scopes: z
             .array(z.enum([ALL_SCOPES, ...SCOPES]))
             .min(1, 'scopes: choose at least one')
@@ -270,13 +271,13 @@ export const adminRouter = router({
   /** Before anyone is signed in: the page an invitation link (or the first admin's link) opens. */
   invitation: router({
     get: dashboardProcedure
-      .input(z.object({ token: z.string().min(1).max(200) }))
+      .input(z.object({ token: asText(z.string().min(1).max(200)) }))
       .query(({ ctx, input }) => describeInvitation(ctx.em, input.token)),
     accept: dashboardProcedure
       .input(
         z.object({
-          token: z.string().min(1).max(200),
-          name: z.string().trim().min(1, 'name: required').max(200),
+          token: asText(z.string().min(1).max(200)),
+          name: asText(z.string().trim().min(1, 'name: required').max(200)),
           email: z.string().max(254),
           password: z.string().max(200),
         }),

@@ -1,6 +1,6 @@
 import { DELIVERY_STATUSES, TEST_EVENT_TYPE, WEBHOOK_EVENT_TYPES } from '@crm/db';
 import { z } from 'zod';
-import { DateTimeOut, Pagination, PaginationMeta, Uuid } from '../../schemas.ts';
+import { asText, DateTimeOut, Pagination, PaginationMeta, Uuid } from '../../schemas.ts';
 
 export const WebhookEvent = z.enum(WEBHOOK_EVENT_TYPES).meta({ id: 'WebhookEvent' });
 export type WebhookEvent = z.infer<typeof WebhookEvent>;
@@ -16,14 +16,18 @@ export const DeliveryStatus = z
     'pending: waiting for its next attempt; succeeded; failed: retries used up; cancelled: the endpoint was deactivated',
   );
 
-/** Where deliveries go: an absolute http(s) URL without credentials (the signature authenticates). */
-const WebhookUrl = z
-  .url({ protocol: /^https?$/, error: 'must be an absolute http or https URL' })
-  .max(2_000)
+/**
+ * Where deliveries go: an absolute http(s) URL without credentials (the signature authenticates), text
+ * like every other input, on a port something can listen on.
+ */
+const WebhookUrl = asText(
+  z.url({ protocol: /^https?$/, error: 'must be an absolute http or https URL' }).max(2_000),
+)
   .refine((url) => {
     const parsed = URL.parse(url);
     return !parsed || (parsed.username === '' && parsed.password === '');
-  }, 'must not contain a user name or password');
+  }, 'must not contain a user name or password')
+  .refine((url) => URL.parse(url)?.port !== '0', 'must not name port 0');
 
 export const Webhook = z
   .object({
