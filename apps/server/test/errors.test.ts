@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib';
 import { issueApiKey, revokeApiKey } from '@crm/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ApiResponse, DRIVERS, MISSING_ID, startTestServer, type TestServer } from './harness.ts';
@@ -456,12 +457,50 @@ for (const { driver, label, skip } of DRIVERS) {
         it(`the JSON value ${body} as a body answers 400 and stores nothing`, async () => {
           const before = await totals();
           const res = await raw('/deals', 'POST', body);
-          expect(res.status, res.text).toBe(400);
-          expect(Object.keys(res.body ?? {}).sort()).toEqual(['code', 'error']);
-          expect(['invalid_json', 'invalid_request']).toContain(res.body.code);
+          // Valid JSON, so not "not valid JSON": what is wrong is that it is no object.
+          expectError(res, 400, 'invalid_request');
+          expect(res.body.error).toMatch(/must be a JSON object/);
           expect(await totals()).toEqual(before);
         });
       }
+
+      it('a body its Content-Encoding misdescribes answers 400 naming the encoding, on REST and MCP', async () => {
+        const before = await totals();
+        const truncated = gzipSync('{"title":"Truncated gzip body, not stored"}').subarray(0, 20);
+        const bodies: Array<[string, Uint8Array]> = [
+          ['gzip', new TextEncoder().encode('{"title":"Plain body said gzip"}')],
+          ['deflate', new TextEncoder().encode('{"title":"Plain body said deflate"}')],
+          ['br', new TextEncoder().encode('{"title":"Plain body said br"}')],
+          ['gzip', truncated],
+        ];
+        for (const [encoding, body] of bodies) {
+          for (const path of [`${s.base}/deals`, `${s.url}/mcp`]) {
+            const res = await api(path, {
+              method: 'POST',
+              body,
+              headers: {
+                'content-type': 'application/json',
+                'content-encoding': encoding,
+                accept: 'application/json, text/event-stream',
+              },
+            });
+            expectError(res, 400, 'invalid_request');
+            expect(res.body.error).toMatch(/could not be decoded as its Content-Encoding says/);
+          }
+        }
+        // A body that is what it says is read as usual.
+        const gzipped = await api('/deals', {
+          method: 'POST',
+          body: gzipSync('{"title":"Gzipped body, stored"}'),
+          headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' },
+        });
+        expect(gzipped.status, gzipped.text).toBe(201);
+        expect(await totals()).toEqual({
+          ...before,
+          deals: before.deals + 1,
+          activities: before.activities + 1,
+        });
+      });
 
       it('Content-Type text/plain with a body answers 415 and stores nothing', async () => {
         const before = await totals();

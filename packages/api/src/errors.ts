@@ -128,10 +128,20 @@ type HttpLikeError = {
   message: string;
 };
 
-function fromHttpLikeError(err: HttpLikeError): ApiError | undefined {
+function fromHttpLikeError(err: HttpLikeError & { code?: unknown; errno?: unknown }): ApiError | undefined {
+  // zlib's (Z_DATA_ERROR, Z_BUF_ERROR) and Brotli's (ERR__ERROR_…) own errors, raised while the body parser
+  // decodes a body its Content-Encoding misdescribes: the client's mistake, not the server's (was a 500).
+  if (typeof err.errno === 'number' && typeof err.code === 'string' && /^(Z_|ERR__ERROR_)/.test(err.code))
+    return new ApiError(
+      'invalid_request',
+      `Request body could not be decoded as its Content-Encoding says (${err.message})`,
+    );
   const status = err.status ?? err.statusCode;
   if (status === 413) return new ApiError('payload_too_large', 'Request body is larger than the 1 MB limit');
   if (status === 415) return new ApiError('unsupported_media_type', err.message);
+  // JSON, but not an object or array (`null`, `5`, `"x"`): the parser's strict mode refuses it.
+  if (status === 400 && err.message.includes('only supports object and array'))
+    return new ApiError('invalid_request', 'Request body must be a JSON object');
   if (status === 400 && (err.type === 'entity.parse.failed' || err.message.toLowerCase().includes('json')))
     return new ApiError('invalid_json', 'Request body is not valid JSON');
   if (status === 400) return new ApiError('invalid_request', err.message);
@@ -226,7 +236,7 @@ export function toApiError(err: unknown): ApiError {
     }
   }
   if (err && typeof err === 'object' && 'message' in err) {
-    const mapped = fromHttpLikeError(err as HttpLikeError);
+    const mapped = fromHttpLikeError(err as HttpLikeError & { code?: unknown; errno?: unknown });
     if (mapped) return mapped;
   }
   return new ApiError('internal_error', 'Internal server error');
