@@ -5,16 +5,10 @@ import type { Logger } from './logger.ts';
 
 export const MCP_PATH = '/mcp';
 
-/** RFC 6750's challenge: the key is a bearer token, and what was wrong with the one sent. */
-const challenge = (code: string) =>
-  code === 'missing_api_key'
-    ? 'Bearer realm="crm"'
-    : 'Bearer realm="crm", error="invalid_token", error_description="Invalid or revoked API key"';
-
 /**
  * MCP over Streamable HTTP at /mcp, stateless: each POST carries JSON-RPC messages and gets their answers
  * as JSON; no session is kept, so any instance behind a load balancer can answer. The API key is checked
- * before the body is read (401 with `WWW-Authenticate`); each tool call is then admitted like a REST call.
+ * before the body is read (401, with `WWW-Authenticate` as on every door); each tool call is then admitted like a REST call.
  */
 export function mcpRoute(services: Services, logger: Logger): Middleware {
   return async (ctx, next) => {
@@ -28,14 +22,7 @@ export function mcpRoute(services: Services, logger: Logger): Middleware {
     const requestId = ctx.state.requestId as string;
     const context = createRequestContext(services, { requestId, headers: ctx.req.headers, door: 'mcp' });
     ctx.state.apiContext = context;
-    let principal: Awaited<ReturnType<typeof authenticate>>;
-    try {
-      principal = await authenticate(context);
-    } catch (err) {
-      if (err instanceof ApiError && err.status === 401)
-        throw new ApiError(err.code, err.message, { headers: { 'WWW-Authenticate': challenge(err.code) } });
-      throw err;
-    }
+    const principal = await authenticate(context);
 
     const server = createMcpServer({
       services,

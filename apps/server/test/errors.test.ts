@@ -658,7 +658,10 @@ for (const { driver, label, skip } of DRIVERS) {
 
     describe('authentication', () => {
       it('a missing Authorization header answers 401 missing_api_key', async () => {
-        expectError(await api('/deals', { key: null }), 401, 'missing_api_key');
+        const res = await api('/deals', { key: null });
+        expectError(res, 401, 'missing_api_key');
+        // RFC 6750: a 401 says which scheme to use.
+        expect(res.headers.get('www-authenticate')).toBe('Bearer realm="crm"');
       });
 
       const badKeys: Array<[string, string]> = [
@@ -671,6 +674,7 @@ for (const { driver, label, skip } of DRIVERS) {
         it(`${what} answers 401 invalid_api_key`, async () => {
           const res = await api('/deals', { key: null, headers: { authorization: header } });
           expectError(res, 401, 'invalid_api_key');
+          expect(res.headers.get('www-authenticate')).toMatch(/^Bearer realm="crm", error="invalid_token"/);
         });
       }
 

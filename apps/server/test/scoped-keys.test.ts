@@ -118,6 +118,9 @@ for (const { driver, label, skip } of DRIVERS) {
       const res = await s.api('/deals', { key: issued.api_key });
       expect(res.status).toBe(401);
       expect(res.body).toEqual({ error: expect.stringMatching(/expired at/), code: 'expired_api_key' });
+      expect(res.headers.get('www-authenticate')).toMatch(
+        /error="invalid_token", error_description="The API key has expired"/,
+      );
       await expect(
         issueApiKey(fork(), s.orgA.orgId, { expiresAt: new Date(Date.now() - 1000) }),
       ).rejects.toThrow(/expires_at: must be in the future/);

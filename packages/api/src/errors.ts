@@ -242,15 +242,27 @@ export function toApiError(err: unknown): ApiError {
   return new ApiError('internal_error', 'Internal server error');
 }
 
+/**
+ * RFC 6750's challenge, which every 401 about the API key carries on every door: the key is a bearer
+ * token, and what was wrong with the one sent.
+ */
+const BEARER_CHALLENGES: Partial<Record<string, string>> = {
+  missing_api_key: 'Bearer realm="crm"',
+  invalid_api_key:
+    'Bearer realm="crm", error="invalid_token", error_description="Invalid or revoked API key"',
+  expired_api_key: 'Bearer realm="crm", error="invalid_token", error_description="The API key has expired"',
+};
+
 export function toErrorResponse(err: unknown): {
   status: number;
   body: ErrorBody;
   headers: Record<string, string>;
 } {
   const apiError = toApiError(err);
+  const challenge = BEARER_CHALLENGES[apiError.code];
   return {
     status: apiError.status,
     body: { error: apiError.message, code: apiError.code, ...apiError.extra },
-    headers: apiError.headers,
+    headers: challenge ? { ...apiError.headers, 'WWW-Authenticate': challenge } : apiError.headers,
   };
 }
