@@ -19,7 +19,7 @@ export { placeOnePass } from './features/events/event-feed.service.ts';
 export { pruneIdempotencyKeys } from './idempotency.ts';
 export { admitRequest } from './limits/admission.ts';
 export { LIMIT_GROUPS, type LimitGroup } from './limits/groups.ts';
-export { type Admission, Limits } from './limits/limits.ts';
+export { type Admission, Limits, OWN_QUOTAS_REFRESH_MS } from './limits/limits.ts';
 export type { Log } from './limits/log.ts';
 export * from './limits/org-quotas.ts';
 export { createMcpServer, MCP_SERVER_INFO } from './mcp/server.ts';

@@ -16,8 +16,11 @@ import { type AlertRow, type CountRow, UsageStore } from './usage-store.ts';
 
 /** Alerts are recorded when a quota's use reaches these percentages. */
 export const ALERT_THRESHOLDS = [80, 95] as const;
-/** How long an organization's own quotas are trusted before being read again (CLI changes show up within it). */
-const OWN_QUOTAS_REFRESH_MS = 5_000;
+/**
+ * How long an organization's own quotas are trusted before being read again: a change (`crm org
+ * set-quota`, another instance) applies to every call that starts this long after it.
+ */
+export const OWN_QUOTAS_REFRESH_MS = 5_000;
 
 export interface QuotaStatus {
   quota: Quota;
@@ -114,6 +117,7 @@ export class Limits {
     const nowMs = this.now();
     const period = this.clock.at(nowMs);
     const own = this.ownQuotas.get(caller.orgId);
+    // The fresh copy without a promise: this runs on every call.
     const limits =
       own && nowMs - own.loadedAt < OWN_QUOTAS_REFRESH_MS ? own : await this.quotaLimits(caller.orgId);
     const charges: Charge[] = [{ quota: 'api_calls', limit: limits.api_calls }];
@@ -235,8 +239,16 @@ export class Limits {
     };
   }
 
+  /**
+   * The organization's quotas, read again once its copy is OWN_QUOTAS_REFRESH_MS old: the calls that come
+   * meanwhile wait for that one read (about a millisecond, once per organization every few seconds). An
+   * old copy used to answer at once while the read ran, so an organization idle since a change had its
+   * first call judged by the old quota however long ago the change was. A failed read falls back to the
+   * old copy; the call's own queries meet the database's trouble, if any, themselves.
+   */
   private quotaLimits(orgId: string): Promise<QuotaLimits> {
     const cached = this.ownQuotas.get(orgId);
+    if (cached && this.now() - cached.loadedAt < OWN_QUOTAS_REFRESH_MS) return Promise.resolve(cached);
     let loading = this.loadingQuotas.get(orgId);
     if (!loading) {
       loading = this.store
@@ -253,12 +265,7 @@ export class Limits {
         .finally(() => this.loadingQuotas.delete(orgId));
       this.loadingQuotas.set(orgId, loading);
     }
-    // A stale entry answers at once while it is being refreshed; only a first use waits for the database.
-    if (cached) {
-      loading.catch(() => undefined);
-      return Promise.resolve(cached);
-    }
-    return loading;
+    return cached ? loading.catch(() => cached) : loading;
   }
 
   private async flushOnce(): Promise<void> {
