@@ -1,5 +1,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
+import { MODEL_TIMEOUTS_IN_A_ROW } from '@crm/ai';
+import { pino } from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { aiFixtures } from './ai-fixtures.ts';
 import { DRIVERS, startTestServer, type TestServer } from './harness.ts';
@@ -100,16 +103,27 @@ for (const { driver, label, skip } of DRIVERS) {
     let fake: FakeModelServer;
     let fx: ReturnType<typeof aiFixtures>;
     let dealId: string;
+    const logLines: string[] = [];
 
     beforeAll(async () => {
       fake = new FakeModelServer();
       const baseUrl = await fake.start();
-      s = await startTestServer(driver, {
-        CRM_AI_MODEL: 'fake-model',
-        CRM_AI_BASE_URL: baseUrl,
-        CRM_AI_API_KEY: 'sk-test',
-        CRM_AI_TIMEOUT_MS: '400',
+      const sink = new Writable({
+        write(chunk, _encoding, done) {
+          logLines.push(chunk.toString());
+          done();
+        },
       });
+      s = await startTestServer(
+        driver,
+        {
+          CRM_AI_MODEL: 'fake-model',
+          CRM_AI_BASE_URL: baseUrl,
+          CRM_AI_API_KEY: 'sk-test',
+          CRM_AI_TIMEOUT_MS: '400',
+        },
+        { logger: pino({ level: 'info' }, sink) },
+      );
       fx = aiFixtures(s, s.orgA);
       dealId = (await fx.deal('Narrated deal', true)).id;
     });
@@ -160,7 +174,8 @@ for (const { driver, label, skip } of DRIVERS) {
       expect(stored?.narrative_source).toBe('language_model');
     });
 
-    for (const mode of ['garbage', 'error', 'timeout', 'unfitting'] as const) {
+    // Errors answered at once and answers that do not fit leave the model be: each call asks it again.
+    for (const mode of ['garbage', 'error', 'unfitting'] as const) {
       it(`falls back to the built-in text when the model answers with ${mode}`, async () => {
         fake.mode = mode;
         const out = await all();
@@ -177,5 +192,32 @@ for (const { driver, label, skip } of DRIVERS) {
         expect(stored?.narrative_source).toBe('built_in');
       });
     }
+
+    // Last: it leaves the model paused for MODEL_PAUSE_MS (30 s), longer than this server lives.
+    it('a model that times out twice in a row is paused: the next calls answer at once with the built-in text', async () => {
+      fake.mode = 'timeout';
+      const started = performance.now();
+      const analysis = await s.api(`/deals/${dealId}/analyze`, { method: 'POST' });
+      const prediction = await s.api(`/deals/${dealId}/predict`, { method: 'POST' });
+      // Each waited out the 400 ms timeout.
+      expect(performance.now() - started).toBeGreaterThanOrEqual(2 * 400);
+      expect(fake.requests).toHaveLength(MODEL_TIMEOUTS_IN_A_ROW);
+      const paused = performance.now();
+      const briefing = await s.api('/briefing');
+      const coaching = await s.api('/coaching');
+      const again = await s.api(`/deals/${dealId}/analyze`, { method: 'POST' });
+      expect(performance.now() - paused).toBeLessThan(400);
+      expect(fake.requests).toHaveLength(MODEL_TIMEOUTS_IN_A_ROW);
+      for (const res of [analysis, prediction, briefing, coaching, again])
+        expect(res.status, res.text).toBe(200);
+      expect(analysis.body.data.summary).toMatch(/^Narrated deal \(Initrode\) scores/);
+      expect(again.body.data.summary).toMatch(/^Narrated deal \(Initrode\) scores/);
+      expect(briefing.body.data.greeting).toMatch(/^Good day! Your briefing for /);
+      const warnings = logLines
+        .map((l) => JSON.parse(l))
+        .filter((l) => /language model not answering/.test(l.msg));
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toMatchObject({ level: 40, model: 'fake-model' });
+    });
   });
 }

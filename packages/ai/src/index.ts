@@ -15,7 +15,7 @@ export { type CoachingFacts, TRAITS, type TraitCount, type TraitKey } from './co
 export * from './coaching/schema.ts';
 export * from './history.ts';
 export { SIGNAL_STEMS, signalRegexSql } from './lexicon.ts';
-export { createLanguageModel } from './narrative/language-model.ts';
+export { createLanguageModel, MODEL_PAUSE_MS, MODEL_TIMEOUTS_IN_A_ROW } from './narrative/language-model.ts';
 export type { NarrativeSource } from './narrative/narrate.ts';
 export * from './prediction/chain.ts';
 export { fitWinModelOffThread } from './prediction/fit-off-thread.ts';

@@ -3,6 +3,7 @@ import type { EntityManager, Orm } from '@crm/db';
 import type { DashboardAuth, DashboardSession } from './admin/dashboard-auth.ts';
 import type { Door } from './call-context.ts';
 import type { Admission, Limits } from './limits/limits.ts';
+import type { Log } from './limits/log.ts';
 
 /** What every request handler can reach: built once at start-up. */
 export interface Services {
@@ -12,6 +13,8 @@ export interface Services {
   limits: Limits;
   /** Sessions and passwords of the dashboard (better-auth). */
   dashboardAuth: DashboardAuth;
+  /** The process's log, for what the services notice on their own (a language model that stopped answering). */
+  log: Log;
 }
 
 /** Who is calling: set by the auth middleware from the API key, never from the request body. */

@@ -9,7 +9,7 @@ import type { Log } from './limits/log.ts';
 export async function createServices(orm: Orm, config: Config, log: Log): Promise<Services> {
   const limits = await Limits.create(config.limits, orm, log);
   try {
-    return { orm, config, limits, dashboardAuth: await createDashboardAuth(orm, config, log) };
+    return { orm, config, limits, dashboardAuth: await createDashboardAuth(orm, config, log), log };
   } catch (err) {
     await limits.close();
     throw err;

@@ -2,6 +2,7 @@ import type { BaseChatModel } from '@langchain/core/language_models/chat_models'
 import type { ChatPromptTemplate } from '@langchain/core/prompts';
 import { type Runnable, RunnableLambda, RunnableSequence } from '@langchain/core/runnables';
 import type { z } from 'zod';
+import { breakerOf } from './language-model.ts';
 
 export type NarrativeSource = 'language_model' | 'built_in';
 export interface Narrated<N> {
@@ -26,7 +27,7 @@ export interface NarrativeStep<F, N> {
 /**
  * A runnable from computed facts to their wording. With a model: prompt, model with structured output,
  * then the zod schema and the fit check; any timeout, error or invalid answer falls back to the built-in
- * wording, so the result is always correct.
+ * wording, so the result is always correct; so does a model paused after timeouts (createLanguageModel).
  */
 export function narrativeStep<F, N>(step: NarrativeStep<F, N>): Runnable<F, Narrated<N>> {
   const builtIn = RunnableLambda.from(
@@ -40,8 +41,11 @@ export function narrativeStep<F, N>(step: NarrativeStep<F, N>): Runnable<F, Narr
       name: step.name,
     }),
   ]);
+  const breaker = breakerOf(step.model);
   const viaModel = RunnableLambda.from(async (facts: F, config): Promise<Narrated<N>> => {
-    const answer = await ask.invoke({ facts: JSON.stringify(facts) }, config);
+    const question = () => ask.invoke({ facts: JSON.stringify(facts) }, config);
+    // While the model is paused (hung), this throws at once and the built-in text answers.
+    const answer = breaker ? await breaker.execute(question) : await question();
     // Parsed again: the answer is the model's, and only a schema-valid one may reach the response.
     const narrative = step.schema.parse(answer);
     if (step.fits && !step.fits(narrative, facts))

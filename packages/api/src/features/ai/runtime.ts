@@ -1,4 +1,12 @@
-import { analysisChain, briefingChain, coachingChain, createLanguageModel, predictionChain } from '@crm/ai';
+import {
+  analysisChain,
+  briefingChain,
+  coachingChain,
+  createLanguageModel,
+  MODEL_PAUSE_MS,
+  MODEL_TIMEOUTS_IN_A_ROW,
+  predictionChain,
+} from '@crm/ai';
 import type { Services } from '../../context.ts';
 import { WinModels } from './win-models.ts';
 
@@ -17,7 +25,15 @@ const runtimes = new WeakMap<Services, AiRuntime>();
 export function aiRuntime(services: Services): AiRuntime {
   let runtime = runtimes.get(services);
   if (!runtime) {
-    const model = createLanguageModel(services.config.languageModel);
+    const model = createLanguageModel(services.config.languageModel, {
+      onHung: () =>
+        services.log.warn(
+          { model: services.config.languageModel?.model, timeouts_in_a_row: MODEL_TIMEOUTS_IN_A_ROW },
+          `language model not answering: built-in text for ${MODEL_PAUSE_MS / 1000} s, then one call tries it again`,
+        ),
+      onAnswering: () =>
+        services.log.info({ model: services.config.languageModel?.model }, 'language model answering again'),
+    });
     runtime = {
       analysis: analysisChain(model),
       prediction: predictionChain(model),
