@@ -106,6 +106,19 @@ for (const { driver, label, skip } of DRIVERS) {
         });
       }
 
+      it('a date-time that is no date-time is named as such, not as out of range', async () => {
+        for (const expected_close_date of ['2026-12-01T23:59:60Z', 'tomorrow']) {
+          const res = await api('/deals', { method: 'POST', json: { title: 'Leap', expected_close_date } });
+          expectError(res, 400, 'invalid_request', 'expected_close_date');
+          expect(res.body.error).not.toMatch(/years/);
+        }
+        const far = await api('/deals', {
+          method: 'POST',
+          json: { title: 'Far', expected_close_date: '0999-12-31T00:00:00Z' },
+        });
+        expect(far.body.error).toMatch(/expected_close_date: must be between the years 1000 and 9999/);
+      });
+
       it('a value takes any amount with up to two decimals, and refuses a third', async () => {
         // Large amounts whose cents a binary multiplication by 100 gets wrong were once refused.
         for (const value of [

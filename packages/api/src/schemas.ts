@@ -9,7 +9,8 @@ const EARLIEST = Date.UTC(1000, 0, 1);
 const LATEST = Date.UTC(10000, 0, 1);
 export const DateTime = z.iso.datetime({ offset: true }).refine((v) => {
   const t = Date.parse(v);
-  return t >= EARLIEST && t < LATEST;
+  // What does not parse (a leap second, 23:59:60) is the format's to name, not the years'.
+  return Number.isNaN(t) || (t >= EARLIEST && t < LATEST);
 }, 'must be between the years 1000 and 9999');
 export const DateTimeOut = z.iso.datetime();
 
