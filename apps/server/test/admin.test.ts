@@ -1,6 +1,4 @@
-import { Writable } from 'node:stream';
 import { deleteOrganization, setOrgQuota } from '@crm/api';
-import { pino } from 'pino';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -13,7 +11,13 @@ import {
   signIn,
   signInRequest,
 } from './dashboard-client.ts';
-import { describeOnEachDatabase, MISSING_ID, startTestServer, type TestServer } from './harness.ts';
+import {
+  describeOnEachDatabase,
+  MISSING_ID,
+  memoryLogger,
+  startTestServer,
+  type TestServer,
+} from './harness.ts';
 import { eventually, type Receiver, startReceiver } from './webhook-receiver.ts';
 
 describeOnEachDatabase(
@@ -21,18 +25,12 @@ describeOnEachDatabase(
   (driver) => {
     let s: TestServer;
     let receiver: Receiver;
-    const logLines: string[] = [];
+    const serverLog = memoryLogger('debug');
     let admin: DashboardUser;
     let member: DashboardUser;
     let otherAdmin: DashboardUser;
 
     beforeAll(async () => {
-      const sink = new Writable({
-        write(chunk, _encoding, done) {
-          logLines.push(chunk.toString());
-          done();
-        },
-      });
       s = await startTestServer(
         driver,
         {
@@ -40,7 +38,7 @@ describeOnEachDatabase(
           CRM_WEBHOOKS_POLL_INTERVAL_MS: '50',
           CRM_USAGE_FLUSH_INTERVAL_MS: '100',
         },
-        { logger: pino({ level: 'debug' }, sink) },
+        { logger: serverLog.logger },
       );
       receiver = await startReceiver();
       admin = await signedIn(s, s.orgA.orgId, 'admin');
@@ -532,15 +530,15 @@ describeOnEachDatabase(
           events: ['deal.won'],
         });
         const invite = await user.trpc.team.invite.mutate({ role: 'member' });
-        const log = logLines.join('');
-        expect(log.length).toBeGreaterThan(0);
+        const written = serverLog.raw.join('');
+        expect(written.length).toBeGreaterThan(0);
         for (const secret of [
           key.api_key,
           person.password,
           hook.secret,
           invite.url.split('/').at(-1) as string,
         ])
-          expect(log).not.toContain(secret);
+          expect(written).not.toContain(secret);
       });
     });
   },

@@ -1,11 +1,9 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Writable } from 'node:stream';
 import { MODEL_TIMEOUTS_IN_A_ROW } from '@crm/ai';
-import { pino } from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { aiFixtures } from './ai-fixtures.ts';
-import { DRIVERS, startTestServer, type TestServer } from './harness.ts';
+import { DRIVERS, memoryLogger, startTestServer, type TestServer } from './harness.ts';
 
 type Mode = 'valid' | 'garbage' | 'error' | 'timeout' | 'unfitting';
 // biome-ignore lint/suspicious/noExplicitAny: the facts the chains send are read loosely
@@ -103,17 +101,11 @@ for (const { driver, label, skip } of DRIVERS) {
     let fake: FakeModelServer;
     let fx: ReturnType<typeof aiFixtures>;
     let dealId: string;
-    const logLines: string[] = [];
+    const serverLog = memoryLogger();
 
     beforeAll(async () => {
       fake = new FakeModelServer();
       const baseUrl = await fake.start();
-      const sink = new Writable({
-        write(chunk, _encoding, done) {
-          logLines.push(chunk.toString());
-          done();
-        },
-      });
       s = await startTestServer(
         driver,
         {
@@ -122,7 +114,7 @@ for (const { driver, label, skip } of DRIVERS) {
           CRM_AI_API_KEY: 'sk-test',
           CRM_AI_TIMEOUT_MS: '400',
         },
-        { logger: pino({ level: 'info' }, sink) },
+        { logger: serverLog.logger },
       );
       fx = aiFixtures(s, s.orgA);
       dealId = (await fx.deal('Narrated deal', true)).id;
@@ -202,20 +194,18 @@ for (const { driver, label, skip } of DRIVERS) {
       // Each waited out the 400 ms timeout.
       expect(performance.now() - started).toBeGreaterThanOrEqual(2 * 400);
       expect(fake.requests).toHaveLength(MODEL_TIMEOUTS_IN_A_ROW);
-      const paused = performance.now();
+      // Paused: the next calls never reach the model (so none waits for it; wall time is left out, as this
+      // machine's load would decide it).
       const briefing = await s.api('/briefing');
       const coaching = await s.api('/coaching');
       const again = await s.api(`/deals/${dealId}/analyze`, { method: 'POST' });
-      expect(performance.now() - paused).toBeLessThan(400);
       expect(fake.requests).toHaveLength(MODEL_TIMEOUTS_IN_A_ROW);
       for (const res of [analysis, prediction, briefing, coaching, again])
         expect(res.status, res.text).toBe(200);
       expect(analysis.body.data.summary).toMatch(/^Narrated deal \(Initrode\) scores/);
       expect(again.body.data.summary).toMatch(/^Narrated deal \(Initrode\) scores/);
       expect(briefing.body.data.greeting).toMatch(/^Good day! Your briefing for /);
-      const warnings = logLines
-        .map((l) => JSON.parse(l))
-        .filter((l) => /language model not answering/.test(l.msg));
+      const warnings = serverLog.lines.filter((l) => /language model not answering/.test(l.msg));
       expect(warnings).toHaveLength(1);
       expect(warnings[0]).toMatchObject({ level: 40, model: 'fake-model' });
     });

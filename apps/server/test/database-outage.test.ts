@@ -1,7 +1,5 @@
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDatabase, startTestServer, type TestServer } from './harness.ts';
+import { createDatabase, memoryLogger, startTestServer, type TestServer } from './harness.ts';
 import { type HangingProxy, startHangingProxy } from './tcp-proxy.ts';
 
 const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL;
@@ -12,7 +10,8 @@ describe.skipIf(!TEST_DATABASE_URL)(
     let proxy: HangingProxy;
     let s: TestServer;
     let dropDatabase: () => Promise<void>;
-    const logged: Array<{ msg: string }> = [];
+    const serverLog = memoryLogger();
+    const logged = serverLog.lines;
 
     beforeAll(async () => {
       const created = await createDatabase(TEST_DATABASE_URL as string);
@@ -21,12 +20,6 @@ describe.skipIf(!TEST_DATABASE_URL)(
       proxy = await startHangingProxy({ host: url.hostname, port: Number(url.port || 5432) });
       url.host = `127.0.0.1:${proxy.port}`;
       // The server reaches its database only through the proxy (DATABASE_URL wins over the embedded default).
-      const sink = new Writable({
-        write(chunk, _encoding, done) {
-          for (const line of String(chunk).split('\n').filter(Boolean)) logged.push(JSON.parse(line));
-          done();
-        },
-      });
       s = await startTestServer(
         'pglite',
         {
@@ -35,7 +28,7 @@ describe.skipIf(!TEST_DATABASE_URL)(
           DATABASE_QUERY_TIMEOUT_MS: '1500',
           CRM_WEBHOOKS_POLL_INTERVAL_MS: '200',
         },
-        { logger: pino({ level: 'info' }, sink) },
+        { logger: serverLog.logger },
       );
     });
     afterAll(async () => {

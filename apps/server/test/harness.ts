@@ -2,10 +2,12 @@ import { randomBytes } from 'node:crypto';
 import { cpSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { Writable } from 'node:stream';
 import { createOrganizationWithKey, type QuotaChange, setOrgQuota } from '@crm/api';
 import { createCrmRestClient, createCrmTrpcClient } from '@crm/client';
 import { loadConfig } from '@crm/config';
 import pg from 'pg';
+import { pino } from 'pino';
 import { describe, inject } from 'vitest';
 import { createLogger, type Logger } from '../src/logger.ts';
 import { type RunningServer, startServer } from '../src/server.ts';
@@ -95,6 +97,27 @@ export const CONTRACT_RATE_LIMITS: Record<string, string> = {
   CRM_RATE_LIMIT_DEFAULT: '300',
 };
 
+/** A line the server logged, parsed (pino's JSON). */
+// biome-ignore lint/suspicious/noExplicitAny: log lines carry whatever fields the call site gave
+export type LogLine = { level: number; msg: string; [field: string]: any };
+
+/**
+ * A logger at `level` whose lines are kept, parsed, in `lines` (and as written in `raw`), for tests of
+ * what the server logs: pass `{ logger }` to startTestServer.
+ */
+export function memoryLogger(level = 'info'): { logger: Logger; lines: LogLine[]; raw: string[] } {
+  const lines: LogLine[] = [];
+  const raw: string[] = [];
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      raw.push(String(chunk));
+      for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line));
+      done();
+    },
+  });
+  return { logger: pino({ level }, sink), lines, raw };
+}
+
 export async function createDatabase(adminUrl: string): Promise<{ url: string; drop(): Promise<void> }> {
   const name = `crm_test_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: adminUrl });
@@ -116,7 +139,7 @@ export async function createDatabase(adminUrl: string): Promise<{ url: string; d
 
 /** The migrated embedded database every in-memory server starts from (embedded-image.global.ts), read once. */
 let embeddedImage: Blob | undefined;
-function embeddedImageOf(): Blob {
+export function embeddedImageOf(): Blob {
   embeddedImage ??= new Blob([readFileSync(inject('embeddedImage'))]);
   return embeddedImage;
 }

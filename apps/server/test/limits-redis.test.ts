@@ -1,10 +1,8 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
-import { Writable } from 'node:stream';
 import { loadConfig } from '@crm/config';
 import { Redis } from 'ioredis';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/logger.ts';
 import { type RunningServer, startServer } from '../src/server.ts';
@@ -12,6 +10,7 @@ import {
   CONTRACT_RATE_LIMITS,
   DRIVERS,
   type DriverName,
+  memoryLogger,
   startTestServer,
   type TestServer,
 } from './harness.ts';
@@ -202,13 +201,7 @@ function freePort(): Promise<number> {
 async function startWithPrivateRedis(driver: DriverName, env: Record<string, string>) {
   const redis = new PrivateRedis(await freePort());
   await redis.start();
-  const logLines: Array<{ level: number; msg: string }> = [];
-  const sink = new Writable({
-    write(chunk, _encoding, done) {
-      for (const line of String(chunk).split('\n').filter(Boolean)) logLines.push(JSON.parse(line));
-      done();
-    },
-  });
+  const serverLog = memoryLogger();
   const s = await startTestServer(
     driver,
     {
@@ -219,9 +212,9 @@ async function startWithPrivateRedis(driver: DriverName, env: Record<string, str
       REDIS_URL: redis.url,
       ...env,
     },
-    { logger: pino({ level: 'info' }, sink) },
+    { logger: serverLog.logger },
   );
-  return { redis, s, messages: (pattern: RegExp) => logLines.filter((l) => pattern.test(l.msg)) };
+  return { redis, s, messages: (pattern: RegExp) => serverLog.lines.filter((l) => pattern.test(l.msg)) };
 }
 
 for (const { driver, label, skip } of DRIVERS) {

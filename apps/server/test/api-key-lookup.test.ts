@@ -1,27 +1,12 @@
-import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { createOrganizationWithKey, findActiveKey, forgetLookedUpKeys, KEY_CACHE_TTL_MS } from '@crm/api';
 import { type Database, type DatabaseConfig, openDatabase } from '@crm/db';
-import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import {
-  createOrganizationWithKey,
-  findActiveKey,
-  forgetLookedUpKeys,
-  KEY_CACHE_TTL_MS,
-} from '../src/index.ts';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createDatabase, DRIVERS, embeddedImageOf } from './harness.ts';
 
-const ADMIN_URL = process.env.TEST_DATABASE_URL;
-
-const DATABASES = [
-  { label: 'embedded PGlite', skip: false },
-  {
-    label: ADMIN_URL ? 'PostgreSQL' : 'PostgreSQL (skipped: TEST_DATABASE_URL is not set)',
-    skip: !ADMIN_URL,
-  },
-];
+const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL;
 
 /** How a server finds the key of each request: one query for all the requests that ask at once. */
-describe.each(DATABASES)('API key lookups on $label', ({ label, skip }) => {
+describe.each(DRIVERS)('API key lookups on $label', ({ driver, skip }) => {
   let db: Database;
   let dropDatabase = async () => {};
   let apiKey = '';
@@ -30,33 +15,18 @@ describe.each(DATABASES)('API key lookups on $label', ({ label, skip }) => {
   beforeAll(async () => {
     if (skip) return;
     let config: DatabaseConfig;
-    if (label === 'PostgreSQL' && ADMIN_URL) {
-      const name = `crm_keys_${randomBytes(4).toString('hex')}`;
-      const admin = new pg.Client({ connectionString: ADMIN_URL });
-      await admin.connect();
-      await admin.query(`create database ${name}`);
-      await admin.end();
-      const url = new URL(ADMIN_URL);
-      url.pathname = `/${name}`;
+    if (driver === 'postgresql' && TEST_DATABASE_URL) {
+      const created = await createDatabase(TEST_DATABASE_URL);
+      dropDatabase = created.drop;
       config = {
         kind: 'postgresql',
-        url: url.toString(),
+        url: created.url,
         poolMax: 4,
         connectTimeoutMs: 10_000,
         queryTimeoutMs: 10_000,
       };
-      dropDatabase = async () => {
-        const c = new pg.Client({ connectionString: ADMIN_URL });
-        await c.connect();
-        await c.query(`drop database if exists ${name} with (force)`);
-        await c.end();
-      };
     } else {
-      config = {
-        kind: 'pglite',
-        dataDir: 'memory://',
-        image: new Blob([readFileSync(inject('embeddedImage'))]),
-      };
+      config = { kind: 'pglite', dataDir: 'memory://', image: embeddedImageOf() };
     }
     db = await openDatabase(config, 'test');
     const created = await createOrganizationWithKey(db.orm.em.fork(), 'Lookups');
