@@ -13,7 +13,7 @@ export type Outputs = inferRouterOutputs<AdminRouter>;
 
 export type Me = Outputs['me'];
 export type Role = Me['user']['role'];
-export type QuotaAlert = Me['alerts'][number];
+export type QuotaNotice = Me['quota_notices'][number];
 export type ApiKey = Outputs['keys']['list'][number];
 export type Webhook = Outputs['webhooks']['list'][number];
 export type Delivery = Outputs['webhooks']['deliveries']['data'][number];

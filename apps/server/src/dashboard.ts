@@ -81,6 +81,12 @@ function refuse(
   ctx.body = body;
 }
 
+/** A wait as a person reads it on the sign-in page: "40 seconds", "about 15 minutes". */
+function waitInWords(seconds: number): string {
+  if (seconds < 90) return `${seconds} second${seconds === 1 ? '' : 's'}`;
+  return `about ${Math.ceil(seconds / 60)} minutes`;
+}
+
 export function dashboardRoutes(services: Services, logger: Logger): Middleware {
   const auth = services.dashboardAuth;
   const attempts = services.config.admin.signInAttempts;
@@ -107,7 +113,7 @@ export function dashboardRoutes(services: Services, logger: Logger): Middleware 
       } catch (err) {
         if (!(err instanceof RateLimiterRes)) throw err;
         const seconds = Math.max(1, Math.ceil(err.msBeforeNext / 1000));
-        const message = `Too many sign-in attempts: try again in ${seconds} s`;
+        const message = `Too many sign-in attempts: try again in ${waitInWords(seconds)}`;
         refuse(
           ctx,
           429,

@@ -86,7 +86,10 @@ describeOnEachDatabase(
         const limited = await signInRequest(s, person.email, person.password);
         expect(limited.status).toBe(429);
         expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
-        expect(((await limited.json()) as { code: string }).code).toBe('rate_limited');
+        const refused = (await limited.json()) as { code: string; message: string };
+        expect(refused.code).toBe('rate_limited');
+        // The sign-in page shows this message: a wait in words, not a count of seconds.
+        expect(refused.message).toMatch(/^Too many sign-in attempts: try again in about 1[45] minutes$/);
         // Another account from the same address is not held up.
         const other = await addPerson(s, s.orgA.orgId);
         expect((await signInRequest(s, other.email, other.password)).status).toBe(200);
@@ -275,27 +278,34 @@ describeOnEachDatabase(
         });
       });
 
-      it('a lowered quota brings the 80% and then the 95% alert to every page (me)', async () => {
+      it('the banner (me) follows the quota now: 80%, used up, and gone once the quota is raised again', async () => {
         const org = await s.newOrg('Alert org');
         const person = await addPerson(s, org.orgId);
         const user = await signIn(s, person.email, person.password);
         for (let i = 0; i < 8; i++) await s.api('/deals', { key: org.apiKey });
-        expect((await user.trpc.me.query()).alerts).toEqual([]);
+        const notices = async () =>
+          (await user.trpc.me.query()).quota_notices.map((n) => [n.quota, n.reached, n.used, n.limit]);
+        expect(await notices()).toEqual([]);
         await setOrgQuota(s.running.db.orm.em.fork(), org.orgId, { api_calls: 10 });
         await eventually(
-          'the 80% alert',
-          async () => {
-            const alerts = (await user.trpc.me.query()).alerts;
-            return alerts.length === 1 ? alerts : undefined;
-          },
+          'the 80% notice',
+          async () => ((await notices()).length === 1 ? true : undefined),
           15_000,
         );
+        expect(await notices()).toEqual([['api_calls', 80, 8, 10]]);
         await s.api('/deals', { key: org.apiKey });
         await s.api('/deals', { key: org.apiKey });
-        const alerts = await eventually('the 95% alert', async () => {
-          const got = (await user.trpc.me.query()).alerts;
-          return got.length === 2 ? got : undefined;
-        });
+        // 10 of 10: the next call is refused, and the banner says so rather than "95%".
+        expect((await s.api('/deals', { key: org.apiKey })).status).toBe(429);
+        expect(await notices()).toEqual([['api_calls', 100, 10, 10]]);
+        // Raised again: no banner, though the month's alerts stay recorded on Usage.
+        await setOrgQuota(s.running.db.orm.em.fork(), org.orgId, { api_calls: null });
+        await eventually(
+          'no notice',
+          async () => ((await notices()).length === 0 ? true : undefined),
+          15_000,
+        );
+        const { alerts } = (await user.trpc.usage.summary.query()).usage;
         expect(alerts.map((a) => [a.quota, a.threshold_percent])).toEqual([
           ['api_calls', 80],
           ['api_calls', 95],

@@ -318,7 +318,7 @@ for (const { driver, label, skip } of DRIVERS) {
           await shoot(page, 'keys-rotated');
         });
 
-        it('usage shows the same numbers as GET /usage, and a lowered quota brings the 80% and then the 95% banner', async () => {
+        it('usage shows the same numbers as GET /usage; a lowered quota brings the 80% and then the used-up banner, a raised one takes it away', async () => {
           for (let i = 0; i < 3; i++) await s.api('/deals');
           const rest = (await s.api('/usage')).body.data;
           await page.goto(`${s.url}/admin/usage`);
@@ -345,12 +345,22 @@ for (const { driver, label, skip } of DRIVERS) {
           await shoot(page, 'usage-banner-80');
           await setOrgQuota(s.running.db.orm.em.fork(), s.orgA.orgId, { api_calls: used });
           await eventually(
-            'the 95% banner',
-            () => bannerShows(page, `${s.url}/admin/keys`, /reached 95%/),
+            'the used-up banner',
+            () => bannerShows(page, `${s.url}/admin/keys`, /quota is used up .*; they are refused until /),
             20_000,
           );
-          await shoot(page, 'keys-banner-95');
+          await shoot(page, 'keys-banner-used-up');
+          // Raised again: the banner goes (it follows the quota now, not the month's recorded alerts).
           await setOrgQuota(s.running.db.orm.em.fork(), s.orgA.orgId, { api_calls: null });
+          await eventually(
+            'no banner',
+            async () => {
+              await page.goto(`${s.url}/admin/usage`);
+              await page.getByRole('img', { name: /calls per day/i }).waitFor();
+              return (await page.locator('.banner').count()) === 0 ? true : undefined;
+            },
+            20_000,
+          );
         });
 
         it('a webhook to a local receiver gets the test event, its attempt shows in the log, and Replay sends it again', async () => {

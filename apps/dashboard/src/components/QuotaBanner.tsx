@@ -1,30 +1,27 @@
 import { Link } from 'wouter';
-import type { QuotaAlert } from '../api.ts';
-import { formatNumber, QUOTA_LABELS } from '../format.ts';
+import type { QuotaNotice } from '../api.ts';
+import { formatDay, formatNumber, QUOTA_LABELS } from '../format.ts';
 
-/** This month's quota alerts, one line per quota at its highest threshold reached. */
-export function highestAlerts(alerts: readonly QuotaAlert[]): QuotaAlert[] {
-  const byQuota = new Map<QuotaAlert['quota'], QuotaAlert>();
-  for (const alert of alerts) {
-    const seen = byQuota.get(alert.quota);
-    if (!seen || alert.threshold_percent > seen.threshold_percent) byQuota.set(alert.quota, alert);
-  }
-  return (['api_calls', 'ai_calls'] as const).flatMap((quota) => byQuota.get(quota) ?? []);
+/** One quota's line: the threshold it reached, or that its calls are refused and until when. */
+export function noticeSentence(notice: QuotaNotice): string {
+  const label = QUOTA_LABELS[notice.quota];
+  const figures = `${formatNumber(notice.used)} of ${formatNumber(notice.limit)}`;
+  if (notice.reached < 100)
+    return `${label} have reached ${notice.reached}% of this month's quota (${figures}).`;
+  if (notice.limit === 0) return `${label} are switched off for this organization (its quota is 0).`;
+  // reset_at is the start of next month, UTC: the day the calls are admitted again.
+  return `${label}: this month's quota is used up (${figures}); they are refused until ${formatDay(notice.reset_at.slice(0, 10), 'long')}.`;
 }
 
-export function alertSentence(alert: QuotaAlert): string {
-  return `${QUOTA_LABELS[alert.quota]} have reached ${alert.threshold_percent}% of this month's quota (${formatNumber(alert.used)} of ${formatNumber(alert.limit)}).`;
-}
-
-export function QuotaBanner({ alerts }: { alerts: readonly QuotaAlert[] }) {
-  const shown = highestAlerts(alerts);
-  if (shown.length === 0) return null;
-  const severe = shown.some((a) => a.threshold_percent >= 95);
+/** The quotas that need attention now (from the server: current use against current limits). */
+export function QuotaBanner({ notices }: { notices: readonly QuotaNotice[] }) {
+  if (notices.length === 0) return null;
+  const severe = notices.some((n) => n.reached >= 95);
   return (
     <div className={`banner ${severe ? 'banner-danger' : 'banner-warning'}`} role="status">
       <ul className="banner-list">
-        {shown.map((alert) => (
-          <li key={alert.quota}>{alertSentence(alert)}</li>
+        {notices.map((notice) => (
+          <li key={notice.quota}>{noticeSentence(notice)}</li>
         ))}
       </ul>
       <Link href="/usage" className="banner-link">

@@ -114,7 +114,7 @@ export function Shell({ children }: { children: ReactNode }) {
     );
   }
 
-  const { user, org, alerts } = me.data;
+  const { user, org, quota_notices } = me.data;
   return (
     <MeContext.Provider value={me.data}>
       <a className="skip-link" href="#main">
@@ -133,7 +133,7 @@ export function Shell({ children }: { children: ReactNode }) {
       <div className="layout">
         <Nav />
         <main id="main" className="content" tabIndex={-1}>
-          <QuotaBanner alerts={alerts} />
+          <QuotaBanner notices={quota_notices} />
           {children}
         </main>
       </div>

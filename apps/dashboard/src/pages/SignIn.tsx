@@ -27,6 +27,8 @@ export function SignInPage() {
       const { status, message } = result.error;
       if (status === 429) setError(message || 'Too many attempts. Try again in a minute.');
       else if (status === 0) setError('Could not reach the server. Check your connection and try again.');
+      // A server or database in trouble is not a wrong password (503 while the database is down).
+      else if (status >= 500) setError('The server could not sign you in right now. Try again shortly.');
       else setError('Wrong email or password');
       return;
     }

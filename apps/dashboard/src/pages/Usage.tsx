@@ -1,9 +1,7 @@
 import { useQuery } from '@tanstack/react-query';
 import { queries, type UsageSummary } from '../api.ts';
-import { alertSentence } from '../components/QuotaBanner.tsx';
 import { ErrorState, Loading, PageHeader } from '../components/States.tsx';
 import {
-  formatDate,
   formatDateTime,
   formatDay,
   formatNumber,
@@ -15,6 +13,19 @@ import { usePageTitle } from '../hooks.ts';
 import { UsageChart } from './UsageChart.tsx';
 
 type Quotas = UsageSummary['usage']['quotas'];
+type Alert = UsageSummary['usage']['alerts'][number];
+
+/**
+ * The server's periods are UTC calendar months, their instants at UTC midnight: shown as UTC days, so
+ * a browser west of UTC does not show Oct 31 for Nov 1.
+ */
+const utcDay = (iso: string) => formatDay(iso.slice(0, 10), 'long');
+/** The last day of a period, from its exclusive end (the next period's start). */
+const utcDayBefore = (iso: string) => utcDay(new Date(Date.parse(iso) - 86_400_000).toISOString());
+
+function alertSentence(alert: Alert): string {
+  return `${QUOTA_LABELS[alert.quota]} reached ${alert.threshold_percent}% of this month's quota (${formatNumber(alert.used)} of ${formatNumber(alert.limit)}).`;
+}
 
 function QuotaCard({ quota, info }: { quota: keyof Quotas; info: Quotas[keyof Quotas] }) {
   const label = QUOTA_LABELS[quota];
@@ -39,7 +50,7 @@ function QuotaCard({ quota, info }: { quota: keyof Quotas; info: Quotas[keyof Qu
       <p className="quota-meta">
         <span>{formatPercent(percent)} used</span>
         <span>
-          {formatNumber(info.remaining)} left · resets on {formatDate(info.reset_at)}
+          {formatNumber(info.remaining)} left · resets on {utcDay(info.reset_at)}
         </span>
       </p>
     </section>
@@ -111,7 +122,7 @@ export default function UsagePage() {
     <>
       <PageHeader
         title="Usage"
-        description={`This billing period: ${formatDate(usage.period.start)} to ${formatDate(usage.period.end)}.`}
+        description={`This billing period: ${utcDay(usage.period.start)} to ${utcDayBefore(usage.period.end)} (calendar months in UTC).`}
       />
       <div className="quota-grid">
         <QuotaCard quota="api_calls" info={usage.quotas.api_calls} />

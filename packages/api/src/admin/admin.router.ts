@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { runAsCall } from '../call-context.ts';
 import { type Context, headerValue } from '../context.ts';
 import { ApiError, notFound } from '../errors.ts';
-import { usageOf } from '../features/usage/usage.service.ts';
+import { quotaNotices, usageOf } from '../features/usage/usage.service.ts';
 import { WebhookCreateInput, WebhookDeliveryListQuery } from '../features/webhooks/webhook.schemas.ts';
 import {
   activateWebhook,
@@ -104,7 +104,8 @@ export const adminRouter = router({
     return {
       user: { id: userId, email, name, role },
       org: { id: orgId, name: org[0]?.name ?? '' },
-      alerts: usage.alerts,
+      // The banner: each quota at a threshold or used up now (the month's recorded alerts are on Usage).
+      quota_notices: quotaNotices(usage.quotas),
     };
   }),
 

@@ -1,6 +1,6 @@
 import type { Quota } from '@crm/db';
 import type { OrgScope } from '../../context.ts';
-import type { QuotaStatus } from '../../limits/limits.ts';
+import { ALERT_THRESHOLDS, type QuotaStatus } from '../../limits/limits.ts';
 import { orgQuery } from '../../org-scope.ts';
 import { isoOf } from '../../read-model.ts';
 import type { UsageResponse } from './usage.schemas.ts';
@@ -51,4 +51,29 @@ export async function usageOf(ctx: OrgScope): Promise<UsageResponse> {
       recorded_at: a.recorded_at,
     })),
   };
+}
+
+/** What the dashboard's banner says of one quota now: a threshold reached, or the quota used up. */
+export interface QuotaNotice {
+  quota: Quota;
+  used: number;
+  limit: number;
+  reset_at: string;
+  /** The highest alert threshold reached (80, 95), or 100 when the calls are refused. */
+  reached: number;
+}
+
+/**
+ * The quotas that need an admin's eye now, from this moment's use and limits (not from the month's
+ * recorded alerts, which stay recorded after a quota is raised): at or past an alert threshold, or used
+ * up, when the calls are being refused.
+ */
+export function quotaNotices(quotas: UsageResponse['quotas']): QuotaNotice[] {
+  return (['api_calls', 'ai_calls'] as const).flatMap((quota) => {
+    const q = quotas[quota];
+    const reached = q.used >= q.limit ? 100 : ALERT_THRESHOLDS.findLast((t) => q.used * 100 >= t * q.limit);
+    return reached === undefined
+      ? []
+      : [{ quota, used: q.used, limit: q.limit, reset_at: q.reset_at, reached }];
+  });
 }
