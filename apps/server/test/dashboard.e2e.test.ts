@@ -439,6 +439,31 @@ for (const { driver, label, skip } of DRIVERS) {
 
           await page.reload();
           await page.getByRole('cell', { name: 'member.person@example.com', exact: true }).waitFor();
+          // A role is changed only once confirmed: an arrow key on the select asks, it does not promote.
+          const roleOf = async () =>
+            (
+              await s.sql<{ role: string }>('select role from users where email = ?', [
+                'member.person@example.com',
+              ])
+            )[0]?.role;
+          const roleSelect = page.getByLabel('Role of member.person@example.com');
+          await roleSelect.focus();
+          await page.keyboard.press('ArrowUp');
+          const roleDialog = page.getByRole('dialog', { name: 'Change role' });
+          await roleDialog.waitFor();
+          expect(await roleOf()).toBe('member');
+          await roleDialog.getByRole('button', { name: 'Cancel' }).click();
+          await roleDialog.waitFor({ state: 'detached' });
+          expect(await roleSelect.inputValue()).toBe('member');
+          expect(await roleOf()).toBe('member');
+          await roleSelect.selectOption('admin');
+          await roleDialog.getByRole('button', { name: 'Make admin' }).click();
+          await page.getByText('member.person@example.com is now admin.').waitFor();
+          expect(await roleOf()).toBe('admin');
+          await roleSelect.selectOption('member');
+          await roleDialog.getByRole('button', { name: 'Make member' }).click();
+          await page.getByText('member.person@example.com is now member.').waitFor();
+          expect(await roleOf()).toBe('member');
           await checkPage(page, 'team');
           await shoot(page, 'team');
           await page.goto(`${s.url}/admin/audit`);

@@ -1,4 +1,4 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, type ReactNode, useState } from 'react';
 import { api, errorMessage, type Invitation, type Member, queries, type Role } from '../api.ts';
 import { ConfirmDialog } from '../components/ConfirmDialog.tsx';
@@ -119,17 +119,13 @@ function InviteDialog({ onClose }: { onClose: () => void }) {
   );
 }
 
+/**
+ * A member's role: choosing another one asks first. A select fires a change on every arrow key, so a
+ * change applied at once let a keyboard user grant or take admin rights by moving through the options.
+ */
 function RoleSelect({ member, onNotice }: { member: Member; onNotice: (n: NoticeMessage) => void }) {
   const queryClient = useQueryClient();
-  const setRole = useMutation({
-    mutationFn: (role: Role) => api.team.setRole.mutate({ user_id: member.user_id, role }),
-    onSuccess: (_r, role) => {
-      onNotice({ kind: 'success', text: `${member.email} is now ${ROLE_LABELS[role].toLowerCase()}.` });
-      void queryClient.invalidateQueries({ queryKey: ['team'] });
-      void queryClient.invalidateQueries({ queryKey: ['me'] });
-    },
-    onError: (error) => onNotice({ kind: 'error', text: errorMessage(error) }),
-  });
+  const [asked, setAsked] = useState<Role | null>(null);
   const id = `role-${member.user_id}`;
   return (
     <>
@@ -139,13 +135,35 @@ function RoleSelect({ member, onNotice }: { member: Member; onNotice: (n: Notice
       <select
         id={id}
         className="input select select-small"
-        value={setRole.isPending ? setRole.variables : member.role}
-        disabled={setRole.isPending}
-        onChange={(e) => setRole.mutate(e.target.value as Role)}
+        value={asked ?? member.role}
+        onChange={(e) => setAsked(e.target.value as Role)}
       >
         <option value="admin">Admin</option>
         <option value="member">Member</option>
       </select>
+      {asked && (
+        <ConfirmDialog
+          title="Change role"
+          confirmLabel={`Make ${ROLE_LABELS[asked].toLowerCase()}`}
+          onConfirm={() => api.team.setRole.mutate({ user_id: member.user_id, role: asked })}
+          onConfirmed={() => {
+            onNotice({
+              kind: 'success',
+              text: `${member.email} is now ${ROLE_LABELS[asked].toLowerCase()}.`,
+            });
+            void queryClient.invalidateQueries({ queryKey: ['team'] });
+            void queryClient.invalidateQueries({ queryKey: ['me'] });
+          }}
+          onClose={() => setAsked(null)}
+        >
+          <p>
+            Make <strong>{member.email}</strong> {asked === 'admin' ? 'an admin' : 'a member'}?{' '}
+            {asked === 'admin'
+              ? 'Admins create and revoke API keys, manage webhooks and change the team.'
+              : 'Members see keys, usage, webhooks, team and audit log, and change nothing.'}
+          </p>
+        </ConfirmDialog>
+      )}
     </>
   );
 }
