@@ -1,6 +1,7 @@
 const numberFormat = new Intl.NumberFormat();
 const percentFormat = new Intl.NumberFormat(undefined, { style: 'percent', maximumFractionDigits: 0 });
 const dateTimeFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+const preciseFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
 const dateFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium' });
 // Calendar days (YYYY-MM-DD) are UTC days on the server: format them in UTC so they do not shift by one.
 const dayFormat = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric', timeZone: 'UTC' });
@@ -36,6 +37,13 @@ const ISO_IN_TEXT = /\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+
  */
 export function formatDetails(text: string): string {
   return text.replace(ISO_IN_TEXT, (iso) => formatDateTime(iso));
+}
+
+/** To the second: for a webhook's attempts and retries, which come seconds apart. */
+export function formatPreciseDateTime(iso: string | null | undefined, empty = '—'): string {
+  if (!iso) return empty;
+  const d = toDate(iso);
+  return d ? preciseFormat.format(d) : iso;
 }
 
 export function formatDate(iso: string | null | undefined, empty = '—'): string {

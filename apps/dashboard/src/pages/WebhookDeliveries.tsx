@@ -12,7 +12,7 @@ import {
   type NoticeMessage,
   PageHeader,
 } from '../components/States.tsx';
-import { formatDateTime, formatDuration, formatNumber } from '../format.ts';
+import { formatDuration, formatNumber, formatPreciseDateTime } from '../format.ts';
 import { useIsAdmin, usePageTitle } from '../hooks.ts';
 import { useWebhookActions } from './Webhooks.tsx';
 
@@ -28,7 +28,9 @@ function Attempts({ delivery }: { delivery: Delivery }) {
     return (
       <p className="muted attempts-empty">
         No attempt yet
-        {delivery.next_attempt_at ? `; the first is due ${formatDateTime(delivery.next_attempt_at)}.` : '.'}
+        {delivery.next_attempt_at
+          ? `; the first is due ${formatPreciseDateTime(delivery.next_attempt_at)}.`
+          : '.'}
       </p>
     );
   }
@@ -55,7 +57,7 @@ function Attempts({ delivery }: { delivery: Delivery }) {
                 {a.succeeded ? 'OK' : 'Failed'}
               </span>
             </th>
-            <td>{formatDateTime(a.attempted_at)}</td>
+            <td>{formatPreciseDateTime(a.attempted_at)}</td>
             <td>{a.response_status ?? <span className="muted">No response</span>}</td>
             <td className="num">{formatDuration(a.duration_ms)}</td>
             <td className="cell-response">
@@ -143,8 +145,8 @@ export function WebhookDeliveriesPage() {
                     <DeliveryStatusBadge status={delivery.status} />
                   </td>
                   <td className="num">{formatNumber(delivery.attempt_count)}</td>
-                  <td>{formatDateTime(delivery.created_at)}</td>
-                  <td>{formatDateTime(delivery.next_attempt_at)}</td>
+                  <td>{formatPreciseDateTime(delivery.created_at)}</td>
+                  <td>{formatPreciseDateTime(delivery.next_attempt_at)}</td>
                   {isAdmin && (
                     <td className="cell-actions">
                       <button
