@@ -169,6 +169,10 @@ for (const { driver, label, skip } of DRIVERS) {
             .getByRole('row', { name: /Website backend/ })
             .getByText('Revoked')
             .waitFor();
+          // The Revoke button is gone with the key's state: focus is on the outcome, not lost to the page.
+          expect(await page.evaluate('document.activeElement?.textContent')).toMatch(
+            /^Revoked .*Website backend/,
+          );
         });
 
         /** The key made with only deals:read and an expiry, for the rotation test after it. */

@@ -1,4 +1,4 @@
-import type { ReactNode } from 'react';
+import { type ReactNode, useEffect, useRef } from 'react';
 import { errorMessage } from '../api.ts';
 
 export function Loading({ label = 'Loading…' }: { label?: string }) {
@@ -33,9 +33,20 @@ export type NoticeMessage = { kind: 'success' | 'error'; text: ReactNode };
 
 /** The outcome of the last action on a page: a success note, or the server's message when it failed. */
 export function Notice({ notice, onDismiss }: { notice: NoticeMessage | null; onDismiss: () => void }) {
+  const ref = useRef<HTMLDivElement>(null);
+  // Focus goes to the outcome: a confirmed Revoke or Remove takes away the button its dialog handed
+  // focus back to, and a keyboard user was left at the top of the page with nothing focused.
+  useEffect(() => {
+    if (notice) ref.current?.focus();
+  }, [notice]);
   if (!notice) return <div className="notice-slot" role="status" />;
   return (
-    <div className={`notice notice-${notice.kind}`} role={notice.kind === 'error' ? 'alert' : 'status'}>
+    <div
+      ref={ref}
+      tabIndex={-1}
+      className={`notice notice-${notice.kind}`}
+      role={notice.kind === 'error' ? 'alert' : 'status'}
+    >
       <p>{notice.text}</p>
       <button type="button" className="btn btn-small btn-ghost" onClick={onDismiss}>
         Dismiss
