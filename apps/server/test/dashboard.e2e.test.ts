@@ -525,15 +525,19 @@ for (const { driver, label, skip } of DRIVERS) {
           expect(revoke && revoke.x + revoke.width).toBeLessThanOrEqual(375);
           await checkPage(narrow, 'keys (narrow)');
           await shoot(narrow, 'keys-narrow');
-          for (const [page, table] of [
-            ['audit', 'Audit log'],
-            ['webhooks', 'Webhook endpoints'],
-            ['team', 'Members'],
+          const [hook] = await s.sql<{ id: string }>('select id from webhook_endpoints where org_id = ?', [
+            s.orgA.orgId,
+          ]);
+          for (const [page, table, name] of [
+            ['audit', 'Audit log', 'audit'],
+            ['webhooks', 'Webhook endpoints', 'webhooks'],
+            ['team', 'Members', 'team'],
+            [`webhooks/${hook?.id}`, 'Deliveries', 'deliveries'],
           ] as const) {
             await narrow.goto(`${s.url}/admin/${page}`);
             await narrow.getByRole('table', { name: table }).getByRole('row').nth(1).waitFor();
             expect(await sideways(), page).toBeLessThanOrEqual(0);
-            await shoot(narrow, `${page}-narrow`);
+            await shoot(narrow, `${name}-narrow`);
           }
           await context.close();
           expect(cspViolations).toEqual([]);

@@ -35,7 +35,7 @@ function Attempts({ delivery }: { delivery: Delivery }) {
     );
   }
   return (
-    <table className="table table-compact attempts">
+    <table className="table table-compact table-stack attempts">
       <caption className="visually-hidden">Attempts of delivery {delivery.id}</caption>
       <thead>
         <tr>
@@ -57,10 +57,14 @@ function Attempts({ delivery }: { delivery: Delivery }) {
                 {a.succeeded ? 'OK' : 'Failed'}
               </span>
             </th>
-            <td>{formatPreciseDateTime(a.attempted_at)}</td>
-            <td>{a.response_status ?? <span className="muted">No response</span>}</td>
-            <td className="num">{formatDuration(a.duration_ms)}</td>
-            <td className="cell-response">
+            <td data-label="Time">{formatPreciseDateTime(a.attempted_at)}</td>
+            <td data-label="HTTP status">
+              {a.response_status ?? <span className="muted">No response</span>}
+            </td>
+            <td className="num" data-label="Duration">
+              {formatDuration(a.duration_ms)}
+            </td>
+            <td className="cell-response" data-label="Response">
               {a.error && <p className="text-danger">{a.error}</p>}
               {a.response_body ? (
                 <pre className="response-body">{excerpt(a.response_body)}</pre>
@@ -116,7 +120,7 @@ export function WebhookDeliveriesPage() {
     body = (
       <>
         <div className="table-wrap">
-          <table className="table deliveries">
+          <table className="table table-stack deliveries">
             <caption className="visually-hidden">Deliveries</caption>
             <thead>
               <tr>
@@ -141,12 +145,14 @@ export function WebhookDeliveriesPage() {
                     <code>{delivery.event_type}</code>
                     <span className="cell-sub">Event {delivery.event_id}</span>
                   </th>
-                  <td>
+                  <td data-label="Status">
                     <DeliveryStatusBadge status={delivery.status} />
                   </td>
-                  <td className="num">{formatNumber(delivery.attempt_count)}</td>
-                  <td>{formatPreciseDateTime(delivery.created_at)}</td>
-                  <td>{formatPreciseDateTime(delivery.next_attempt_at)}</td>
+                  <td className="num" data-label="Attempts">
+                    {formatNumber(delivery.attempt_count)}
+                  </td>
+                  <td data-label="Created">{formatPreciseDateTime(delivery.created_at)}</td>
+                  <td data-label="Next attempt">{formatPreciseDateTime(delivery.next_attempt_at)}</td>
                   {isAdmin && (
                     <td className="cell-actions">
                       <button
