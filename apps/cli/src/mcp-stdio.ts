@@ -1,5 +1,6 @@
 import {
   authenticate,
+  CliError,
   createMcpServer,
   createRequestContext,
   createServices,
@@ -46,6 +47,47 @@ function stderrLog(io: Io): Log {
 const stdinClosed = () =>
   new Promise<void>((resolve) => process.stdin.once('close', resolve).once('end', resolve));
 
+type Message = { id?: string | number; method?: string };
+
+/**
+ * Serves `server` on stdio until the agent closes stdin and every request it sent has been answered: an
+ * agent (or a script) may send its last requests and close stdin at once, and closing then lost the
+ * answers still under way (a relayed session piped from a file answered only its first request).
+ */
+async function serveOnStdio(server: Server): Promise<void> {
+  const transport = new StdioServerTransport();
+  await server.connect(transport);
+  const pending = new Set<string | number>();
+  let drained = () => {};
+  const receive = transport.onmessage;
+  transport.onmessage = (message) => {
+    const m = message as Message;
+    if (m.id !== undefined && m.method !== undefined) pending.add(m.id);
+    receive?.(message);
+  };
+  const send = transport.send.bind(transport);
+  transport.send = async (message) => {
+    await send(message);
+    const m = message as Message;
+    if (m.id !== undefined && m.method === undefined && pending.delete(m.id) && pending.size === 0) drained();
+  };
+  await stdinClosed();
+  if (pending.size > 0) await new Promise<void>((resolve) => (drained = resolve));
+  await server.close();
+}
+
+/** What went wrong reaching a server's /mcp, said once and plainly (the SDK's errors carry a stack). */
+function bridgeError(err: unknown, url: URL): Error {
+  const status = (err as { code?: unknown }).code;
+  if (status === 401 || status === 403)
+    return new CliError(`the server at ${url.origin} refused CRM_API_KEY: Invalid or revoked API key`);
+  if (err instanceof TypeError && /fetch failed/.test(err.message))
+    return new CliError(
+      `no server answers at ${url.origin} (${(err.cause as Error)?.message ?? err.message})`,
+    );
+  return err instanceof Error ? err : new Error(String(err));
+}
+
 /**
  * Serves a remote server's /mcp on stdio: every request is passed on over Streamable HTTP with the key,
  * so a desktop agent that only speaks stdio reaches a server elsewhere (or the one holding the embedded
@@ -53,11 +95,15 @@ const stdinClosed = () =>
  */
 async function bridge(url: URL, apiKey: string): Promise<void> {
   const client = new Client({ name: `${MCP_SERVER_INFO.name}-stdio`, version: MCP_SERVER_INFO.version });
-  await client.connect(
-    new StreamableHTTPClientTransport(url, {
-      requestInit: { headers: { Authorization: `Bearer ${apiKey}` } },
-    }),
-  );
+  try {
+    await client.connect(
+      new StreamableHTTPClientTransport(url, {
+        requestInit: { headers: { Authorization: `Bearer ${apiKey}` } },
+      }),
+    );
+  } catch (err) {
+    throw bridgeError(err, url);
+  }
   const server = new Server(MCP_SERVER_INFO, {
     capabilities: client.getServerCapabilities() ?? {},
     instructions: client.getInstructions(),
@@ -73,9 +119,7 @@ async function bridge(url: URL, apiKey: string): Promise<void> {
   server.setRequestHandler(ReadResourceRequestSchema, pass(ReadResourceResultSchema));
   server.setRequestHandler(ListPromptsRequestSchema, pass(ListPromptsResultSchema));
   server.setRequestHandler(GetPromptRequestSchema, pass(GetPromptResultSchema));
-  await server.connect(new StdioServerTransport());
-  await stdinClosed();
-  await server.close();
+  await serveOnStdio(server);
   await client.close();
 }
 
@@ -100,7 +144,8 @@ export async function serveMcpOverStdio(env: Record<string, string | undefined>,
     try {
       db = await openDatabase(config.database, 'MCP server');
     } catch (err) {
-      if (!(err instanceof DataDirLockedError)) throw err;
+      // Only a server answers MCP on its port: a `crm` command holding the database is waited for.
+      if (!(err instanceof DataDirLockedError) || err.holder?.role !== 'server') throw err;
       io.stderr(
         `note: a server holds the embedded database; passing MCP on to it at 127.0.0.1:${config.port}`,
       );
@@ -122,9 +167,7 @@ export async function serveMcpOverStdio(env: Record<string, string | undefined>,
         requestId: `mcp-stdio-${process.pid}`,
         onFailure: (err) => log.error({ err }, 'MCP tool call failed'),
       });
-      await server.connect(new StdioServerTransport());
-      await stdinClosed();
-      await server.close();
+      await serveOnStdio(server);
     } finally {
       await services.limits.close();
       await db.close();

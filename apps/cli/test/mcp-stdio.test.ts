@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { rm } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { TOOLS } from '@crm/api';
+import { openDatabase } from '@crm/db';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -55,6 +56,43 @@ async function roundTrip(client: Client) {
   return id;
 }
 
+/** `crm mcp` fed `lines` at once and its stdin closed, as a script piping a file does. */
+async function piped(env: Record<string, string>, lines: unknown[]) {
+  const child = spawn(process.execPath, [MAIN, 'mcp'], { env: { ...getDefaultEnvironment(), ...env } });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk) => {
+    stdout += chunk;
+  });
+  child.stderr.on('data', (chunk) => {
+    stderr += chunk;
+  });
+  child.stdin.end(lines.map((l) => `${JSON.stringify(l)}\n`).join(''));
+  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+  const answers = stdout
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as { id?: number; result?: unknown; error?: unknown });
+  return { code, answers, stderr };
+}
+
+const SESSION = [
+  {
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'initialize',
+    params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'script', version: '1' } },
+  },
+  { jsonrpc: '2.0', method: 'notifications/initialized' },
+  { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+  ...[3, 4, 5].map((id) => ({
+    jsonrpc: '2.0',
+    id,
+    method: 'tools/call',
+    params: { name: 'deals-create', arguments: { title: `Piped ${id}` } },
+  })),
+];
+
 describe('crm mcp (stdio)', () => {
   it('on the embedded database: the same tools, writes that persist, and a wrong key refused', async () => {
     const dir = migratedDataDir('crm-mcp-');
@@ -90,6 +128,23 @@ describe('crm mcp (stdio)', () => {
       expect(stderr).toMatch(/error: Invalid or revoked API key/);
       expect(stderr.match(/Invalid or revoked API key/g)).toHaveLength(1);
     } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('an embedded database a crm command holds is said to be in use, not taken for a server', async () => {
+    const dir = migratedDataDir('crm-mcp-held-');
+    const holder = await openDatabase({ kind: 'pglite', dataDir: dir }, 'cli');
+    try {
+      const { code, stderr } = await piped(
+        { CRM_DATA_DIR: dir, CRM_API_KEY: 'ck_anyanyanyanyanyanyanyanyanyanyan' },
+        SESSION,
+      );
+      expect(code).toBe(1);
+      expect(stderr).toMatch(/^error: The embedded database at .+ is in use by the cli \(pid \d+/);
+      expect(stderr).not.toMatch(/passing MCP on|fetch failed/);
+    } finally {
+      await holder.close();
       await rm(dir, { recursive: true, force: true });
     }
   });
@@ -133,6 +188,29 @@ describe('crm mcp (stdio)', () => {
       } finally {
         await client.close();
       }
+    });
+
+    it('a session piped from a file gets every answer, though stdin closes while they are under way', async () => {
+      const { code, answers } = await piped({ CRM_URL: s.url, CRM_API_KEY: s.orgA.apiKey }, SESSION);
+      expect(code).toBe(0);
+      expect(answers.map((a) => a.id).sort()).toEqual([1, 2, 3, 4, 5]);
+      expect(answers.every((a) => a.result && !a.error)).toBe(true);
+      for (const id of [3, 4, 5])
+        expect(await s.sql('select id from deals where title = ?', [`Piped ${id}`])).toHaveLength(1);
+    });
+
+    it('a wrong key, or no server at CRM_URL, is said once on stderr without a stack (exit 1)', async () => {
+      const wrong = await piped(
+        { CRM_URL: s.url, CRM_API_KEY: 'ck_wrongwrongwrongwrongwrongwrongwr' },
+        SESSION,
+      );
+      expect(wrong.code).toBe(1);
+      expect(wrong.stderr).toMatch(
+        /^error: the server at http:\/\/127\.0\.0\.1:\d+ refused CRM_API_KEY: Invalid or revoked API key\n$/,
+      );
+      const nobody = await piped({ CRM_URL: 'http://127.0.0.1:9', CRM_API_KEY: s.orgA.apiKey }, SESSION);
+      expect(nobody.code).toBe(1);
+      expect(nobody.stderr).toMatch(/^error: no server answers at http:\/\/127\.0\.0\.1:9 \(.+\)\n$/);
     });
   });
 });

@@ -25,6 +25,12 @@ type Holder = { pid: number; host?: string; role: string; since: string };
 
 export class DataDirLockedError extends Error {
   override name = 'DataDirLockedError';
+  /** Who holds it, as it wrote beside the lock (undefined when that could not be read). */
+  readonly holder: Holder | undefined;
+  constructor(message: string, holder?: Holder) {
+    super(message);
+    this.holder = holder;
+  }
 }
 
 /** A request a process makes of the embedded database's holder, and its answer (JSON, one line each). */
@@ -233,6 +239,7 @@ async function lockDataDir(
       throw new DataDirLockedError(
         `The embedded database at ${path.dirname(clusterDir)} is in use by ${who}. ` +
           'Stop it first, or point both at PostgreSQL with DATABASE_URL.',
+        holder,
       );
     }
     // Left by a process that died: nobody answers on it. Two openers may find that at once; only the one
