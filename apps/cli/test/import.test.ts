@@ -1,10 +1,14 @@
+import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DRIVERS, startTestServer, type TestOrg, type TestServer } from '../../server/test/harness.ts';
 import { crm } from './crm.ts';
 
+const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
+const CHECKOUT = fileURLToPath(new URL('../../..', import.meta.url));
 const VALID = 2_500; // more than two chunks of the import's transactions
 
 /** `crm import` beside a running server: on PGlite the server holds the data directory and runs it. */
@@ -206,6 +210,31 @@ for (const { driver, label, skip } of DRIVERS) {
         /^error: cannot write the rejects file .*no\/such\/dir\.ndjson: ENOENT.* \(the import stopped: 0 deals committed, none of its lines;/,
       );
       expect((await s.api('/deals?limit=1', { key: org.apiKey })).body.meta.total).toBe(before);
+    }, 60_000);
+
+    it('finds a relative path where `npm run crm` was called from (INIT_CWD), not in the checkout', async () => {
+      const callers = await mkdtemp(path.join(tmpdir(), 'crm-caller-'));
+      try {
+        await writeFile(
+          path.join(callers, 'mine.ndjson'),
+          `${JSON.stringify({ title: 'From the caller dir' })}\n`,
+        );
+        // As npm runs it: in the checkout, with the caller's directory in INIT_CWD.
+        const child = spawn(process.execPath, [MAIN, 'import', 'mine.ndjson', '--org', org.orgId], {
+          cwd: CHECKOUT,
+          env: { ...process.env, LOG_LEVEL: 'silent', ...dbEnv, INIT_CWD: callers },
+        });
+        let stderr = '';
+        child.stderr.on('data', (chunk) => {
+          stderr += chunk;
+        });
+        const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+        expect(code, stderr).toBe(0);
+        const found = await s.api(`/search?q=${encodeURIComponent('From the caller')}`, { key: org.apiKey });
+        expect(found.body.data.deals).toHaveLength(1);
+      } finally {
+        await rm(callers, { recursive: true, force: true });
+      }
     }, 60_000);
   });
 }

@@ -1,9 +1,9 @@
-import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type Config, ConfigError } from '@crm/config';
 import { DataDirLockedError, type EntityManager } from '@crm/db';
 import { type Action, COMMANDS, type CommandSpec, findCommand, synopsis } from './commands.ts';
 import { CliError, UsageError } from './errors.ts';
+import { userPath } from './paths.ts';
 
 /**
  * The admin command line, apart from where it runs: `crm` parses and runs it on a database it opens, and
@@ -49,8 +49,8 @@ export function usage(): string {
 export function portableArgv(argv: string[]): string[] {
   if (argv[0] !== 'import') return argv;
   return argv.map((word, i) => {
-    if (word.startsWith('--rejects=')) return `--rejects=${resolve(word.slice('--rejects='.length))}`;
-    return i === 0 || word.startsWith('-') || argv[i - 1] === '--org' ? word : resolve(word);
+    if (word.startsWith('--rejects=')) return `--rejects=${userPath(word.slice('--rejects='.length))}`;
+    return i === 0 || word.startsWith('-') || argv[i - 1] === '--org' ? word : userPath(word);
   });
 }
 

@@ -1,4 +1,3 @@
-import { resolve } from 'node:path';
 import type { Config } from '@crm/config';
 import { type EntityManager, Organization, USER_ROLES, type UserRole } from '@crm/db';
 import { z } from 'zod';
@@ -12,6 +11,7 @@ import { createPerson, listPeople, removePerson, resetPassword } from '../people
 import type { Io } from './command-line.ts';
 import { CliError, UsageError } from './errors.ts';
 import { runImport } from './import-command.ts';
+import { userPath } from './paths.ts';
 
 /** What a command does once the database is open: the JSON objects it returns are printed one per line. */
 export type Action = (em: EntityManager, config: Config, io: Io) => Promise<unknown[]>;
@@ -117,9 +117,9 @@ export const COMMANDS: CommandSpec[] = [
     summary:
       'Import deals (and their contacts) from a .csv or .ndjson file, with progress and a report of rejected rows',
     prepare({ positionals, options }) {
-      const file = resolve(positionals[0] ?? '');
+      const file = userPath(positionals[0] ?? '');
       const orgId = uuidArg(options.org ?? '', '--org');
-      const rejectsPath = resolve(options.rejects ?? `${file}.rejected.ndjson`);
+      const rejectsPath = options.rejects ? userPath(options.rejects) : `${file}.rejected.ndjson`;
       return async (em, _config, io) => [await runImport(em, { file, orgId, rejectsPath }, io)];
     },
   },
