@@ -462,7 +462,9 @@ for (const { driver, label, skip } of DRIVERS) {
           expect(await roleOf()).toBe('member');
           await roleDialog.getByRole('button', { name: 'Cancel' }).click();
           // The dialog's close event, a moment after the click, puts the select back.
-          await expect.poll(() => roleSelect.inputValue()).toBe('member');
+          await eventually('the select back on member', async () =>
+            (await roleSelect.inputValue()) === 'member' ? true : undefined,
+          );
           expect(await roleOf()).toBe('member');
           await roleSelect.selectOption('admin');
           await roleDialog.getByRole('button', { name: 'Make admin' }).click();
