@@ -320,6 +320,19 @@ for (const { driver, label, skip } of DRIVERS) {
           await rotatedRow.getByRole('button', { name: 'Revoke' }).waitFor();
           await checkPage(page, 'keys rotated');
           await shoot(page, 'keys-rotated');
+
+          // Its successor revoked (leaked, say), the rotated key may be rotated again.
+          await rowOf(page, third).getByRole('button', { name: 'Revoke' }).click();
+          await page.getByRole('dialog').getByRole('button', { name: 'Revoke' }).click();
+          await rotatedRow.getByText(/since revoked: rotate it again/).waitFor();
+          await rotatedRow.getByRole('button', { name: 'Rotate' }).click();
+          await dialog.getByRole('button', { name: 'Rotate', exact: true }).click();
+          await dialog.getByLabel('API key').waitFor();
+          const fourth = await dialog.getByLabel('API key').inputValue();
+          expect((await s.api('/deals', { key: fourth })).status).toBe(200);
+          expect((await s.api('/deals', { key: third })).status).toBe(401);
+          await dialog.getByRole('button', { name: 'Done' }).click();
+          await page.getByLabel('API key', { exact: true }).waitFor({ state: 'detached' });
         });
 
         it('usage shows the same numbers as GET /usage; a lowered quota brings the 80% and then the used-up banner, a raised one takes it away', async () => {

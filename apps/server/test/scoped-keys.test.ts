@@ -1,4 +1,12 @@
-import { issueApiKey, KEY_CACHE_TTL_MS, OPERATIONS, type Operation, rotateApiKey, SCOPES } from '@crm/api';
+import {
+  issueApiKey,
+  KEY_CACHE_TTL_MS,
+  OPERATIONS,
+  type Operation,
+  revokeApiKey,
+  rotateApiKey,
+  SCOPES,
+} from '@crm/api';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DRIVERS, MISSING_ID, startTestServer, type TestServer } from './harness.ts';
@@ -174,6 +182,25 @@ for (const { driver, label, skip } of DRIVERS) {
       const gone = await issueApiKey(fork(), s.orgA.orgId, {});
       await s.sql('update api_keys set revoked_at = now() where id = ?', [gone.key_id]);
       expect(await rotateApiKey(fork(), gone.key_id, 0)).toBeUndefined();
+    });
+
+    it('a key whose successor was revoked may be rotated again, its overlap not lengthened', async () => {
+      const old = await issueApiKey(fork(), s.orgA.orgId, { name: 'leaky', scopes: ['deals:read'] });
+      const first = await rotateApiKey(fork(), old.key_id, 3_600_000);
+      expect(first).toBeDefined();
+      // The successor leaks and is revoked: rotating the old key is the way to a working one again.
+      await revokeApiKey(fork(), first?.key_id as string);
+      const second = await rotateApiKey(fork(), old.key_id, 24 * 3_600_000);
+      expect(second).toMatchObject({ replaces: old.key_id, scopes: ['deals:read'] });
+      expect(second?.old_key_expires_at).toBe(first?.old_key_expires_at);
+      expect((await s.api('/deals', { key: second?.api_key })).status).toBe(200);
+      expect((await s.api('/deals', { key: first?.api_key })).status).toBe(401);
+      const [row] = await s.sql<{ replaced_by: string }>('select replaced_by from api_keys where id = ?', [
+        old.key_id,
+      ]);
+      expect(row?.replaced_by).toBe(second?.key_id);
+      // With a live successor it is refused, as before.
+      await expect(rotateApiKey(fork(), old.key_id, 0)).rejects.toThrow(/already rotated/);
     });
 
     it('last_used_at moves at most once a minute, not on every request', async () => {

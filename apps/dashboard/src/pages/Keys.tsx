@@ -430,6 +430,7 @@ function KeyStatus({ apiKey, successor, now }: { apiKey: ApiKey; successor?: Api
   const replaced = apiKey.replaced_by && (
     <span className="cell-sub">
       Replaced by {successor ? <code className="key-prefix">{successor.prefix}…</code> : 'a new key'}
+      {successor?.revoked_at && ', since revoked: rotate it again'}
     </span>
   );
   if (apiKey.revoked_at)
@@ -550,7 +551,7 @@ export function KeysPage() {
                   </td>
                   {isAdmin && (
                     <td className="cell-actions">
-                      {usable && !key.replaced_by && (
+                      {usable && (!key.replaced_by || byId.get(key.replaced_by)?.revoked_at) && (
                         <button type="button" className="btn btn-small" onClick={() => setRotating(key)}>
                           Rotate
                         </button>

@@ -109,7 +109,12 @@ export async function rotateApiKey(
       const old = await tx.findOne(ApiKey, { id: keyId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
       if (!old || old.revokedAt || (acting.orgId && old.orgId !== acting.orgId)) return undefined;
       const now = Date.now();
-      if (old.replacedBy)
+      // A successor that was revoked (leaked, say) replaces nothing: the old key may be rotated again.
+      const successorLives =
+        old.replacedBy !== null &&
+        old.replacedBy !== undefined &&
+        (await tx.findOne(ApiKey, { id: old.replacedBy }))?.revokedAt == null;
+      if (successorLives)
         throw new ApiError(
           'invalid_request',
           `API key ${keyId} was already rotated: rotate its successor ${old.replacedBy} instead`,
