@@ -7,6 +7,7 @@ import {
   type Io,
   type Log,
   MCP_SERVER_INFO,
+  onRequest,
   report,
 } from '@crm/api';
 import { loadConfig } from '@crm/config';
@@ -112,13 +113,13 @@ async function bridge(url: URL, apiKey: string): Promise<void> {
     <R>(schema: R) =>
     (request: { method: string; params?: unknown }) =>
       client.request(request as never, schema as never);
-  server.setRequestHandler(ListToolsRequestSchema, pass(ListToolsResultSchema));
-  server.setRequestHandler(CallToolRequestSchema, pass(CallToolResultSchema));
-  server.setRequestHandler(ListResourcesRequestSchema, pass(ListResourcesResultSchema));
-  server.setRequestHandler(ListResourceTemplatesRequestSchema, pass(ListResourceTemplatesResultSchema));
-  server.setRequestHandler(ReadResourceRequestSchema, pass(ReadResourceResultSchema));
-  server.setRequestHandler(ListPromptsRequestSchema, pass(ListPromptsResultSchema));
-  server.setRequestHandler(GetPromptRequestSchema, pass(GetPromptResultSchema));
+  onRequest(server, ListToolsRequestSchema, pass(ListToolsResultSchema));
+  onRequest(server, CallToolRequestSchema, pass(CallToolResultSchema));
+  onRequest(server, ListResourcesRequestSchema, pass(ListResourcesResultSchema));
+  onRequest(server, ListResourceTemplatesRequestSchema, pass(ListResourceTemplatesResultSchema));
+  onRequest(server, ReadResourceRequestSchema, pass(ReadResourceResultSchema));
+  onRequest(server, ListPromptsRequestSchema, pass(ListPromptsResultSchema));
+  onRequest(server, GetPromptRequestSchema, pass(GetPromptResultSchema));
   await serveOnStdio(server);
   await client.close();
 }

@@ -191,10 +191,24 @@ describe('crm mcp (stdio)', () => {
     });
 
     it('a session piped from a file gets every answer, though stdin closes while they are under way', async () => {
-      const { code, answers } = await piped({ CRM_URL: s.url, CRM_API_KEY: s.orgA.apiKey }, SESSION);
+      const malformed = {
+        jsonrpc: '2.0',
+        id: 6,
+        method: 'tools/call',
+        params: { name: 'deals-get', arguments: null },
+      };
+      const { code, answers } = await piped({ CRM_URL: s.url, CRM_API_KEY: s.orgA.apiKey }, [
+        ...SESSION,
+        malformed,
+      ]);
       expect(code).toBe(0);
-      expect(answers.map((a) => a.id).sort()).toEqual([1, 2, 3, 4, 5]);
-      expect(answers.every((a) => a.result && !a.error)).toBe(true);
+      expect(answers.map((a) => a.id).sort()).toEqual([1, 2, 3, 4, 5, 6]);
+      expect(answers.filter((a) => a.id !== 6).every((a) => a.result && !a.error)).toBe(true);
+      // The relay answers a malformed call as the server would: -32602 naming the field.
+      expect(answers.find((a) => a.id === 6)?.error).toMatchObject({
+        code: -32602,
+        message: expect.stringMatching(/params\.arguments: expected record, got null$/),
+      });
       for (const id of [3, 4, 5])
         expect(await s.sql('select id from deals where title = ?', [`Piped ${id}`])).toHaveLength(1);
     });

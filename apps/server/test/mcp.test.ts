@@ -231,5 +231,38 @@ for (const { driver, label, skip } of DRIVERS) {
       expect(get.status).toBe(405);
       expect(get.headers.get('allow')).toBe('POST');
     });
+
+    it('malformed params answer -32602 Invalid params naming the field, as an agent can correct', async () => {
+      const cases: Array<[string, unknown, RegExp]> = [
+        [
+          'tools/call',
+          { name: 'deals-get', arguments: null },
+          / params\.arguments: expected record, got null$/,
+        ],
+        ['tools/call', { name: 5 }, / params\.name: expected string, got number$/],
+        ['tools/call', undefined, / params: Required$/],
+        ['resources/read', { uri: 7 }, / params\.uri: expected string, got number$/],
+        ['prompts/get', {}, / params\.name: Required$/],
+      ];
+      for (const [method, params, message] of cases) {
+        const res = await fetch(`${s.url}/mcp`, {
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${s.orgA.apiKey}`,
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+          },
+          body: JSON.stringify({
+            jsonrpc: '2.0',
+            id: 9,
+            method,
+            ...(params === undefined ? {} : { params }),
+          }),
+        });
+        const body = (await res.json()) as { error?: { code: number; message: string } };
+        expect(body.error?.code, `${method} ${JSON.stringify(params)}`).toBe(-32602);
+        expect(body.error?.message).toMatch(message);
+      }
+    });
   });
 }

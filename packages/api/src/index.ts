@@ -22,7 +22,7 @@ export { LIMIT_GROUPS, type LimitGroup } from './limits/groups.ts';
 export { type Admission, Limits, OWN_QUOTAS_REFRESH_MS } from './limits/limits.ts';
 export type { Log } from './limits/log.ts';
 export * from './limits/org-quotas.ts';
-export { createMcpServer, MCP_SERVER_INFO } from './mcp/server.ts';
+export { createMcpServer, MCP_SERVER_INFO, onRequest } from './mcp/server.ts';
 export { callTool, type McpCaller, TOOLS } from './mcp/tools.ts';
 export { buildOpenApiDocument } from './openapi.ts';
 export { type AppRouter, appRouter } from './router.ts';

@@ -1,4 +1,5 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { Protocol } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import {
   CallToolRequestSchema,
   ErrorCode,
@@ -11,11 +12,39 @@ import {
   ReadResourceRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
+import type { z } from 'zod';
+import { describeZodIssues } from '../errors.ts';
 import { buildOpenApiDocument } from '../openapi.ts';
 import { getPrompt, listPrompts } from './prompts.ts';
 import { callTool, type McpCaller, toolsFor } from './tools.ts';
 
 export const MCP_SERVER_INFO = { name: 'headless-crm', title: 'Headless CRM', version: '1.0.0' };
+
+/** Protocol's own registration: without Server's tools/call wrapper, which answers bad params with a dump. */
+const registerRequestHandler = Protocol.prototype.setRequestHandler as unknown as (
+  this: Server,
+  schema: z.ZodType,
+  handler: (request: unknown) => unknown,
+) => void;
+
+/**
+ * Registers `handler` for `schema`'s method so that a request whose params do not fit answers JSON-RPC
+ * -32602 Invalid params naming the field ("params.arguments: expected record, got null"), which an agent
+ * can correct: the SDK parses each request before any handler and answered -32603 Internal error with
+ * zod's JSON for a message. The SDK's schemas still decide what fits.
+ */
+export function onRequest<S extends z.ZodObject<{ method: z.ZodLiteral<string> }>>(
+  server: Server,
+  schema: S,
+  handler: (request: z.output<S>) => unknown,
+): void {
+  const methodOnly = (schema as z.ZodObject<{ method: z.ZodLiteral<string> }>).pick({ method: true }).loose();
+  registerRequestHandler.call(server, methodOnly, (request) => {
+    const parsed = schema.safeParse(request);
+    if (!parsed.success) throw new McpError(ErrorCode.InvalidParams, describeZodIssues(parsed.error.issues));
+    return handler(parsed.data);
+  });
+}
 
 /** MCP's "resource not found" (the specification's -32002). */
 const RESOURCE_NOT_FOUND = -32002;
@@ -81,13 +110,13 @@ export function createMcpServer(caller: McpCaller): Server {
     instructions: INSTRUCTIONS,
     jsonSchemaValidator: validator,
   });
-  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: toolsFor(caller.scopes) }));
-  server.setRequestHandler(CallToolRequestSchema, (request) =>
+  onRequest(server, ListToolsRequestSchema, () => ({ tools: toolsFor(caller.scopes) }));
+  onRequest(server, CallToolRequestSchema, (request) =>
     callTool(caller, request.params.name, request.params.arguments),
   );
 
-  server.setRequestHandler(ListResourcesRequestSchema, () => ({ resources: STATIC_RESOURCES }));
-  server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({
+  onRequest(server, ListResourcesRequestSchema, () => ({ resources: STATIC_RESOURCES }));
+  onRequest(server, ListResourceTemplatesRequestSchema, () => ({
     resourceTemplates: [
       {
         uriTemplate: 'crm://deals/{id}',
@@ -99,7 +128,7 @@ export function createMcpServer(caller: McpCaller): Server {
       },
     ],
   }));
-  server.setRequestHandler(ReadResourceRequestSchema, async ({ params: { uri } }) => {
+  onRequest(server, ReadResourceRequestSchema, async ({ params: { uri } }) => {
     if (uri === 'crm://openapi.json') {
       openApiText ??= JSON.stringify(buildOpenApiDocument());
       return { contents: [{ uri, mimeType: 'application/json', text: openApiText }] };
@@ -118,8 +147,8 @@ export function createMcpServer(caller: McpCaller): Server {
     throw new McpError(RESOURCE_NOT_FOUND, `Resource not found: ${uri}`, { uri });
   });
 
-  server.setRequestHandler(ListPromptsRequestSchema, () => ({ prompts: listPrompts() }));
-  server.setRequestHandler(GetPromptRequestSchema, ({ params }) => {
+  onRequest(server, ListPromptsRequestSchema, () => ({ prompts: listPrompts() }));
+  onRequest(server, GetPromptRequestSchema, ({ params }) => {
     let prompt: ReturnType<typeof getPrompt>;
     try {
       prompt = getPrompt(params.name, params.arguments);
