@@ -29,9 +29,11 @@ function announceDatabase(c: Config): void {
   const fresh = createsEmbeddedDatabase(c.database);
   logger.info(
     { database: 'pglite', data_dir: dir },
-    fresh
-      ? `creating the embedded database in ${dir} (first start: about half a minute)`
-      : `opening the embedded database in ${dir}`,
+    dir.startsWith('memory://')
+      ? 'creating an embedded database in memory (nothing is kept when the server stops; about half a minute)'
+      : fresh
+        ? `creating the embedded database in ${dir} (first start: about half a minute)`
+        : `opening the embedded database in ${dir}`,
   );
 }
 announceDatabase(config);
