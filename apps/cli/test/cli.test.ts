@@ -1,17 +1,14 @@
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { portableArgv } from '@crm/api';
 import { openDatabase } from '@crm/db';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { crmProcess, type ProcessResult } from './cli-process.ts';
 import { type CliResult, crm as runCli } from './crm.ts';
 
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
-const NODE = path.join(ROOT, 'node_modules/.bin/node');
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** Each CLI run opens the database (PGlite takes seconds), so tests get plenty of time. */
 const SLOW = { timeout: 60_000 };
@@ -23,30 +20,14 @@ function crm(database: Database, ...args: string[]): Promise<CliResult> {
   return runCli({ LOG_LEVEL: 'silent', ...database }, ...args);
 }
 
-type ProcessResult = { code: number | null; stdout: string; stderr: string };
-
 /**
  * Runs the real `node apps/cli/src/main.ts`, for the few tests about the process itself: what it
  * writes and its exit code, and a data directory held by another process.
  */
-function crmProcess(database: Database, ...args: string[]): Promise<ProcessResult> {
+function crmProcessOn(database: Database, ...args: string[]): Promise<ProcessResult> {
   const env: NodeJS.ProcessEnv = { ...process.env, ...database };
   if (!('DATABASE_URL' in database)) delete env.DATABASE_URL;
-  return new Promise((resolve, reject) => {
-    const child = spawn(NODE, ['apps/cli/src/main.ts', ...args], { cwd: ROOT, env });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk) => {
-      stdout += chunk;
-    });
-    child.stderr.on('data', (chunk) => {
-      stderr += chunk;
-    });
-    child.on('error', reject);
-    child.on('close', (code) => {
-      resolve({ code, stdout, stderr });
-    });
-  });
+  return crmProcess(args, { env });
 }
 
 function freshDataDir(): string {
@@ -101,7 +82,8 @@ async function roundTrip(db: Database): Promise<void> {
 
 describe('command line', () => {
   it('hands a server the paths of an import made absolute, since it has its own working directory', () => {
-    const abs = (p: string) => path.resolve(p);
+    // From where `npm run` was called (INIT_CWD), else this process's directory.
+    const abs = (p: string) => path.resolve(process.env.INIT_CWD ?? process.cwd(), p);
     expect(portableArgv(['import', 'a.csv', '--org', 'x', '--rejects=r.ndjson'])).toEqual([
       'import',
       abs('a.csv'),
@@ -131,7 +113,7 @@ describe('command line', () => {
     // No arguments at all is run as the real process: it checks what main.ts takes from process.argv,
     // that it prints on stdout and exits with what run() returns, and that nothing else (a warning
     // from Node) reaches the terminal. The other two are the same code path, so they run in this process.
-    const results = [await crmProcess(db), await crm(db, 'help'), await crm(db, '--help')];
+    const results = [await crmProcessOn(db), await crm(db, 'help'), await crm(db, '--help')];
     for (const result of results) {
       expect(result.code).toBe(0);
       expect(result.stdout).toMatch(/^Usage: /);
@@ -243,7 +225,7 @@ describe('embedded database (PGlite)', () => {
   it('refuses, with one clear line, a data directory the server holds', SLOW, async () => {
     const server = await openDatabase({ kind: 'pglite', dataDir }, 'server');
     try {
-      const result = await crmProcess(db, 'org', 'list');
+      const result = await crmProcessOn(db, 'org', 'list');
       expect(result.code).toBe(1);
       expect(result.stdout).toBe('');
       expect(result.stderr).toMatch(/^error: The embedded database at .* is in use by the server \(pid \d+/);

@@ -1,14 +1,11 @@
-import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DRIVERS, startTestServer, type TestOrg, type TestServer } from '../../server/test/harness.ts';
+import { crmProcess } from './cli-process.ts';
 import { crm } from './crm.ts';
 
-const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
-const CHECKOUT = fileURLToPath(new URL('../../..', import.meta.url));
 const VALID = 2_500; // more than two chunks of the import's transactions
 
 /** `crm import` beside a running server: on PGlite the server holds the data directory and runs it. */
@@ -220,15 +217,9 @@ for (const { driver, label, skip } of DRIVERS) {
           `${JSON.stringify({ title: 'From the caller dir' })}\n`,
         );
         // As npm runs it: in the checkout, with the caller's directory in INIT_CWD.
-        const child = spawn(process.execPath, [MAIN, 'import', 'mine.ndjson', '--org', org.orgId], {
-          cwd: CHECKOUT,
+        const { code, stderr } = await crmProcess(['import', 'mine.ndjson', '--org', org.orgId], {
           env: { ...process.env, LOG_LEVEL: 'silent', ...dbEnv, INIT_CWD: callers },
         });
-        let stderr = '';
-        child.stderr.on('data', (chunk) => {
-          stderr += chunk;
-        });
-        const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
         expect(code, stderr).toBe(0);
         const found = await s.api(`/search?q=${encodeURIComponent('From the caller')}`, { key: org.apiKey });
         expect(found.body.data.deals).toHaveLength(1);

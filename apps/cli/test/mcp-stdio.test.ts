@@ -13,6 +13,7 @@ import {
   startTestServer,
   type TestServer,
 } from '../../server/test/harness.ts';
+import { crmProcess } from './cli-process.ts';
 import { crm } from './crm.ts';
 
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
@@ -58,17 +59,10 @@ async function roundTrip(client: Client) {
 
 /** `crm mcp` fed `lines` at once and its stdin closed, as a script piping a file does. */
 async function piped(env: Record<string, string>, lines: unknown[]) {
-  const child = spawn(process.execPath, [MAIN, 'mcp'], { env: { ...getDefaultEnvironment(), ...env } });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk) => {
-    stdout += chunk;
+  const { code, stdout, stderr } = await crmProcess(['mcp'], {
+    env: { ...getDefaultEnvironment(), ...env },
+    input: lines.map((l) => `${JSON.stringify(l)}\n`).join(''),
   });
-  child.stderr.on('data', (chunk) => {
-    stderr += chunk;
-  });
-  child.stdin.end(lines.map((l) => `${JSON.stringify(l)}\n`).join(''));
-  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
   const answers = stdout
     .split('\n')
     .filter(Boolean)
