@@ -21,11 +21,16 @@ function toDate(iso: string): Date | null {
   return Number.isNaN(d.getTime()) ? null : d;
 }
 
-export function formatDateTime(iso: string | null | undefined, empty = '—'): string {
-  if (!iso) return empty;
-  const d = toDate(iso);
-  return d ? dateTimeFormat.format(d) : iso;
-}
+/** An ISO time in `format`, `empty` for none, the text as it is when it is no time. */
+const formatWith =
+  (format: Intl.DateTimeFormat) =>
+  (iso: string | null | undefined, empty = '—'): string => {
+    if (!iso) return empty;
+    const d = toDate(iso);
+    return d ? format.format(d) : iso;
+  };
+
+export const formatDateTime = formatWith(dateTimeFormat);
 
 /** An ISO 8601 date-time with its offset, as the server writes times into free text (audit details). */
 const ISO_IN_TEXT = /\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:\d{2})/g;
@@ -40,23 +45,23 @@ export function formatDetails(text: string): string {
 }
 
 /** To the second: for a webhook's attempts and retries, which come seconds apart. */
-export function formatPreciseDateTime(iso: string | null | undefined, empty = '—'): string {
-  if (!iso) return empty;
-  const d = toDate(iso);
-  return d ? preciseFormat.format(d) : iso;
-}
+export const formatPreciseDateTime = formatWith(preciseFormat);
 
-export function formatDate(iso: string | null | undefined, empty = '—'): string {
-  if (!iso) return empty;
-  const d = toDate(iso);
-  return d ? dateFormat.format(d) : iso;
-}
+export const formatDate = formatWith(dateFormat);
 
 /** 'YYYY-MM-DD' → "Nov 23" (short) or "Nov 23, 2026" (long). */
 export function formatDay(day: string, style: 'short' | 'long' = 'short'): string {
   const d = toDate(`${day}T00:00:00Z`);
   if (!d) return day;
   return style === 'short' ? dayFormat.format(d) : longDayFormat.format(d);
+}
+
+/**
+ * The UTC day of an instant at UTC midnight, as the server's periods and resets are ("Dec 1, 2026" in any
+ * time zone; a browser west of UTC would show Nov 30 for it in local time).
+ */
+export function formatUtcDay(iso: string): string {
+  return formatDay(iso.slice(0, 10), 'long');
 }
 
 export function formatDuration(ms: number): string {

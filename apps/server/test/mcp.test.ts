@@ -193,6 +193,18 @@ for (const { driver, label, skip } of DRIVERS) {
       expect(JSON.parse((deal.contents[0] as { text: string }).text).data.deal.title).toBe('As a resource');
     });
 
+    /** One raw POST to /mcp (no SDK client), with `key` unless it is null. */
+    const postMcp = (message: unknown, key: string | null = s.orgA.apiKey) =>
+      fetch(`${s.url}/mcp`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          ...(key ? { authorization: `Bearer ${key}` } : {}),
+        },
+        body: JSON.stringify(message),
+      });
+
     it('a missing or bad key is a 401 with WWW-Authenticate, before any MCP message is read', async () => {
       const init = {
         jsonrpc: '2.0',
@@ -201,15 +213,7 @@ for (const { driver, label, skip } of DRIVERS) {
         params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
       };
       for (const key of [null, 'ck_wrongwrongwrongwrongwrongwrongwr']) {
-        const res = await fetch(`${s.url}/mcp`, {
-          method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            accept: 'application/json, text/event-stream',
-            ...(key ? { authorization: `Bearer ${key}` } : {}),
-          },
-          body: JSON.stringify(init),
-        });
+        const res = await postMcp(init, key);
         expect(res.status).toBe(401);
         expect(res.headers.get('www-authenticate')).toMatch(/^Bearer realm="crm"/);
         expect(((await res.json()) as { code: string }).code).toBe(
@@ -217,15 +221,7 @@ for (const { driver, label, skip } of DRIVERS) {
         );
       }
       // A POST of notifications only is accepted with 202 and no body, as the transport requires.
-      const notified = await fetch(`${s.url}/mcp`, {
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${s.orgA.apiKey}`,
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-        },
-        body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
-      });
+      const notified = await postMcp({ jsonrpc: '2.0', method: 'notifications/initialized' });
       expect(notified.status).toBe(202);
       const get = await fetch(`${s.url}/mcp`, { headers: { authorization: `Bearer ${s.orgA.apiKey}` } });
       expect(get.status).toBe(405);
@@ -245,19 +241,11 @@ for (const { driver, label, skip } of DRIVERS) {
         ['prompts/get', {}, / params\.name: Required$/],
       ];
       for (const [method, params, message] of cases) {
-        const res = await fetch(`${s.url}/mcp`, {
-          method: 'POST',
-          headers: {
-            authorization: `Bearer ${s.orgA.apiKey}`,
-            'content-type': 'application/json',
-            accept: 'application/json, text/event-stream',
-          },
-          body: JSON.stringify({
-            jsonrpc: '2.0',
-            id: 9,
-            method,
-            ...(params === undefined ? {} : { params }),
-          }),
+        const res = await postMcp({
+          jsonrpc: '2.0',
+          id: 9,
+          method,
+          ...(params === undefined ? {} : { params }),
         });
         const body = (await res.json()) as { error?: { code: number; message: string } };
         expect(body.error?.code, `${method} ${JSON.stringify(params)}`).toBe(-32602);

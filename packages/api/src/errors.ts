@@ -126,9 +126,12 @@ type HttpLikeError = {
   type?: string;
   expose?: boolean;
   message: string;
+  /** zlib's and Brotli's errors carry these instead of a status. */
+  code?: unknown;
+  errno?: unknown;
 };
 
-function fromHttpLikeError(err: HttpLikeError & { code?: unknown; errno?: unknown }): ApiError | undefined {
+function fromHttpLikeError(err: HttpLikeError): ApiError | undefined {
   // zlib's (Z_DATA_ERROR, Z_BUF_ERROR) and Brotli's (ERR__ERROR_…) own errors, raised while the body parser
   // decodes a body its Content-Encoding misdescribes: the client's mistake, not the server's (was a 500).
   if (typeof err.errno === 'number' && typeof err.code === 'string' && /^(Z_|ERR__ERROR_)/.test(err.code))
@@ -236,7 +239,7 @@ export function toApiError(err: unknown): ApiError {
     }
   }
   if (err && typeof err === 'object' && 'message' in err) {
-    const mapped = fromHttpLikeError(err as HttpLikeError & { code?: unknown; errno?: unknown });
+    const mapped = fromHttpLikeError(err as HttpLikeError);
     if (mapped) return mapped;
   }
   return new ApiError('internal_error', 'Internal server error');

@@ -1,6 +1,6 @@
 import { Link } from 'wouter';
 import type { QuotaNotice } from '../api.ts';
-import { formatDay, formatNumber, QUOTA_LABELS } from '../format.ts';
+import { formatNumber, formatUtcDay, QUOTA_LABELS } from '../format.ts';
 
 /** One quota's line: the threshold it reached, or that its calls are refused and until when. */
 export function noticeSentence(notice: QuotaNotice): string {
@@ -9,8 +9,8 @@ export function noticeSentence(notice: QuotaNotice): string {
   if (notice.reached < 100)
     return `${label} have reached ${notice.reached}% of this month's quota (${figures}).`;
   if (notice.limit === 0) return `${label} are switched off for this organization (its quota is 0).`;
-  // reset_at is the start of next month, UTC: the day the calls are admitted again.
-  return `${label}: this month's quota is used up (${figures}); they are refused until ${formatDay(notice.reset_at.slice(0, 10), 'long')}.`;
+  // reset_at is the start of next month (UTC midnight): the day the calls are admitted again.
+  return `${label}: this month's quota is used up (${figures}); they are refused until ${formatUtcDay(notice.reset_at)}.`;
 }
 
 /** The quotas that need attention now (from the server: current use against current limits). */

@@ -6,6 +6,7 @@ import {
   formatDay,
   formatNumber,
   formatPercent,
+  formatUtcDay,
   formatWindow,
   QUOTA_LABELS,
 } from '../format.ts';
@@ -15,13 +16,8 @@ import { UsageChart } from './UsageChart.tsx';
 type Quotas = UsageSummary['usage']['quotas'];
 type Alert = UsageSummary['usage']['alerts'][number];
 
-/**
- * The server's periods are UTC calendar months, their instants at UTC midnight: shown as UTC days, so
- * a browser west of UTC does not show Oct 31 for Nov 1.
- */
-const utcDay = (iso: string) => formatDay(iso.slice(0, 10), 'long');
-/** The last day of a period, from its exclusive end (the next period's start). */
-const utcDayBefore = (iso: string) => utcDay(new Date(Date.parse(iso) - 86_400_000).toISOString());
+/** The last day of a period (a UTC calendar month), from its exclusive end: the next period's start. */
+const lastDayBefore = (iso: string) => formatUtcDay(new Date(Date.parse(iso) - 86_400_000).toISOString());
 
 function alertSentence(alert: Alert): string {
   return `${QUOTA_LABELS[alert.quota]} reached ${alert.threshold_percent}% of this month's quota (${formatNumber(alert.used)} of ${formatNumber(alert.limit)}).`;
@@ -50,7 +46,7 @@ function QuotaCard({ quota, info }: { quota: keyof Quotas; info: Quotas[keyof Qu
       <p className="quota-meta">
         <span>{formatPercent(percent)} used</span>
         <span>
-          {formatNumber(info.remaining)} left · resets on {utcDay(info.reset_at)}
+          {formatNumber(info.remaining)} left · resets on {formatUtcDay(info.reset_at)}
         </span>
       </p>
     </section>
@@ -122,7 +118,7 @@ export default function UsagePage() {
     <>
       <PageHeader
         title="Usage"
-        description={`This billing period: ${utcDay(usage.period.start)} to ${utcDayBefore(usage.period.end)} (calendar months in UTC).`}
+        description={`This billing period: ${formatUtcDay(usage.period.start)} to ${lastDayBefore(usage.period.end)} (calendar months in UTC).`}
       />
       <div className="quota-grid">
         <QuotaCard quota="api_calls" info={usage.quotas.api_calls} />

@@ -111,9 +111,7 @@ export async function rotateApiKey(
       const now = Date.now();
       // A successor that was revoked (leaked, say) replaces nothing: the old key may be rotated again.
       const successorLives =
-        old.replacedBy !== null &&
-        old.replacedBy !== undefined &&
-        (await tx.findOne(ApiKey, { id: old.replacedBy }))?.revokedAt == null;
+        old.replacedBy != null && (await tx.findOne(ApiKey, { id: old.replacedBy }))?.revokedAt == null;
       if (successorLives)
         throw new ApiError(
           'invalid_request',

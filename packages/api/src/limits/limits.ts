@@ -116,10 +116,8 @@ export class Limits {
   async admit(caller: Caller, group: LimitGroup): Promise<Admission> {
     const nowMs = this.now();
     const period = this.clock.at(nowMs);
-    const own = this.ownQuotas.get(caller.orgId);
     // The fresh copy without a promise: this runs on every call.
-    const limits =
-      own && nowMs - own.loadedAt < OWN_QUOTAS_REFRESH_MS ? own : await this.quotaLimits(caller.orgId);
+    const limits = this.freshQuotas(caller.orgId, nowMs) ?? (await this.quotaLimits(caller.orgId));
     const charges: Charge[] = [{ quota: 'api_calls', limit: limits.api_calls }];
     if (group === 'ai') charges.push({ quota: 'ai_calls', limit: limits.ai_calls });
 
@@ -239,6 +237,12 @@ export class Limits {
     };
   }
 
+  /** The organization's quotas as this process read them, if that was less than OWN_QUOTAS_REFRESH_MS ago. */
+  private freshQuotas(orgId: string, nowMs: number): QuotaLimits | undefined {
+    const own = this.ownQuotas.get(orgId);
+    return own && nowMs - own.loadedAt < OWN_QUOTAS_REFRESH_MS ? own : undefined;
+  }
+
   /**
    * The organization's quotas, read again once its copy is OWN_QUOTAS_REFRESH_MS old: the calls that come
    * meanwhile wait for that one read (about a millisecond, once per organization every few seconds). An
@@ -247,8 +251,9 @@ export class Limits {
    * old copy; the call's own queries meet the database's trouble, if any, themselves.
    */
   private quotaLimits(orgId: string): Promise<QuotaLimits> {
+    const fresh = this.freshQuotas(orgId, this.now());
+    if (fresh) return Promise.resolve(fresh);
     const cached = this.ownQuotas.get(orgId);
-    if (cached && this.now() - cached.loadedAt < OWN_QUOTAS_REFRESH_MS) return Promise.resolve(cached);
     let loading = this.loadingQuotas.get(orgId);
     if (!loading) {
       loading = this.store
