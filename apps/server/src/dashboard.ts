@@ -1,7 +1,14 @@
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { ApiError, adminRouter, createRequestContext, DASHBOARD_AUTH_PATH, type Services } from '@crm/api';
+import {
+  ApiError,
+  adminRouter,
+  createRequestContext,
+  DASHBOARD_AUTH_PATH,
+  dashboardSessionOf,
+  type Services,
+} from '@crm/api';
 import { fromNodeHeaders } from 'better-auth/node';
 import type { Context as KoaContext, Middleware } from 'koa';
 import helmet from 'koa-helmet';
@@ -26,6 +33,18 @@ export const DASHBOARD_DIST = path.join(path.dirname(require.resolve('@crm/dashb
  * sign-in clears its account's count. Counted in memory per instance (N instances allow N times as many).
  */
 const SIGN_IN_WINDOW_SECONDS = 15 * 60;
+
+/** Whose password a call checks: the e-mail in its body, the signed-in person's, or none. */
+type Credential = 'email' | 'session' | 'none';
+
+/** The better-auth endpoints the dashboard calls; the rest of better-auth's (sign-up, resets, …) are 404. */
+const AUTH_ENDPOINTS: Record<string, { method: 'GET' | 'POST'; credential: Credential }> = {
+  'sign-in/email': { method: 'POST', credential: 'email' },
+  'change-password': { method: 'POST', credential: 'session' },
+  'sign-out': { method: 'POST', credential: 'none' },
+  'revoke-sessions': { method: 'POST', credential: 'none' },
+  'get-session': { method: 'GET', credential: 'none' },
+};
 
 /** Pages and their scripts: no inline code, nothing from another origin, never in a frame. */
 const securityHeaders = helmet({
@@ -94,22 +113,27 @@ export function dashboardRoutes(services: Services, logger: Logger): Middleware 
   const byAccount = new RateLimiterMemory({ points: attempts.perAccount, duration: SIGN_IN_WINDOW_SECONDS });
   const built = existsSync(path.join(DASHBOARD_DIST, 'index.html'));
 
-  /** better-auth's endpoints, behind the sign-in limits. */
+  /**
+   * better-auth's endpoints, behind the sign-in limits. Only the ones the dashboard uses are served, each
+   * taking JSON only: better-auth also reads form bodies on some (sign-in among them), and an attempt the
+   * limits could not read the account of would be an attempt they do not count.
+   */
   async function authEndpoint(ctx: KoaContext): Promise<void> {
-    const hasBody = ctx.method !== 'GET' && ctx.method !== 'HEAD';
-    const body = hasBody ? await getRawBody(ctx.req, { limit: AUTH_BODY_LIMIT }) : undefined;
-    if (ctx.path === `${DASHBOARD_AUTH_PATH}/sign-in/email` && ctx.method === 'POST') {
-      let email = '';
-      try {
-        email = String((JSON.parse(body?.toString('utf8') || '{}') as { email?: unknown }).email ?? '')
-          .trim()
-          .toLowerCase();
-      } catch {
-        // better-auth answers a malformed body itself.
-      }
+    const endpoint = AUTH_ENDPOINTS[ctx.path.slice(DASHBOARD_AUTH_PATH.length + 1)];
+    if (!endpoint) throw new ApiError('not_found', `No such endpoint: ${ctx.method} ${ctx.path}`);
+    if (ctx.method !== endpoint.method)
+      throw new ApiError('method_not_allowed', `Use ${endpoint.method}`, {
+        headers: { Allow: endpoint.method },
+      });
+    const body =
+      endpoint.method === 'POST' ? await getRawBody(ctx.req, { limit: AUTH_BODY_LIMIT }) : undefined;
+    if (body && body.length > 0 && !ctx.is('application/json'))
+      throw new ApiError('unsupported_media_type', 'Content-Type must be application/json');
+    const account = await accountOf(ctx, endpoint.credential, body);
+    if (account !== undefined) {
       try {
         await byAddress.consume(ctx.request.ip || 'unknown');
-        if (email) await byAccount.consume(email);
+        await byAccount.consume(account);
       } catch (err) {
         if (!(err instanceof RateLimiterRes)) throw err;
         const seconds = Math.max(1, Math.ceil(err.msBeforeNext / 1000));
@@ -118,17 +142,39 @@ export function dashboardRoutes(services: Services, logger: Logger): Middleware 
           ctx,
           429,
           { error: message, message, code: 'rate_limited', retry_after_seconds: seconds },
-          {
-            'Retry-After': String(seconds),
-          },
+          { 'Retry-After': String(seconds) },
         );
         return;
       }
-      const response = await forward(ctx, body);
-      if (response.ok && email) await byAccount.delete(email);
-      return;
     }
-    await forward(ctx, body);
+    const response = await forward(ctx, body);
+    // The password was right: earlier wrong guesses no longer count against the account.
+    if (response.ok && account) await byAccount.delete(account);
+  }
+
+  /**
+   * The account a password attempt is counted against: the e-mail it signs in as, or the signed-in person
+   * whose password it checks. Undefined for calls that check no password, and when nobody is signed in
+   * (better-auth answers those 401 without checking one).
+   */
+  async function accountOf(
+    ctx: KoaContext,
+    credential: Credential,
+    body: Buffer | undefined,
+  ): Promise<string | undefined> {
+    if (credential === 'none') return undefined;
+    if (credential === 'session')
+      return (await dashboardSessionOf(auth, ctx.req.headers))?.email.toLowerCase();
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(body?.toString('utf8') ?? '');
+    } catch {
+      throw new ApiError('invalid_json', 'Request body must be JSON: {"email": …, "password": …}');
+    }
+    const email = (parsed as { email?: unknown } | null)?.email;
+    if (typeof email !== 'string' || email.trim() === '')
+      throw new ApiError('invalid_request', 'email: Required');
+    return email.trim().toLowerCase();
   }
 
   async function forward(ctx: KoaContext, body: Buffer | undefined): Promise<Response> {

@@ -95,6 +95,76 @@ describeOnEachDatabase(
         expect((await signInRequest(s, other.email, other.password)).status).toBe(200);
       });
 
+      it('takes sign-ins as JSON only, so a form or multipart body can neither guess nor get past the lockout', async () => {
+        const person = await addPerson(s, s.orgA.orgId);
+        const url = `${s.url}/admin/auth/sign-in/email`;
+        const form = (password: string) =>
+          fetch(url, {
+            method: 'POST',
+            headers: { origin: s.url },
+            body: new URLSearchParams({ email: person.email, password }),
+          });
+        const multipart = (password: string) => {
+          const data = new FormData();
+          data.set('email', person.email);
+          data.set('password', password);
+          return fetch(url, { method: 'POST', headers: { origin: s.url }, body: data });
+        };
+        for (const attempt of [form, multipart]) {
+          const refused = await attempt(person.password);
+          expect(refused.status).toBe(415);
+          expect(await refused.json()).toMatchObject({
+            code: 'unsupported_media_type',
+            error: 'Content-Type must be application/json',
+          });
+          expect(refused.headers.getSetCookie()).toEqual([]);
+        }
+        // A body the limits cannot read the account of is refused before any password is checked.
+        const withBom = await fetch(url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', origin: s.url },
+          body: `\uFEFF${JSON.stringify({ email: person.email, password: person.password })}`,
+        });
+        expect(withBom.status).toBe(400);
+        for (let i = 0; i < 10; i++)
+          expect((await signInRequest(s, person.email, `wrong-password-${i}`)).status).toBe(401);
+        expect((await signInRequest(s, person.email, person.password)).status).toBe(429);
+        expect((await form(person.password)).status).toBe(415);
+        expect((await multipart(person.password)).status).toBe(415);
+      });
+
+      it('counts wrong current passwords at a password change against the account, as sign-ins', async () => {
+        const person = await addPerson(s, s.orgA.orgId);
+        const user = await signIn(s, person.email, person.password);
+        const change = (currentPassword: string) =>
+          fetch(`${s.url}/admin/auth/change-password`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', origin: s.url, cookie: user.cookie },
+            body: JSON.stringify({ currentPassword, newPassword: 'a-brand-new-password-42' }),
+          });
+        for (let i = 0; i < 10; i++) expect((await change(`wrong-password-${i}`)).status).toBe(400);
+        const limited = await change(person.password);
+        expect(limited.status).toBe(429);
+        expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+        expect((await signInRequest(s, person.email, person.password)).status).toBe(429);
+      });
+
+      it('serves only the better-auth endpoints the dashboard uses: resets and sign-ups are 404', async () => {
+        for (const path of ['reset-password', 'request-password-reset', 'sign-up/email', 'delete-user']) {
+          const res = await fetch(`${s.url}/admin/auth/${path}`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', origin: s.url },
+            body: JSON.stringify({
+              token: 'x',
+              newPassword: 'a-brand-new-password-42',
+              email: 'a@example.com',
+            }),
+          });
+          expect(res.status, path).toBe(404);
+          expect((await res.json()).code).toBe('not_found');
+        }
+      });
+
       it('stores passwords only as a memory-hard hash', async () => {
         const person = await addPerson(s, s.orgA.orgId);
         const rows = await s.sql<{ password: string }>(
@@ -249,6 +319,25 @@ describeOnEachDatabase(
         expect(res.status).toBe(401);
         expect(await failure(person.trpc.me.query())).toMatchObject({ status: 401 });
         expect((await s.api('/deals')).status).toBe(200);
+      });
+
+      it('an Origin with another scheme than the server’s is refused, on tRPC and on better-auth', async () => {
+        const httpsTwin = s.url.replace(/^http:/, 'https:');
+        const forged = dashboardClient(s, admin.cookie, httpsTwin);
+        expect(await failure(forged.keys.create.mutate({ name: 'scheme' }))).toMatchObject({ status: 403 });
+        expect(await s.sql("select id from api_keys where name = 'scheme'")).toEqual([]);
+        const person = await addPerson(s, s.orgA.orgId);
+        const user = await signIn(s, person.email, person.password);
+        const changed = await fetch(`${s.url}/admin/auth/change-password`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', origin: httpsTwin, cookie: user.cookie },
+          body: JSON.stringify({ currentPassword: person.password, newPassword: 'hijacked-password-1' }),
+        });
+        expect(changed.status).toBe(403);
+        // The server's own origin, as a browser sends it, still works.
+        expect((await dashboardClient(s, admin.cookie, s.url).keys.create.mutate({ name: 'own' })).name).toBe(
+          'own',
+        );
       });
 
       it('a change without the dashboard’s own Origin is refused and changes nothing', async () => {

@@ -35,19 +35,25 @@ import { listPeople, removePerson, setPersonRole } from './people.ts';
 const USAGE_CHART_DAYS = 30;
 
 /**
+ * This server's origin as a browser names it: the configured public URL's, else `http://` and the Host the
+ * request came to (the server itself speaks plain HTTP; behind TLS, CRM_PUBLIC_URL says so).
+ */
+function ownOrigin(ctx: Pick<Context, 'headers' | 'services'>): string | undefined {
+  const publicUrl = ctx.services.config.admin.publicUrl;
+  if (publicUrl) return new URL(publicUrl).origin;
+  const host = headerValue(ctx, 'host');
+  return host && URL.canParse(`http://${host}`) ? new URL(`http://${host}`).origin : undefined;
+}
+
+/**
  * A state change through the dashboard must come from the dashboard's own pages: the browser's Origin
- * (or, without one, Fetch Metadata) has to name this server; cookies are SameSite=Lax besides.
+ * (or, without one, Fetch Metadata) has to name this server, scheme, host and port alike; cookies are
+ * SameSite=Lax besides.
  */
 function fromOwnPages(ctx: Pick<Context, 'headers' | 'services'>): boolean {
   const origin = headerValue(ctx, 'origin');
   if (!origin) return headerValue(ctx, 'sec-fetch-site') === 'same-origin';
-  const publicUrl = ctx.services.config.admin.publicUrl;
-  if (publicUrl) return origin === publicUrl;
-  try {
-    return new URL(origin).host === headerValue(ctx, 'host');
-  } catch {
-    return false;
-  }
+  return origin === ownOrigin(ctx);
 }
 
 const dashboardProcedure = publicProcedure.use(({ ctx, type, next }) => {
