@@ -161,7 +161,7 @@ describeOnEachDatabase(
             }),
           });
           expect(res.status, path).toBe(404);
-          expect((await res.json()).code).toBe('not_found');
+          expect(((await res.json()) as { code: string }).code).toBe('not_found');
         }
       });
 
