@@ -166,7 +166,6 @@ export async function serveMcpOverStdio(env: Record<string, string | undefined>,
         headers,
         scopes,
         requestId: `mcp-stdio-${process.pid}`,
-        onFailure: (err) => log.error({ err }, 'MCP tool call failed'),
       });
       await serveOnStdio(server);
     } finally {

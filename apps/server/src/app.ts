@@ -9,7 +9,8 @@ import {
   appRouter,
   buildOpenApiDocument,
   createRequestContext,
-  type Operation,
+  logFailure,
+  type RestMatch,
   type Services,
   toErrorResponse,
 } from '@crm/api';
@@ -75,10 +76,7 @@ export function buildApp(services: Services, logger: Logger, state: AppState = {
         throw new ApiError('not_found', `No such endpoint: ${ctx.method} ${ctx.path}`);
     } catch (err) {
       const { status, body, headers } = toErrorResponse(err);
-      // An outage is one warning line per request, not a stack each; anything else unexpected is an error.
-      if (status === 503)
-        logger.warn({ req_id: requestId, reason: (err as Error).message }, 'database unavailable');
-      else if (status >= 500) logger.error({ req_id: requestId, err }, 'request failed');
+      logFailure(logger, requestId, err, status);
       // Headers the call already earned (rate-limit and quota headers) go on its error too.
       const apiContext = ctx.state.apiContext as ReturnType<typeof createRequestContext> | undefined;
       if (apiContext) ctx.set(apiContext.response.headers);
@@ -179,7 +177,7 @@ export function buildApp(services: Services, logger: Logger, state: AppState = {
     });
     ctx.state.apiContext = context;
     attachContext(ctx.req, context);
-    if (isRest) Object.assign(context, await admitCall(context, ctx.state.route as Operation));
+    if (isRest) Object.assign(context, await admitCall(context, (ctx.state.route as RestMatch).operation));
     return next();
   });
 
@@ -206,25 +204,7 @@ export function buildApp(services: Services, logger: Logger, state: AppState = {
     }),
   );
   // MCP for AI agents: the same operations as tools, on a body the parser above read (1 MB at most).
-  app.use(mcpRoute(services, logger));
-  app.use(async (ctx, next) => {
-    if (!ctx.path.startsWith(`${API_PREFIX}/`)) return next();
-    const req = ctx.req as typeof ctx.req & { body?: unknown };
-    if (hasBody(ctx.method)) {
-      if (
-        req.body !== undefined &&
-        (typeof req.body !== 'object' || req.body === null || Array.isArray(req.body))
-      )
-        throw new ApiError('invalid_request', 'Request body must be a JSON object');
-      // A bodiless POST (analyze, predict) needs no Content-Type; trpc-to-openapi insists on one, and
-      // compares it as written where media types are case-insensitive (`Application/JSON` passed the check
-      // above and was then refused 415).
-      const contentType = ctx.get('content-type');
-      req.headers['content-type'] = contentType ? contentType.toLowerCase() : 'application/json';
-      if (!('body' in req)) req.body = {};
-    }
-    return next();
-  });
+  app.use(mcpRoute(services));
   app.use(restHandler(API_PREFIX));
   return app;
 }

@@ -1,7 +1,6 @@
 import { ApiError, authenticate, createMcpServer, createRequestContext, type Services } from '@crm/api';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { Middleware } from 'koa';
-import type { Logger } from './logger.ts';
 
 export const MCP_PATH = '/mcp';
 
@@ -10,7 +9,7 @@ export const MCP_PATH = '/mcp';
  * as JSON; no session is kept, so any instance behind a load balancer can answer. The API key is checked
  * before the body is read (401, with `WWW-Authenticate` as on every door); each tool call is then admitted like a REST call.
  */
-export function mcpRoute(services: Services, logger: Logger): Middleware {
+export function mcpRoute(services: Services): Middleware {
   return async (ctx, next) => {
     if (ctx.path !== MCP_PATH) return next();
     if (ctx.method !== 'POST')
@@ -30,7 +29,6 @@ export function mcpRoute(services: Services, logger: Logger): Middleware {
       principal,
       scopes: principal.scopes,
       requestId,
-      onFailure: (err) => logger.error({ req_id: requestId, err }, 'MCP tool call failed'),
     });
     // The web-standard transport on a Request of our own, its Response's bytes written by Koa: the SDK's
     // Node wrapper streams both ways through @hono/node-server instead. Nothing is closed afterwards: a

@@ -1,26 +1,10 @@
-import { ApiError, isDatabaseUnavailable, toErrorResponse } from '@crm/api';
+import { logFailure, toErrorResponse } from '@crm/api';
 import type { AnyTRPCRouter } from '@trpc/server';
 import { nodeHTTPRequestHandler } from '@trpc/server/adapters/node-http';
 import type { Context as KoaContext } from 'koa';
 import type { Logger } from './logger.ts';
 import { contextOf } from './request-context.ts';
 import { MAX_BODY_BYTES } from './rest-adapter.ts';
-
-/**
- * Logs a call that failed unexpectedly: an outage (the database down or hung) as one warning line without a
- * stack, anything else as an error with its stack. Domain errors (ApiError) are answers, not failures.
- */
-function logFailure(
-  logger: Logger,
-  requestId: string | undefined,
-  error: { code?: string; cause?: unknown },
-): void {
-  if (error.code !== 'INTERNAL_SERVER_ERROR' || error.cause instanceof ApiError) return;
-  const cause = error.cause ?? error;
-  if (isDatabaseUnavailable(cause))
-    logger.warn({ req_id: requestId, reason: (cause as Error).message }, 'database unavailable');
-  else logger.error({ req_id: requestId, err: cause }, 'request failed');
-}
 
 /**
  * Hands a Koa request to a tRPC router mounted at `prefix` (the API's `/trpc`, the dashboard's
@@ -41,7 +25,8 @@ export async function serveTrpc(
     path: ctx.path.slice(options.prefix.length + 1),
     maxBodySize: MAX_BODY_BYTES,
     createContext: ({ req }) => contextOf(req),
-    onError: ({ error }) => logFailure(options.logger, ctx.state.requestId, error),
+    onError: ({ error }) =>
+      logFailure(options.logger, ctx.state.requestId, error.cause ?? error, toErrorResponse(error).status),
     responseMeta: ({ ctx: context, errors }) => {
       const headers = { ...context?.response.headers, ...options.headers };
       if (!errors[0]) return { headers };

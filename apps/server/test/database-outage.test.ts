@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDatabase, memoryLogger, startTestServer, type TestServer } from './harness.ts';
+import { mcpClient } from './mcp-client.ts';
 import { type HangingProxy, startHangingProxy } from './tcp-proxy.ts';
 
 const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL;
@@ -115,6 +116,32 @@ describe.skipIf(!TEST_DATABASE_URL)(
       );
       // A write is answered 503 only if it did not commit; each one that did commit was answered 201.
       expect(stored[0]?.n).toBe(0);
+    });
+
+    it('logs a call the outage failed alike on every door: one warning line with no stack, no error', async () => {
+      const mcp = await mcpClient(s.url, s.orgA.apiKey);
+      const trpc = s.trpc(s.orgA);
+      const from = logged.length;
+      proxy.hang();
+      try {
+        // First, while the key the client just connected with is still known without the database: the
+        // failure is the tool call's own, not the key check's.
+        const tool = await mcp.callTool({ name: 'deals-list', arguments: { limit: 1 } });
+        expect(tool.isError).toBe(true);
+        expect((await s.api('/deals', { headers: { 'x-request-id': 'outage-rest' } })).status).toBe(503);
+        await expect(trpc.deals.list.query({ limit: 1 })).rejects.toThrow(/not answering/);
+      } finally {
+        proxy.resume();
+        await mcp.close();
+      }
+      const lines = logged.slice(from).filter((l) => l.level >= 40 && !/webhook worker/.test(l.msg));
+      expect(lines.filter((l) => l.level >= 50)).toEqual([]);
+      expect(lines.map((l) => [l.msg, l.err])).toEqual([
+        ['service unavailable', undefined],
+        ['service unavailable', undefined],
+        ['service unavailable', undefined],
+      ]);
+      expect(lines[1]?.req_id).toBe('outage-rest');
     });
 
     it('stops within seconds afterwards: the outage left no connection checked out', async () => {

@@ -23,8 +23,11 @@ export interface Operation {
   method: HttpMethod;
   /** The path template under API_BASE_PATH, `/deals/{id}`. */
   path: string;
+  /** Matches a path of this operation, each path parameter a named group. */
   pattern: RegExp;
   pathParams: string[];
+  /** The top-level keys of its input (none when it takes none). */
+  inputKeys: readonly string[];
   /** The query parameters the operation reads (none for operations with a body). */
   queryParams: ReadonlySet<string>;
   summary: string;
@@ -99,8 +102,9 @@ function collectOperations(): Operation[] {
       operationId: meta.openapi.operationId ?? procedure.replace(/\./g, '-'),
       method: method as HttpMethod,
       path,
-      pattern: new RegExp(`^${path.replace(/\{[^}]+\}/g, '[^/]+')}$`),
+      pattern: new RegExp(`^${path.replace(/\{([^}]+)\}/g, '(?<$1>[^/]+)')}$`),
       pathParams,
+      inputKeys: inputKeys(input),
       queryParams: new Set(readsQuery ? inputKeys(input).filter((k) => !pathParams.includes(k)) : []),
       summary,
       description,
@@ -122,5 +126,3 @@ function collectOperations(): Operation[] {
 
 /** Every documented operation, in the routers' order. */
 export const OPERATIONS: readonly Operation[] = collectOperations();
-
-export const operationById = new Map(OPERATIONS.map((op) => [op.operationId, op]));

@@ -1,20 +1,12 @@
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { admitCall } from '../admission.ts';
 import { actFor } from '../auth.ts';
-import {
-  type AuthedContext,
-  type Context,
-  createRequestContext,
-  type Principal,
-  type Services,
-} from '../context.ts';
-import { type ErrorBody, toErrorResponse } from '../errors.ts';
+import { type Context, createRequestContext, type Principal, type Services } from '../context.ts';
+import type { ErrorBody } from '../errors.ts';
 import type { Admission } from '../limits/limits.ts';
-import { appRouter } from '../router.ts';
 import { OPERATIONS, type Operation } from '../routes.ts';
 import { allows } from '../scopes.ts';
-import { createCallerFactory } from '../trpc.ts';
+import { serveCall } from '../serve-call.ts';
 
 /** The optional argument that carries `Idempotency-Key` on the creates that honour it. */
 const IDEMPOTENCY_ARGUMENT = 'idempotency_key';
@@ -28,8 +20,6 @@ export interface McpCaller {
   /** The key's scopes, for the tool list (each call is still checked on its own). */
   scopes: readonly string[];
   requestId: string;
-  /** Told of a call that failed unexpectedly (a 5xx): the transport logs it. */
-  onFailure?: (err: unknown, body: ErrorBody) => void;
 }
 
 type JsonSchema = { [key: string]: unknown };
@@ -103,22 +93,6 @@ export function toolsFor(scopes: readonly string[]): Tool[] {
     return op !== undefined && allows(scopes, op.scope);
   });
 }
-const INPUT_KEYS = new Map(
-  OPERATIONS.map((op) => [
-    op.operationId,
-    new Set(Object.keys((op.input as { shape?: object } | undefined)?.shape ?? {})),
-  ]),
-);
-
-const callerOf = createCallerFactory(appRouter);
-
-/** Runs the operation's procedure, as tRPC would, on a context already admitted. */
-async function callProcedure(ctx: AuthedContext, op: Operation, input: unknown): Promise<unknown> {
-  let target: unknown = callerOf(ctx);
-  for (const part of op.procedure.split('.')) target = (target as Record<string, unknown>)[part];
-  return (target as (input: unknown) => Promise<unknown>)(input);
-}
-
 /** The call's rate limit and quotas, for the result's `_meta`: what the REST headers say. */
 function limitsMeta(admission: Admission): Record<string, unknown> {
   const { rate, quotas, period } = admission;
@@ -160,8 +134,7 @@ export async function callTool(
   const op = OPERATION_BY_TOOL.get(name);
   if (!op) return errorResult({ error: `Unknown tool: ${name}`, code: 'not_found' });
   const { [IDEMPOTENCY_ARGUMENT]: idempotencyKey, ...input } = args;
-  const known = INPUT_KEYS.get(name) ?? new Set();
-  const unknown = Object.keys(input).filter((key) => !known.has(key));
+  const unknown = Object.keys(input).filter((key) => !op.inputKeys.includes(key));
   if (unknown.length > 0 || (idempotencyKey !== undefined && !op.idempotencyKey))
     return errorResult({
       error: `Unknown argument${unknown.length > 1 ? 's' : ''}: ${(unknown.length > 0 ? unknown : [IDEMPOTENCY_ARGUMENT]).join(', ')}`,
@@ -178,17 +151,11 @@ export async function callTool(
   if (typeof idempotencyKey === 'string') headers['idempotency-key'] = idempotencyKey;
   const ctx = createRequestContext(caller.services, { requestId: caller.requestId, headers, door: 'mcp' });
   if (caller.principal) actFor(ctx, caller.principal);
-  try {
-    const admitted = await admitCall(ctx, op);
-    const result = await callProcedure(admitted, op, known.size > 0 ? input : undefined);
-    return {
-      content: [{ type: 'text', text: JSON.stringify(result) }],
-      structuredContent: result as Record<string, unknown>,
-      _meta: admitted.admission ? limitsMeta(admitted.admission) : {},
-    } satisfies CallToolResult;
-  } catch (err) {
-    const { status, body } = toErrorResponse(err);
-    if (status >= 500) caller.onFailure?.(err, body);
-    return errorResult(body);
-  }
+  const outcome = await serveCall(ctx, op, op.inputKeys.length > 0 ? input : undefined);
+  if (!outcome.ok) return errorResult(outcome.error);
+  return {
+    content: [{ type: 'text', text: JSON.stringify(outcome.result) }],
+    structuredContent: outcome.result as Record<string, unknown>,
+    _meta: outcome.admission ? limitsMeta(outcome.admission) : {},
+  } satisfies CallToolResult;
 }
