@@ -2,7 +2,6 @@ import { type EntityManager, transaction } from '@crm/db';
 import { z } from 'zod';
 import type { AuthedContext } from './context.ts';
 import { ApiError, toApiError } from './errors.ts';
-import { withIdempotency } from './idempotency.ts';
 
 /** How many items one batch call may carry. */
 export const MAX_BATCH_ITEMS = 100;
@@ -24,37 +23,34 @@ export const batchOf = <T extends z.ZodType>(item: T) =>
  * same event), all in one transaction: all or nothing. An item that fails fails the call with its index
  * in the message (`items[3].stage_id: …`). Each item counts as one API call: the call itself was counted
  * when admitted; the other items are counted before the commit, and a batch the quota cannot take answers
- * 429 with nothing written. `Idempotency-Key` replays the whole batch's answer.
+ * 429 with nothing written. `Idempotency-Key` replays the whole batch's answer (authedProcedure).
  */
 export function createBatch<I, O>(
   ctx: AuthedContext,
-  operation: string,
   input: { items: I[] },
   create: (em: EntityManager, item: I) => Promise<O>,
 ): Promise<{ data: O[] }> {
-  return withIdempotency(ctx, operation, input, (em) =>
-    transaction(em, async (tx) => {
-      const data: O[] = [];
-      for (const [index, item] of input.items.entries()) {
-        try {
-          data.push(await create(tx, item));
-        } catch (err) {
-          const failure = toApiError(err);
-          if (failure.status >= 500) throw err;
-          throw new ApiError(
-            failure.code,
-            `items[${index}]${/^\w+:/.test(failure.message) ? '.' : ': '}${failure.message}`,
-            {
-              extra: failure.extra,
-              headers: failure.headers,
-            },
-          );
-        }
+  return transaction(ctx.em, async (tx) => {
+    const data: O[] = [];
+    for (const [index, item] of input.items.entries()) {
+      try {
+        data.push(await create(tx, item));
+      } catch (err) {
+        const failure = toApiError(err);
+        if (failure.status >= 500) throw err;
+        throw new ApiError(
+          failure.code,
+          `items[${index}]${/^\w+:/.test(failure.message) ? '.' : ': '}${failure.message}`,
+          {
+            extra: failure.extra,
+            headers: failure.headers,
+          },
+        );
       }
-      await chargeItems(ctx, input.items.length - 1);
-      return { data };
-    }),
-  );
+    }
+    await chargeItems(ctx, input.items.length - 1);
+    return { data };
+  });
 }
 
 async function chargeItems(ctx: AuthedContext, units: number): Promise<void> {

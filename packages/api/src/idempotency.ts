@@ -1,11 +1,22 @@
 import { createHash } from 'node:crypto';
 import { type EntityManager, transaction, uuidv7 } from '@crm/db';
+import { z } from 'zod';
 import { type AuthedContext, headerValue } from './context.ts';
 import { ApiError } from './errors.ts';
 
 /** How long a stored first response answers retries with the same key. */
 export const IDEMPOTENCY_WINDOW_HOURS = 24;
-const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+
+/** An `Idempotency-Key`, as the header, the OpenAPI document and the MCP argument take it. */
+export const IdempotencyKey = z
+  .string()
+  .min(1)
+  .max(255)
+  .regex(/^[\x21-\x7e]*$/)
+  .meta({
+    description:
+      'Retry safely: the same key with the same input within 24 hours returns the first answer instead of doing it again; with another input, 422.',
+  });
 
 /** JSON with every object's keys sorted, at every depth: {a,b} and {b,a} are the same request. */
 function canonicalJson(value: unknown): string {
@@ -18,7 +29,7 @@ function canonicalJson(value: unknown): string {
   );
 }
 
-function requestHash(operation: string, input: Record<string, unknown>): string {
+function requestHash(operation: string, input: unknown): string {
   const canonical = canonicalJson(input);
   return createHash('sha256').update(operation).update('\0').update(canonical).digest('hex');
 }
@@ -32,12 +43,12 @@ function requestHash(operation: string, input: Record<string, unknown>): string 
 export async function withIdempotency<T>(
   ctx: AuthedContext,
   operation: string,
-  input: Record<string, unknown>,
+  input: unknown,
   run: (em: EntityManager) => Promise<T>,
 ): Promise<T> {
   const key = headerValue(ctx, 'idempotency-key');
   if (key === undefined) return run(ctx.em);
-  if (!KEY_PATTERN.test(key))
+  if (!IdempotencyKey.safeParse(key).success)
     throw new ApiError('invalid_request', 'Idempotency-Key: must be 1 to 255 printable ASCII characters');
   const hash = requestHash(operation, input);
   const apiKeyId = ctx.principal.apiKeyId;

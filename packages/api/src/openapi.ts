@@ -1,6 +1,7 @@
 import { generateOpenApiDocument, type OpenAPIObject } from 'trpc-to-openapi';
 import { z } from 'zod';
 import { ERROR_CODES } from './errors.ts';
+import { IdempotencyKey } from './idempotency.ts';
 import { appRouter } from './router.ts';
 import { API_BASE_PATH, OPERATIONS, type Operation } from './routes.ts';
 
@@ -156,9 +157,8 @@ export function buildOpenApiDocument(baseUrl = API_BASE_PATH): OpenAPIObject {
             in: 'header',
             name: 'Idempotency-Key',
             required: false,
-            description:
-              'Retry safely: the same key with the same body within 24 hours returns the first response; with another body, 422.',
-            schema: { type: 'string', minLength: 1, maxLength: 255 },
+            description: IdempotencyKey.description,
+            schema: { ...z.toJSONSchema(IdempotencyKey), $schema: undefined, description: undefined },
           },
         ];
       }

@@ -1,9 +1,11 @@
 import { initTRPC } from '@trpc/server';
+import { middlewareMarker } from '@trpc/server/unstable-core-do-not-import';
 import type { OpenApiMeta } from 'trpc-to-openapi';
 import { admitCall } from './admission.ts';
 import { runAsCall } from './call-context.ts';
 import type { Context } from './context.ts';
 import { ApiError, type ErrorBody, type ErrorCode, toErrorResponse, toTRPCError } from './errors.ts';
+import { withIdempotency } from './idempotency.ts';
 import type { RateLimitGroup } from './limits/groups.ts';
 import type { Scope } from './scopes.ts';
 
@@ -63,13 +65,30 @@ export const publicProcedure = t.procedure.use(errorBoundary);
  * Admits the call (API key, rate limit, quotas) unless its door already did (REST and MCP admit before
  * they read the input). Each call of a tRPC batch is admitted on its own.
  */
-export const authedProcedure = publicProcedure.use(async ({ ctx, meta, next }) => {
+const admittedProcedure = publicProcedure.use(async ({ ctx, meta, next }) => {
   const authed =
     ctx.principal && ctx.admission ? { ...ctx, principal: ctx.principal } : await admitCall(ctx, meta);
   // Who makes the changes of this call, for the events it emits.
   const via = ctx.door === 'dashboard' ? 'trpc' : ctx.door;
   const actor = { type: 'api_key' as const, api_key_id: authed.principal.apiKeyId, via };
   return runAsCall({ actor, requestId: ctx.requestId }, () => next({ ctx: authed }));
+});
+
+/**
+ * An operation whose meta says `idempotencyKey` runs once per `Idempotency-Key`: its answer is stored in
+ * the transaction of its change, and a retry with the same key and input gets it back. The procedure's
+ * own code knows nothing of it: it writes through `ctx.em`, which is that transaction here.
+ */
+export const authedProcedure = admittedProcedure.use(async ({ ctx, meta, path, getRawInput, next }) => {
+  if (!meta?.idempotencyKey) return next();
+  let ran: Awaited<ReturnType<typeof next>> | undefined;
+  const data = await withIdempotency(ctx, path, await getRawInput(), async (em) => {
+    ran = await next({ ctx: { em } });
+    if (!ran.ok) throw ran.error;
+    return ran.data;
+  });
+  // A replay: the stored answer, as the procedure's own result.
+  return ran ?? { ok: true as const, data, marker: middlewareMarker };
 });
 
 /** Calls procedures in-process with a context of one's own (the MCP door). */

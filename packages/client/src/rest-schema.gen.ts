@@ -1016,7 +1016,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Retry safely: the same key with the same body within 24 hours returns the first response; with another body, 422. */
+                /** @description Retry safely: the same key with the same input within 24 hours returns the first answer instead of doing it again; with another input, 422. */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -1164,7 +1164,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Retry safely: the same key with the same body within 24 hours returns the first response; with another body, 422. */
+                /** @description Retry safely: the same key with the same input within 24 hours returns the first answer instead of doing it again; with another input, 422. */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -1700,7 +1700,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Retry safely: the same key with the same body within 24 hours returns the first response; with another body, 422. */
+                /** @description Retry safely: the same key with the same input within 24 hours returns the first answer instead of doing it again; with another input, 422. */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -1851,7 +1851,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Retry safely: the same key with the same body within 24 hours returns the first response; with another body, 422. */
+                /** @description Retry safely: the same key with the same input within 24 hours returns the first answer instead of doing it again; with another input, 422. */
                 "Idempotency-Key"?: string;
             };
             path?: never;

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { actFor } from '../auth.ts';
 import { type Context, createRequestContext, type Principal, type Services } from '../context.ts';
 import type { ErrorBody } from '../errors.ts';
+import { IdempotencyKey } from '../idempotency.ts';
 import type { Admission } from '../limits/limits.ts';
 import { OPERATIONS, type Operation } from '../routes.ts';
 import { allows } from '../scopes.ts';
@@ -54,13 +55,7 @@ function inputSchemaOf(op: Operation): Tool['inputSchema'] {
     ...schema,
     properties: {
       ...schema.properties,
-      [IDEMPOTENCY_ARGUMENT]: {
-        type: 'string',
-        minLength: 1,
-        maxLength: 255,
-        description:
-          'Retry safely: the same key with the same arguments within 24 hours returns the first result instead of creating again; with other arguments it is an error.',
-      },
+      [IDEMPOTENCY_ARGUMENT]: objectSchema(IdempotencyKey, 'input'),
     },
   };
 }
@@ -140,9 +135,9 @@ export async function callTool(
       error: `Unknown argument${unknown.length > 1 ? 's' : ''}: ${(unknown.length > 0 ? unknown : [IDEMPOTENCY_ARGUMENT]).join(', ')}`,
       code: 'invalid_request',
     });
-  if (idempotencyKey !== undefined && (typeof idempotencyKey !== 'string' || idempotencyKey === ''))
+  if (idempotencyKey !== undefined && !IdempotencyKey.safeParse(idempotencyKey).success)
     return errorResult({
-      error: `${IDEMPOTENCY_ARGUMENT}: expected a non-empty string`,
+      error: `${IDEMPOTENCY_ARGUMENT}: expected 1 to 255 printable ASCII characters`,
       code: 'invalid_request',
     });
 

@@ -1,7 +1,6 @@
 import { transaction } from '@crm/db';
 import { z } from 'zod';
 import { batchOf, createBatch } from '../../batch.ts';
-import { withIdempotency } from '../../idempotency.ts';
 import { dataOf, IdParam } from '../../schemas.ts';
 import { authedProcedure, router } from '../../trpc.ts';
 import {
@@ -64,9 +63,7 @@ export const contactsRouter = router({
     .input(ContactCreateInput)
     .output(dataOf(Contact))
     .mutation(({ ctx, input }) =>
-      withIdempotency(ctx, 'contacts.create', input, (em) =>
-        transaction(em, async (tx) => ({ data: toContactDto(await createContact(ctx, tx, input)) })),
-      ),
+      transaction(ctx.em, async (tx) => ({ data: toContactDto(await createContact(ctx, tx, input)) })),
     ),
 
   batch: authedProcedure
@@ -91,9 +88,7 @@ export const contactsRouter = router({
     .input(batchOf(ContactCreateInput))
     .output(dataOf(z.array(Contact)))
     .mutation(({ ctx, input }) =>
-      createBatch(ctx, 'contacts.batch', input, async (em, item) =>
-        toContactDto(await createContact(ctx, em, item)),
-      ),
+      createBatch(ctx, input, async (em, item) => toContactDto(await createContact(ctx, em, item))),
     ),
 
   get: authedProcedure

@@ -1,7 +1,6 @@
 import { transaction } from '@crm/db';
 import { z } from 'zod';
 import { batchOf, createBatch } from '../../batch.ts';
-import { withIdempotency } from '../../idempotency.ts';
 import { dataOf, IdParam, SuccessResponse } from '../../schemas.ts';
 import { authedProcedure, router } from '../../trpc.ts';
 import { emitDealUpdateEvents } from './deal.events.ts';
@@ -58,12 +57,8 @@ export const dealsRouter = router({
     })
     .input(DealCreateInput)
     .output(dataOf(Deal))
-    .mutation(({ ctx, input }) =>
-      // createDeal is one statement, atomic on its own.
-      withIdempotency(ctx, 'deals.create', input, async (em) => ({
-        data: await createDeal(ctx, em, input),
-      })),
-    ),
+    // createDeal is one statement, atomic on its own.
+    .mutation(async ({ ctx, input }) => ({ data: await createDeal(ctx, ctx.em, input) })),
 
   batch: authedProcedure
     .meta({
@@ -85,9 +80,7 @@ export const dealsRouter = router({
     })
     .input(batchOf(DealCreateInput))
     .output(dataOf(z.array(Deal)))
-    .mutation(({ ctx, input }) =>
-      createBatch(ctx, 'deals.batch', input, (em, item) => createDeal(ctx, em, item)),
-    ),
+    .mutation(({ ctx, input }) => createBatch(ctx, input, (em, item) => createDeal(ctx, em, item))),
 
   get: authedProcedure
     .meta({
