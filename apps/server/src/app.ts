@@ -9,6 +9,7 @@ import {
   appRouter,
   buildOpenApiDocument,
   createRequestContext,
+  LIMIT_HEADER_NAMES,
   logFailure,
   type RestMatch,
   type Services,
@@ -150,10 +151,7 @@ export function buildApp(services: Services, logger: Logger, state: AppState = {
       },
       allowMethods: 'GET,HEAD,POST,PATCH,DELETE',
       allowHeaders: 'Authorization,Content-Type,Idempotency-Key,X-Request-Id',
-      exposeHeaders:
-        'X-Request-Id,RateLimit,RateLimit-Policy,Retry-After,Idempotent-Replayed,' +
-        'X-API-Quota-Limit,X-API-Quota-Used,X-API-Quota-Remaining,X-API-Quota-Reset,' +
-        'X-AI-Quota-Limit,X-AI-Quota-Used,X-AI-Quota-Remaining,X-AI-Quota-Reset',
+      exposeHeaders: ['X-Request-Id', 'Idempotent-Replayed', ...LIMIT_HEADER_NAMES].join(','),
       maxAge: 600,
     });
     app.use((ctx, next) =>

@@ -2,6 +2,7 @@ import { type EntityManager, transaction } from '@crm/db';
 import { z } from 'zod';
 import type { AuthedContext } from './context.ts';
 import { ApiError, toApiError } from './errors.ts';
+import { quotaExceeded } from './limits/admission.ts';
 
 /** How many items one batch call may carry. */
 export const MAX_BATCH_ITEMS = 100;
@@ -57,19 +58,11 @@ async function chargeItems(ctx: AuthedContext, units: number): Promise<void> {
   if (units <= 0) return;
   const { charged, quota, period, nowMs } = await ctx.services.limits.chargeMore(ctx.principal, units);
   if (charged) return;
-  const retryAfter = Math.max(0, Math.ceil((period.end.getTime() - nowMs) / 1000));
-  throw new ApiError(
+  throw quotaExceeded(
     'api_quota_exceeded',
     `Monthly API call quota too small for this batch: its ${units + 1} items count as ${units + 1} calls, and ${quota.used} of ${quota.limit} are used in ${period.key} (UTC); it resets at ${period.resetAt}`,
-    {
-      extra: {
-        retry_after_seconds: retryAfter,
-        ...(quota.limit >= 1 ? { limit: quota.limit } : {}),
-        used: quota.used,
-        remaining: Math.max(0, quota.limit - quota.used),
-        reset_at: period.resetAt,
-      },
-      headers: { 'Retry-After': String(retryAfter) },
-    },
+    quota,
+    period,
+    nowMs,
   );
 }

@@ -17,7 +17,7 @@ export { type DomainEvent, emitEvent } from './events.ts';
 export { maintainKeptAnalytics } from './features/ai/kept-analytics.ts';
 export { placeOnePass } from './features/events/event-feed.service.ts';
 export { pruneIdempotencyKeys } from './idempotency.ts';
-export { admitRequest } from './limits/admission.ts';
+export { admitRequest, LIMIT_HEADER_NAMES } from './limits/admission.ts';
 export { LIMIT_GROUPS, type LimitGroup } from './limits/groups.ts';
 export { type Admission, Limits, OWN_QUOTAS_REFRESH_MS } from './limits/limits.ts';
 export type { Log } from './limits/log.ts';

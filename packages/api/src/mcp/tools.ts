@@ -4,6 +4,7 @@ import { actFor } from '../auth.ts';
 import { type Context, createRequestContext, type Principal, type Services } from '../context.ts';
 import type { ErrorBody } from '../errors.ts';
 import { IdempotencyKey } from '../idempotency.ts';
+import { quotaFigures, rateFigures } from '../limits/admission.ts';
 import type { Admission } from '../limits/limits.ts';
 import { OPERATIONS, type Operation } from '../routes.ts';
 import { allows } from '../scopes.ts';
@@ -89,21 +90,10 @@ export function toolsFor(scopes: readonly string[]): Tool[] {
   });
 }
 /** The call's rate limit and quotas, for the result's `_meta`: what the REST headers say. */
-function limitsMeta(admission: Admission): Record<string, unknown> {
-  const { rate, quotas, period } = admission;
+function limitsMeta({ rate, quotas, period }: Admission): Record<string, unknown> {
   return {
-    rate_limit: {
-      group: rate.limit.group,
-      limit: rate.limit.limit,
-      remaining: rate.remaining,
-      reset_seconds: Math.max(0, Math.ceil(rate.msBeforeReset / 1000)),
-    },
-    quotas: Object.fromEntries(
-      quotas.map((q) => [
-        q.quota,
-        { limit: q.limit, used: q.used, remaining: Math.max(0, q.limit - q.used), reset_at: period.resetAt },
-      ]),
-    ),
+    rate_limit: rateFigures(rate),
+    quotas: Object.fromEntries(quotas.map((q) => [q.quota, quotaFigures(q, period)])),
   };
 }
 

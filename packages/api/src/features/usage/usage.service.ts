@@ -1,5 +1,6 @@
 import type { Quota } from '@crm/db';
 import type { OrgScope } from '../../context.ts';
+import { quotaFigures } from '../../limits/admission.ts';
 import { ALERT_THRESHOLDS, type QuotaStatus } from '../../limits/limits.ts';
 import { orgQuery } from '../../org-scope.ts';
 import { isoOf } from '../../read-model.ts';
@@ -18,13 +19,7 @@ const periodAlerts = orgQuery((db, a: { period: string }) =>
 
 function quotaUsage(status: QuotaStatus, resetAt: string): UsageResponse['quotas']['api_calls'] {
   const percent = status.limit === 0 ? 100 : Math.round((status.used / status.limit) * 10_000) / 100;
-  return {
-    limit: status.limit,
-    used: status.used,
-    remaining: Math.max(0, status.limit - status.used),
-    percent_used: percent,
-    reset_at: resetAt,
-  };
+  return { ...quotaFigures(status, { resetAt }), percent_used: percent };
 }
 
 /** The organization's usage this month: live counts, its limits, the rate-limit groups and the alerts. */
