@@ -11,6 +11,7 @@ import {
   createRequestContext,
   LIMIT_HEADER_NAMES,
   logFailure,
+  MAX_BODY_BYTES,
   type RestMatch,
   type Services,
   toErrorResponse,
@@ -22,7 +23,7 @@ import { dashboardRoutes } from './dashboard.ts';
 import type { Logger } from './logger.ts';
 import { mcpRoute } from './mcp-route.ts';
 import { attachContext } from './request-context.ts';
-import { MAX_BODY_BYTES, matchRoute, restHandler } from './rest-adapter.ts';
+import { matchRoute, restHandler } from './rest-adapter.ts';
 import { serveTrpc } from './trpc-handler.ts';
 
 export const API_PREFIX = API_BASE_PATH;

@@ -2,8 +2,6 @@ import { type Context, matchOperation, type RestMatch, restInput, serveCall } fr
 import type { Middleware } from 'koa';
 import { contextOf } from './request-context.ts';
 
-export const MAX_BODY_BYTES = 1024 * 1024;
-
 /**
  * Finds the documented operation for the request, or answers JSON 404/405 (with `Allow`); the match lands
  * in `ctx.state.route` for the middleware after it.

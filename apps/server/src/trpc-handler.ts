@@ -1,10 +1,9 @@
-import { logFailure, toErrorResponse } from '@crm/api';
+import { logFailure, MAX_BODY_BYTES, toErrorResponse } from '@crm/api';
 import type { AnyTRPCRouter } from '@trpc/server';
 import { nodeHTTPRequestHandler } from '@trpc/server/adapters/node-http';
 import type { Context as KoaContext } from 'koa';
 import type { Logger } from './logger.ts';
 import { contextOf } from './request-context.ts';
-import { MAX_BODY_BYTES } from './rest-adapter.ts';
 
 /**
  * Hands a Koa request to a tRPC router mounted at `prefix` (the API's `/trpc`, the dashboard's

@@ -1,46 +1,77 @@
 import { TRPCError } from '@trpc/server';
 import type { TRPC_ERROR_CODE_KEY } from '@trpc/server/rpc';
-import { ZodError, type z } from 'zod';
+import { ZodError, z } from 'zod';
+
+/** The largest request body any door reads. */
+export const MAX_BODY_BYTES = 1024 * 1024;
+const MAX_BODY_TEXT = '1 MB';
 
 /**
- * The closed set of error codes a client can see, with the HTTP status each answers with.
- * This table is the one place a failure becomes a status: REST and tRPC both read it.
+ * The closed set of error codes a client can see: the HTTP status each answers with, and when. This table
+ * is the one place a failure becomes a status (REST, tRPC and MCP read it), and what the OpenAPI document
+ * and docs/api/errors.md say of each code.
  */
-export const ERROR_CODES = {
-  invalid_request: 400,
-  invalid_json: 400,
-  missing_api_key: 401,
-  invalid_api_key: 401,
-  expired_api_key: 401,
-  not_signed_in: 401,
-  forbidden: 403,
-  insufficient_scope: 403,
-  not_found: 404,
-  method_not_allowed: 405,
-  idempotency_key_in_use: 409,
-  webhook_inactive: 409,
-  last_admin: 409,
-  payload_too_large: 413,
-  unsupported_media_type: 415,
-  idempotency_key_reused: 422,
-  rate_limited: 429,
-  api_quota_exceeded: 429,
-  ai_quota_exceeded: 429,
-  internal_error: 500,
-  service_unavailable: 503,
-} as const;
-export type ErrorCode = keyof typeof ERROR_CODES;
+export const ERRORS = {
+  invalid_request: {
+    status: 400,
+    when: 'The input does not fit: the message names the field and what was expected',
+  },
+  invalid_json: { status: 400, when: 'The body is not valid JSON' },
+  missing_api_key: { status: 401, when: 'No API key: send `Authorization: Bearer <key>`' },
+  invalid_api_key: { status: 401, when: 'The API key is unknown or revoked' },
+  expired_api_key: { status: 401, when: 'The API key has expired' },
+  not_signed_in: { status: 401, when: 'Dashboard: no session, or it ended' },
+  forbidden: {
+    status: 403,
+    when: 'Dashboard: the role may not do this, or the request did not come from its pages',
+  },
+  insufficient_scope: {
+    status: 403,
+    when: 'The API key lacks the scope the operation needs; the call counts against no limit',
+  },
+  not_found: { status: 404, when: 'No such resource (another organization’s ids alike) or endpoint' },
+  method_not_allowed: { status: 405, when: 'The path takes other methods: `Allow` lists them' },
+  idempotency_key_in_use: {
+    status: 409,
+    when: 'A request with this `Idempotency-Key` is still running: retry in a moment',
+  },
+  webhook_inactive: { status: 409, when: 'The webhook endpoint is deactivated: activate it first' },
+  last_admin: { status: 409, when: 'Dashboard: an organization keeps at least one admin' },
+  payload_too_large: { status: 413, when: `The body is over ${MAX_BODY_TEXT}` },
+  unsupported_media_type: { status: 415, when: 'The body is not `application/json`' },
+  idempotency_key_reused: { status: 422, when: 'The `Idempotency-Key` was used before with another input' },
+  rate_limited: {
+    status: 429,
+    when: 'Over the rate limit of the operation’s group: `Retry-After` says when to try again',
+  },
+  api_quota_exceeded: {
+    status: 429,
+    when: 'The monthly API call quota is used up: `Retry-After` says when it resets',
+  },
+  ai_quota_exceeded: {
+    status: 429,
+    when: 'The monthly AI call quota is used up: `Retry-After` says when it resets',
+  },
+  internal_error: { status: 500, when: 'The server failed (never with details or a stack)' },
+  service_unavailable: {
+    status: 503,
+    when: 'The database (or the sign-in service) is not answering: `Retry-After` says when to try again',
+  },
+} as const satisfies Record<string, { status: number; when: string }>;
+export type ErrorCode = keyof typeof ERRORS;
+export const ERROR_CODE_NAMES = Object.keys(ERRORS) as [ErrorCode, ...ErrorCode[]];
 
 /** The contract's error body (section 7); the 429 fields appear only on 429s. */
-export type ErrorBody = {
-  error: string;
-  code?: ErrorCode;
-  retry_after_seconds?: number;
-  limit?: number;
-  used?: number;
-  remaining?: number;
-  reset_at?: string;
-};
+export const ErrorBodySchema = z.object({
+  error: z.string().describe('What went wrong, naming the field for invalid input'),
+  code: z.enum(ERROR_CODE_NAMES).optional(),
+  retry_after_seconds: z.number().int().min(0).optional(),
+  limit: z.number().int().min(1).optional(),
+  used: z.number().int().min(0).optional(),
+  remaining: z.number().int().min(0).optional(),
+  reset_at: z.iso.datetime().optional(),
+});
+export type ErrorBody = z.infer<typeof ErrorBodySchema>;
 
 /** The one error type of the domain. Anything else that escapes a request is a 500 with no details. */
 export class ApiError extends Error {
@@ -61,11 +92,13 @@ export class ApiError extends Error {
   }
 
   get status(): number {
-    return ERROR_CODES[this.code];
+    return ERRORS[this.code].status;
   }
 }
 
 export const notFound = (what: string) => new ApiError('not_found', `${what} not found`);
+const tooLarge = () =>
+  new ApiError('payload_too_large', `Request body is larger than the ${MAX_BODY_TEXT} limit`);
 
 const TRPC_CODE_BY_STATUS: Record<number, TRPC_ERROR_CODE_KEY> = {
   400: 'BAD_REQUEST',
@@ -140,7 +173,7 @@ function fromHttpLikeError(err: HttpLikeError): ApiError | undefined {
       `Request body could not be decoded as its Content-Encoding says (${err.message})`,
     );
   const status = err.status ?? err.statusCode;
-  if (status === 413) return new ApiError('payload_too_large', 'Request body is larger than the 1 MB limit');
+  if (status === 413) return tooLarge();
   if (status === 415) return new ApiError('unsupported_media_type', err.message);
   // JSON, but not an object or array (`null`, `5`, `"x"`): the parser's strict mode refuses it.
   if (status === 400 && err.message.includes('only supports object and array'))
@@ -225,7 +258,7 @@ export function toApiError(err: unknown): ApiError {
       case 'PARSE_ERROR':
         return new ApiError('invalid_json', 'Request body is not valid JSON');
       case 'PAYLOAD_TOO_LARGE':
-        return new ApiError('payload_too_large', 'Request body is larger than the 1 MB limit');
+        return tooLarge();
       case 'UNSUPPORTED_MEDIA_TYPE':
         return new ApiError('unsupported_media_type', 'Content-Type must be application/json');
       case 'NOT_FOUND':

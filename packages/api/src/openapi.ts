@@ -1,37 +1,19 @@
 import { generateOpenApiDocument, type OpenAPIObject } from 'trpc-to-openapi';
 import { z } from 'zod';
-import { ERROR_CODES } from './errors.ts';
+import { ERRORS, ErrorBodySchema } from './errors.ts';
 import { IdempotencyKey } from './idempotency.ts';
 import { appRouter } from './router.ts';
 import { API_BASE_PATH, OPERATIONS, type Operation } from './routes.ts';
 
-/** The contract's error body (section 7), as the document shows it. */
-export const ErrorBodySchema = z.object({
-  error: z.string().describe('What went wrong, naming the field for invalid input'),
-  code: z.enum(Object.keys(ERROR_CODES) as [keyof typeof ERROR_CODES]).optional(),
-  retry_after_seconds: z.number().int().min(0).optional(),
-  limit: z.number().int().min(1).optional(),
-  used: z.number().int().min(0).optional(),
-  remaining: z.number().int().min(0).optional(),
-  reset_at: z.iso.datetime().optional(),
-});
-
-const ERROR_DESCRIPTIONS: Record<number, string> = {
-  400: 'Invalid request: the message names the field',
-  401: 'Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key',
-  403: 'The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit',
-  404: 'Not found (also for another organization’s ids)',
-  409: 'Conflict with the resource’s state: the webhook endpoint is inactive, or a retry with the same Idempotency-Key is still running',
-  413: 'Request body over 1 MB',
-  415: 'Content-Type is not application/json',
-  422: 'Idempotency-Key reused with a different body',
-  429: 'Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again',
-  500: 'Internal server error',
-  503: 'The database is not answering; `Retry-After` says when to try again',
-};
-
-/** The statuses of an operation's error codes, each once, in order. */
-const errorStatuses = (op: Operation) => [...new Set(op.errors.map((code) => ERROR_CODES[code]))].sort();
+/** An operation's error statuses, in order, each with what its codes mean (those the operation can answer). */
+function errorResponses(op: Operation): Array<[number, string]> {
+  const byStatus = new Map<number, string[]>();
+  for (const code of op.errors) {
+    const { status, when } = ERRORS[code];
+    byStatus.set(status, [...(byStatus.get(status) ?? []), `\`${code}\`: ${when}`]);
+  }
+  return [...byStatus].sort(([a], [b]) => a - b).map(([status, lines]) => [status, lines.join('. ')]);
+}
 
 /** The document's tags, in the reference page's order, each with what its operations are about. */
 const TAGS = [
@@ -137,9 +119,9 @@ export function buildOpenApiDocument(baseUrl = API_BASE_PATH): OpenAPIObject {
       const media = (op.requestBody as RequestBody | undefined)?.content['application/json'];
       if (media) setRequestExample(media, operation.input?.meta()?.examples);
       const responses: Record<string, unknown> = { [operation.successStatus]: op.responses['200'] };
-      for (const code of errorStatuses(operation))
-        responses[code] = {
-          description: ERROR_DESCRIPTIONS[code],
+      for (const [status, description] of errorResponses(operation))
+        responses[status] = {
+          description,
           content: { 'application/json': { schema: errorRef } },
         };
       op.responses = responses;

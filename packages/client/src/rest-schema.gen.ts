@@ -956,7 +956,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: the message names the field */
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -965,7 +965,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -974,7 +974,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -983,7 +983,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -992,7 +992,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal server error */
+            /** @description `internal_error`: The server failed (never with details or a stack) */
             500: {
                 headers: {
                     [name: string]: unknown;
@@ -1001,7 +1001,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is not answering; `Retry-After` says when to try again */
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1068,7 +1068,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: the message names the field */
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected. `invalid_json`: The body is not valid JSON */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1077,7 +1077,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -1086,7 +1086,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1095,7 +1095,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict with the resource’s state: the webhook endpoint is inactive, or a retry with the same Idempotency-Key is still running */
+            /** @description `idempotency_key_in_use`: A request with this `Idempotency-Key` is still running: retry in a moment */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1104,7 +1104,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Request body over 1 MB */
+            /** @description `payload_too_large`: The body is over 1 MB */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1113,7 +1113,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Content-Type is not application/json */
+            /** @description `unsupported_media_type`: The body is not `application/json` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1122,7 +1122,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Idempotency-Key reused with a different body */
+            /** @description `idempotency_key_reused`: The `Idempotency-Key` was used before with another input */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1131,7 +1131,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -1140,7 +1140,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal server error */
+            /** @description `internal_error`: The server failed (never with details or a stack) */
             500: {
                 headers: {
                     [name: string]: unknown;
@@ -1149,7 +1149,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is not answering; `Retry-After` says when to try again */
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1206,7 +1206,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: the message names the field */
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected. `invalid_json`: The body is not valid JSON */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1215,7 +1215,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -1224,7 +1224,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1233,7 +1233,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict with the resource’s state: the webhook endpoint is inactive, or a retry with the same Idempotency-Key is still running */
+            /** @description `idempotency_key_in_use`: A request with this `Idempotency-Key` is still running: retry in a moment */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1242,7 +1242,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Request body over 1 MB */
+            /** @description `payload_too_large`: The body is over 1 MB */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1251,7 +1251,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Content-Type is not application/json */
+            /** @description `unsupported_media_type`: The body is not `application/json` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1260,7 +1260,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Idempotency-Key reused with a different body */
+            /** @description `idempotency_key_reused`: The `Idempotency-Key` was used before with another input */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1269,7 +1269,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -1278,7 +1278,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal server error */
+            /** @description `internal_error`: The server failed (never with details or a stack) */
             500: {
                 headers: {
                     [name: string]: unknown;
@@ -1287,7 +1287,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is not answering; `Retry-After` says when to try again */
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1319,7 +1319,7 @@ export interface operations {
                     "application/json": components["schemas"]["DealDetailResponse"];
                 };
             };
-            /** @description Invalid request: the message names the field */
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1328,7 +1328,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -1337,7 +1337,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1346,7 +1346,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found (also for another organization’s ids) */
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -1355,7 +1355,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -1364,7 +1364,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal server error */
+            /** @description `internal_error`: The server failed (never with details or a stack) */
             500: {
                 headers: {
                     [name: string]: unknown;
@@ -1373,7 +1373,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is not answering; `Retry-After` says when to try again */
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1408,7 +1408,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: the message names the field */
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1417,7 +1417,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -1426,7 +1426,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1435,7 +1435,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found (also for another organization’s ids) */
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -1444,7 +1444,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -1453,7 +1453,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal server error */
+            /** @description `internal_error`: The server failed (never with details or a stack) */
             500: {
                 headers: {
                     [name: string]: unknown;
@@ -1462,7 +1462,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is not answering; `Retry-After` says when to try again */
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1525,7 +1525,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: the message names the field */
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected. `invalid_json`: The body is not valid JSON */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1534,7 +1534,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -1543,7 +1543,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1552,7 +1552,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found (also for another organization’s ids) */
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -1561,7 +1561,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Request body over 1 MB */
+            /** @description `payload_too_large`: The body is over 1 MB */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1570,7 +1570,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Content-Type is not application/json */
+            /** @description `unsupported_media_type`: The body is not `application/json` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1579,7 +1579,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -1588,7 +1588,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal server error */
+            /** @description `internal_error`: The server failed (never with details or a stack) */
             500: {
                 headers: {
                     [name: string]: unknown;
@@ -1597,7 +1597,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is not answering; `Retry-After` says when to try again */
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1640,7 +1640,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: the message names the field */
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1649,7 +1649,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -1658,7 +1658,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1667,7 +1667,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -1676,7 +1676,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal server error */
+            /** @description `internal_error`: The server failed (never with details or a stack) */
             500: {
                 headers: {
                     [name: string]: unknown;
@@ -1685,7 +1685,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is not answering; `Retry-After` says when to try again */
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1746,7 +1746,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: the message names the field */
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected. `invalid_json`: The body is not valid JSON */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1755,7 +1755,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -1764,7 +1764,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1773,7 +1773,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found (also for another organization’s ids) */
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -1782,7 +1782,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict with the resource’s state: the webhook endpoint is inactive, or a retry with the same Idempotency-Key is still running */
+            /** @description `idempotency_key_in_use`: A request with this `Idempotency-Key` is still running: retry in a moment */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1791,7 +1791,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Request body over 1 MB */
+            /** @description `payload_too_large`: The body is over 1 MB */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1800,7 +1800,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Content-Type is not application/json */
+            /** @description `unsupported_media_type`: The body is not `application/json` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1809,7 +1809,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Idempotency-Key reused with a different body */
+            /** @description `idempotency_key_reused`: The `Idempotency-Key` was used before with another input */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1818,7 +1818,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -1827,7 +1827,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal server error */
+            /** @description `internal_error`: The server failed (never with details or a stack) */
             500: {
                 headers: {
                     [name: string]: unknown;
@@ -1836,7 +1836,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is not answering; `Retry-After` says when to try again */
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1890,7 +1890,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: the message names the field */
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected. `invalid_json`: The body is not valid JSON */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1899,7 +1899,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -1908,7 +1908,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1917,7 +1917,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found (also for another organization’s ids) */
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -1926,7 +1926,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict with the resource’s state: the webhook endpoint is inactive, or a retry with the same Idempotency-Key is still running */
+            /** @description `idempotency_key_in_use`: A request with this `Idempotency-Key` is still running: retry in a moment */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1935,7 +1935,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Request body over 1 MB */
+            /** @description `payload_too_large`: The body is over 1 MB */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1944,7 +1944,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Content-Type is not application/json */
+            /** @description `unsupported_media_type`: The body is not `application/json` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1953,7 +1953,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Idempotency-Key reused with a different body */
+            /** @description `idempotency_key_reused`: The `Idempotency-Key` was used before with another input */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1962,7 +1962,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -1971,7 +1971,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal server error */
+            /** @description `internal_error`: The server failed (never with details or a stack) */
             500: {
                 headers: {
                     [name: string]: unknown;
@@ -1980,7 +1980,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is not answering; `Retry-After` says when to try again */
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2012,7 +2012,7 @@ export interface operations {
                     "application/json": components["schemas"]["ContactDetailResponse"];
                 };
             };
-            /** @description Invalid request: the message names the field */
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2021,7 +2021,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2030,7 +2030,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2039,7 +2039,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found (also for another organization’s ids) */
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2048,7 +2048,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2057,7 +2057,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal server error */
+            /** @description `internal_error`: The server failed (never with details or a stack) */
             500: {
                 headers: {
                     [name: string]: unknown;
@@ -2066,7 +2066,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is not answering; `Retry-After` says when to try again */
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2126,7 +2126,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: the message names the field */
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected. `invalid_json`: The body is not valid JSON */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2135,7 +2135,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2144,7 +2144,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2153,7 +2153,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found (also for another organization’s ids) */
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2162,7 +2162,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Request body over 1 MB */
+            /** @description `payload_too_large`: The body is over 1 MB */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2171,7 +2171,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Content-Type is not application/json */
+            /** @description `unsupported_media_type`: The body is not `application/json` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2180,7 +2180,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2189,7 +2189,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal server error */
+            /** @description `internal_error`: The server failed (never with details or a stack) */
             500: {
                 headers: {
                     [name: string]: unknown;
@@ -2198,7 +2198,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is not answering; `Retry-After` says when to try again */
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2229,7 +2229,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2238,7 +2238,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2247,7 +2247,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2256,7 +2256,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal server error */
+            /** @description `internal_error`: The server failed (never with details or a stack) */
             500: {
                 headers: {
                     [name: string]: unknown;
@@ -2265,7 +2265,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is not answering; `Retry-After` says when to try again */
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2296,7 +2296,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2305,7 +2305,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2314,7 +2314,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2323,7 +2323,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal server error */
+            /** @description `internal_error`: The server failed (never with details or a stack) */
             500: {
                 headers: {
                     [name: string]: unknown;
@@ -2332,7 +2332,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is not answering; `Retry-After` says when to try again */
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2366,7 +2366,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: the message names the field */
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2375,7 +2375,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2384,7 +2384,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2393,7 +2393,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2402,7 +2402,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal server error */
+            /** @description `internal_error`: The server failed (never with details or a stack) */
             500: {
                 headers: {
                     [name: string]: unknown;
@@ -2411,7 +2411,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is not answering; `Retry-After` says when to try again */
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2504,7 +2504,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2513,7 +2513,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2522,7 +2522,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2531,7 +2531,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal server error */
+            /** @description `internal_error`: The server failed (never with details or a stack) */
             500: {
                 headers: {
                     [name: string]: unknown;
@@ -2540,7 +2540,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is not answering; `Retry-After` says when to try again */
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2571,7 +2571,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2580,7 +2580,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2589,7 +2589,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2598,7 +2598,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal server error */
+            /** @description `internal_error`: The server failed (never with details or a stack) */
             500: {
                 headers: {
                     [name: string]: unknown;
@@ -2607,7 +2607,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is not answering; `Retry-After` says when to try again */
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2655,7 +2655,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookCreateResponse"];
                 };
             };
-            /** @description Invalid request: the message names the field */
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected. `invalid_json`: The body is not valid JSON */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2664,7 +2664,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2673,7 +2673,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2682,7 +2682,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Request body over 1 MB */
+            /** @description `payload_too_large`: The body is over 1 MB */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2691,7 +2691,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Content-Type is not application/json */
+            /** @description `unsupported_media_type`: The body is not `application/json` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2700,7 +2700,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2709,7 +2709,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal server error */
+            /** @description `internal_error`: The server failed (never with details or a stack) */
             500: {
                 headers: {
                     [name: string]: unknown;
@@ -2718,7 +2718,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is not answering; `Retry-After` says when to try again */
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2753,7 +2753,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: the message names the field */
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2762,7 +2762,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2771,7 +2771,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2780,7 +2780,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found (also for another organization’s ids) */
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2789,7 +2789,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2798,7 +2798,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal server error */
+            /** @description `internal_error`: The server failed (never with details or a stack) */
             500: {
                 headers: {
                     [name: string]: unknown;
@@ -2807,7 +2807,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is not answering; `Retry-After` says when to try again */
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2841,7 +2841,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: the message names the field */
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected. `invalid_json`: The body is not valid JSON */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2850,7 +2850,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2859,7 +2859,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2868,7 +2868,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found (also for another organization’s ids) */
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2877,7 +2877,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Request body over 1 MB */
+            /** @description `payload_too_large`: The body is over 1 MB */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2886,7 +2886,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Content-Type is not application/json */
+            /** @description `unsupported_media_type`: The body is not `application/json` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2895,7 +2895,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2904,7 +2904,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal server error */
+            /** @description `internal_error`: The server failed (never with details or a stack) */
             500: {
                 headers: {
                     [name: string]: unknown;
@@ -2913,7 +2913,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is not answering; `Retry-After` says when to try again */
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2956,7 +2956,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: the message names the field */
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2965,7 +2965,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2974,7 +2974,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2983,7 +2983,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found (also for another organization’s ids) */
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2992,7 +2992,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3001,7 +3001,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal server error */
+            /** @description `internal_error`: The server failed (never with details or a stack) */
             500: {
                 headers: {
                     [name: string]: unknown;
@@ -3010,7 +3010,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is not answering; `Retry-After` says when to try again */
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3046,7 +3046,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: the message names the field */
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected. `invalid_json`: The body is not valid JSON */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3055,7 +3055,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3064,7 +3064,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3073,7 +3073,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found (also for another organization’s ids) */
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3082,7 +3082,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict with the resource’s state: the webhook endpoint is inactive, or a retry with the same Idempotency-Key is still running */
+            /** @description `webhook_inactive`: The webhook endpoint is deactivated: activate it first */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3091,7 +3091,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Request body over 1 MB */
+            /** @description `payload_too_large`: The body is over 1 MB */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -3100,7 +3100,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Content-Type is not application/json */
+            /** @description `unsupported_media_type`: The body is not `application/json` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3109,7 +3109,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3118,7 +3118,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal server error */
+            /** @description `internal_error`: The server failed (never with details or a stack) */
             500: {
                 headers: {
                     [name: string]: unknown;
@@ -3127,7 +3127,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is not answering; `Retry-After` says when to try again */
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3168,7 +3168,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: the message names the field */
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3177,7 +3177,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3186,7 +3186,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3195,7 +3195,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3204,7 +3204,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal server error */
+            /** @description `internal_error`: The server failed (never with details or a stack) */
             500: {
                 headers: {
                     [name: string]: unknown;
@@ -3213,7 +3213,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is not answering; `Retry-After` says when to try again */
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3247,7 +3247,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: the message names the field */
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3256,7 +3256,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3265,7 +3265,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3274,7 +3274,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found (also for another organization’s ids) */
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3283,7 +3283,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3292,7 +3292,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal server error */
+            /** @description `internal_error`: The server failed (never with details or a stack) */
             500: {
                 headers: {
                     [name: string]: unknown;
@@ -3301,7 +3301,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is not answering; `Retry-After` says when to try again */
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3335,7 +3335,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: the message names the field */
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected. `invalid_json`: The body is not valid JSON */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3344,7 +3344,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3353,7 +3353,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3362,7 +3362,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found (also for another organization’s ids) */
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3371,7 +3371,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Request body over 1 MB */
+            /** @description `payload_too_large`: The body is over 1 MB */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -3380,7 +3380,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Content-Type is not application/json */
+            /** @description `unsupported_media_type`: The body is not `application/json` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3389,7 +3389,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets. `ai_quota_exceeded`: The monthly AI call quota is used up: `Retry-After` says when it resets */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3398,7 +3398,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal server error */
+            /** @description `internal_error`: The server failed (never with details or a stack) */
             500: {
                 headers: {
                     [name: string]: unknown;
@@ -3407,7 +3407,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is not answering; `Retry-After` says when to try again */
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3441,7 +3441,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: the message names the field */
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected. `invalid_json`: The body is not valid JSON */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3450,7 +3450,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3459,7 +3459,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3468,7 +3468,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found (also for another organization’s ids) */
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3477,7 +3477,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Request body over 1 MB */
+            /** @description `payload_too_large`: The body is over 1 MB */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -3486,7 +3486,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Content-Type is not application/json */
+            /** @description `unsupported_media_type`: The body is not `application/json` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3495,7 +3495,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets. `ai_quota_exceeded`: The monthly AI call quota is used up: `Retry-After` says when it resets */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3504,7 +3504,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal server error */
+            /** @description `internal_error`: The server failed (never with details or a stack) */
             500: {
                 headers: {
                     [name: string]: unknown;
@@ -3513,7 +3513,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is not answering; `Retry-After` says when to try again */
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3544,7 +3544,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3553,7 +3553,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3562,7 +3562,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets. `ai_quota_exceeded`: The monthly AI call quota is used up: `Retry-After` says when it resets */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3571,7 +3571,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal server error */
+            /** @description `internal_error`: The server failed (never with details or a stack) */
             500: {
                 headers: {
                     [name: string]: unknown;
@@ -3580,7 +3580,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is not answering; `Retry-After` says when to try again */
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3611,7 +3611,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing, invalid, revoked (`invalid_api_key`) or expired (`expired_api_key`) API key */
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3620,7 +3620,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The API key lacks the scope this operation needs (`insufficient_scope`); it counts against no limit */
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3629,7 +3629,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limit (`rate_limited`), monthly API quota (`api_quota_exceeded`) or AI quota (`ai_quota_exceeded`) exceeded; `Retry-After` says when to try again */
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets. `ai_quota_exceeded`: The monthly AI call quota is used up: `Retry-After` says when it resets */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3638,7 +3638,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal server error */
+            /** @description `internal_error`: The server failed (never with details or a stack) */
             500: {
                 headers: {
                     [name: string]: unknown;
@@ -3647,7 +3647,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is not answering; `Retry-After` says when to try again */
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
