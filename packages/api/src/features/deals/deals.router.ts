@@ -1,9 +1,7 @@
-import { transaction } from '@crm/db';
 import { z } from 'zod';
 import { batchOf, createBatch } from '../../batch.ts';
 import { dataOf, IdParam, SuccessResponse } from '../../schemas.ts';
 import { authedProcedure, router } from '../../trpc.ts';
-import { emitDealUpdateEvents } from './deal.events.ts';
 import { queryDeals } from './deal.queries.ts';
 import {
   Deal,
@@ -13,7 +11,7 @@ import {
   DealListQuery,
   DealUpdateInput,
 } from './deal.schemas.ts';
-import { createDeal, dealDto, deleteDeal, getDealDetail, updateDeal } from './deals.service.ts';
+import { createDeal, deleteDeal, getDealDetail, updateDeal } from './deals.service.ts';
 
 const tags = ['Deals'];
 
@@ -117,14 +115,7 @@ export const dealsRouter = router({
     // Adding the path's id drops the body schema's meta: its examples are given again for the document.
     .input(DealUpdateInput.extend(IdParam.shape).meta({ examples: DealUpdateInput.meta()?.examples }))
     .output(dataOf(Deal))
-    .mutation(({ ctx, input: { id, ...fields } }) =>
-      transaction(ctx.em, async (em) => {
-        const update = await updateDeal(em, id, fields);
-        const data = await dealDto(em, id);
-        await emitDealUpdateEvents(em, data, update);
-        return { data };
-      }),
-    ),
+    .mutation(async ({ ctx, input: { id, ...fields } }) => ({ data: await updateDeal(ctx.em, id, fields) })),
 
   delete: authedProcedure
     .meta({

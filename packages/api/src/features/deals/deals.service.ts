@@ -5,6 +5,7 @@ import {
   Pipeline,
   PipelineStage,
   type Tables,
+  transaction,
   uuidv7,
 } from '@crm/db';
 import type { Insertable } from 'kysely';
@@ -19,6 +20,7 @@ import {
   resolveStage,
   type StageRow,
 } from '../pipeline/stages.service.ts';
+import { emitDealUpdateEvents } from './deal.events.ts';
 import { dealDtoOf, type NewDeal, queryDeal, queryDealDetail } from './deal.queries.ts';
 import type { DealCreateInput, DealDto, DealUpdateInput } from './deal.schemas.ts';
 
@@ -162,7 +164,20 @@ export interface DealUpdateResult {
   stageChange?: { from: StageRow; to: StageRow };
 }
 
-export async function updateDeal(
+/**
+ * A PATCH of a deal, in one transaction: the fields changed, their activities, and the events (as a
+ * create's are emitted in createDeal). Returns the deal as it now is.
+ */
+export function updateDeal(em: EntityManager, id: string, input: DealUpdateInput): Promise<DealDto> {
+  return transaction(em, async (tx) => {
+    const update = await applyDealChanges(tx, id, input);
+    const deal = await dealDto(tx, id);
+    await emitDealUpdateEvents(tx, deal, update);
+    return deal;
+  });
+}
+
+async function applyDealChanges(
   em: EntityManager,
   id: string,
   input: DealUpdateInput,
