@@ -1,7 +1,7 @@
-import { ORG_FILTER } from '@crm/db';
 import { findActiveKey } from './admin/api-keys.ts';
 import { type Context, headerValue, type Principal } from './context.ts';
 import { ApiError } from './errors.ts';
+import { scopeToOrg } from './org-scope.ts';
 
 /**
  * last_used_at is coarse: written at most once a minute per key, never once per request. Each process
@@ -59,7 +59,7 @@ export async function authenticate(ctx: Context): Promise<Principal> {
  * to its organization. For a door that authenticated the key once for several calls (an MCP request).
  */
 export function actFor(ctx: Context, principal: Principal): Principal {
-  ctx.em.setFilterParams(ORG_FILTER, { orgId: principal.orgId });
+  scopeToOrg(ctx.em, principal.orgId);
   ctx.principal = principal;
   return principal;
 }

@@ -33,6 +33,15 @@ import {
 import { type PrepareOptions, prepareQuery } from './prepared-query.ts';
 
 /**
+ * A unit of work of `orgId`'s: every ORM read of `em` is scoped to it, and `currentOrg` (so `orgQuery` and
+ * `orgDb`) reads it back. The one place an organization is set on a unit of work; returns `em`.
+ */
+export function scopeToOrg(em: EntityManager, orgId: string): EntityManager {
+  em.setFilterParams(ORG_FILTER, { orgId });
+  return em;
+}
+
+/**
  * The caller's organization in this unit of work: where the ORM's filter reads it too (the request's filter
  * parameters, set at authentication). Read models take it from here, through `orgQuery`/`orgDb`.
  */

@@ -1,4 +1,4 @@
-import { ORG_FILTER, USER_ROLES, WEBHOOK_EVENT_TYPES } from '@crm/db';
+import { USER_ROLES, WEBHOOK_EVENT_TYPES } from '@crm/db';
 import { z } from 'zod';
 import { runAsCall } from '../call-context.ts';
 import { type Context, headerValue } from '../context.ts';
@@ -15,6 +15,7 @@ import {
   replayDelivery,
   sendTestEvent,
 } from '../features/webhooks/webhooks.service.ts';
+import { scopeToOrg } from '../org-scope.ts';
 import { asText } from '../schemas.ts';
 import { ALL_SCOPES, SCOPES } from '../scopes.ts';
 import { publicProcedure, router } from '../trpc.ts';
@@ -74,7 +75,7 @@ const sessionProcedure = dashboardProcedure.use(async ({ ctx, next }) => {
   const auth = ctx.services.dashboardAuth;
   const session = auth ? await dashboardSessionOf(auth, ctx.headers) : undefined;
   if (!session) throw new ApiError('not_signed_in', 'Sign in to use the dashboard');
-  ctx.em.setFilterParams(ORG_FILTER, { orgId: session.orgId });
+  scopeToOrg(ctx.em, session.orgId);
   const actor = { type: 'user' as const, user_id: session.userId, via: 'dashboard' as const };
   return runAsCall({ actor, requestId: ctx.requestId }, () =>
     next({ ctx: { ...ctx, dashboard: session, principal: { orgId: session.orgId } } }),

@@ -1,9 +1,9 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { type FittedWinModel, fitWinModelOffThread, MIN_CLOSED_DEALS } from '@crm/ai';
-import { type EntityManager, ORG_FILTER, type Orm, type Tables } from '@crm/db';
+import type { EntityManager, Orm, Tables } from '@crm/db';
 import { expressionBuilder, sql } from 'kysely';
 import { LRUCache } from 'lru-cache';
-import { currentOrg, orgQuery } from '../../org-scope.ts';
+import { currentOrg, orgQuery, scopeToOrg } from '../../org-scope.ts';
 import { ACTIVE_AT, keptOfStages, type StagesCte, stagesOfType } from '../pipeline/open-pipeline.sql.ts';
 import { loadClosedHistories } from './deal-history.queries.ts';
 
@@ -91,9 +91,7 @@ export class WinModels {
   private async refit(orgId: string, entry: Entry, fingerprint: string): Promise<void> {
     try {
       // Its own unit of work: the fit outlives the request that noticed the change.
-      const em = this.orm.em.fork();
-      em.setFilterParams(ORG_FILTER, { orgId });
-      const histories = await loadClosedHistories(em);
+      const histories = await loadClosedHistories(scopeToOrg(this.orm.em.fork(), orgId));
       entry.model =
         histories.length >= MIN_CLOSED_DEALS ? await fitWinModelOffThread(histories, new Date()) : null;
       entry.fingerprint = fingerprint;

@@ -1,6 +1,7 @@
-import { type EntityManager, ORG_FILTER, sqlOf, transaction } from '@crm/db';
+import { type EntityManager, sqlOf, transaction } from '@crm/db';
 import { z } from 'zod';
 import { describeZodIssues } from '../../errors.ts';
+import { scopeToOrg } from '../../org-scope.ts';
 import { DateTime, ShortText } from '../../schemas.ts';
 import { ContactCreateInput } from '../contacts/contact.schemas.ts';
 import { createdContactRows } from '../contacts/contacts.service.ts';
@@ -79,8 +80,7 @@ export async function importDeals(
   rows: AsyncIterable<SourceRow>,
   handlers: { rejected(row: RejectedRow): void | Promise<void>; progress?(p: ImportProgress): void },
 ): Promise<ImportProgress & { statistics: string | null }> {
-  const scoped = em.fork();
-  scoped.setFilterParams(ORG_FILTER, { orgId });
+  const scoped = scopeToOrg(em.fork(), orgId);
   const placement = new StagePlacement(scoped);
   const tally: ImportProgress = { read: 0, imported: 0, rejected: 0 };
   const committed: Array<[number, number]> = [];
