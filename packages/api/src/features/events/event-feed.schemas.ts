@@ -1,6 +1,6 @@
 import { WEBHOOK_EVENT_TYPES } from '@crm/db';
 import { z } from 'zod';
-import { DateTimeOut, Uuid } from '../../schemas.ts';
+import { DateTimeOut, queryInteger, Uuid } from '../../schemas.ts';
 
 export const EventType = z.enum(WEBHOOK_EVENT_TYPES);
 
@@ -38,7 +38,7 @@ export const EventListQuery = z.object({
     })
     .optional()
     .describe('Only these types, comma-separated: `deal.created,deal.won`'),
-  limit: z.coerce.number().int().min(1).max(500).default(100).describe('Page size, 1..500'),
+  limit: queryInteger(z.number().min(1).max(500), 100).describe('Page size, 1..500'),
 });
 export type EventListQuery = z.infer<typeof EventListQuery>;
 
