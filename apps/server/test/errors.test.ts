@@ -788,6 +788,28 @@ for (const { driver, label, skip } of DRIVERS) {
           expect(res.status, `${init?.method ?? 'GET'} ${url}`).toBe(status);
         }
       });
+
+      it('an unknown key is refused in every input, a query’s as a mutation’s: 400 naming it', async () => {
+        const deal = await createDeal({ title: 'tRPC strictness' });
+        const cases: Array<[string, Parameters<TestServer['api']>[1]]> = [
+          [trpcUrl('deals.list', { limit: 1, bogus: 1 }), {}],
+          [trpcUrl('deals.get', { id: deal.id, bogus: 1 }), {}],
+          [trpcUrl('contacts.list', { q: 'x', bogus: 1 }), {}],
+          [trpcUrl('search.query', { q: 'tRPC', bogus: 1 }), {}],
+          [trpcUrl('events.list', { bogus: 1 }), {}],
+          [trpcUrl('ai.predict'), { method: 'POST', json: { id: deal.id, bogus: 1 } }],
+          [trpcUrl('deals.delete'), { method: 'POST', json: { id: deal.id, bogus: 1 } }],
+        ];
+        for (const [url, init] of cases) {
+          const res = await api(url, init);
+          expect(res.status, url).toBe(400);
+          expect(res.body.error.data.body).toEqual({
+            error: 'Unknown property: bogus',
+            code: 'invalid_request',
+          });
+        }
+        expect((await api(`/deals/${deal.id}`)).status, 'the delete was refused').toBe(200);
+      });
     });
 
     it('no request in this file was answered with a 500', () => {

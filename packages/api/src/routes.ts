@@ -57,6 +57,16 @@ function inputKeys(input: z.ZodType | undefined): string[] {
   return shape ? Object.keys(shape) : [];
 }
 
+/**
+ * Whether `input` refuses keys it does not name (z.strictObject, whose catchall is `never`). Every
+ * operation's input must: a zod object strips an unknown key without a word, so tRPC answered
+ * `{"limit":1,"bogus":1}` where REST refuses the query parameter.
+ */
+function refusesUnknownKeys(input: z.ZodType | undefined): boolean {
+  const catchall = (input as { def?: { catchall?: { def?: { type?: string } } } } | undefined)?.def?.catchall;
+  return catchall?.def?.type === 'never';
+}
+
 /** The errors every call of `op` can answer, from what it takes, beside those its meta names. */
 function errorsOf(op: Omit<Operation, 'errors'>, declared: ErrorCode[]): ErrorCode[] {
   const codes = new Set<ErrorCode>([
@@ -94,6 +104,8 @@ function collectOperations(): Operation[] {
     const input = _def.inputs?.[0];
     const readsQuery = method === 'GET' || method === 'DELETE';
     if (!meta.scope) throw new Error(`${procedure} names no scope in its meta: every operation needs one`);
+    if (inputKeys(input).length > 0 && !refusesUnknownKeys(input))
+      throw new Error(`${procedure}'s input is not a z.strictObject: every operation refuses unknown keys`);
     const op: Omit<Operation, 'errors'> = {
       procedure,
       operationId: meta.openapi.operationId ?? procedure.replace(/\./g, '-'),

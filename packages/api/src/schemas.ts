@@ -14,7 +14,7 @@ export const DateTime = z.iso.datetime({ offset: true }).refine((v) => {
 }, 'must be between the years 1000 and 9999');
 export const DateTimeOut = z.iso.datetime();
 
-export const IdParam = z.object({ id: Uuid.describe('Resource id (uuid)') });
+export const IdParam = z.strictObject({ id: Uuid.describe('Resource id (uuid)') });
 
 /** Decimal digits, signed: a number below its range is the range's to refuse ("Too small"), naming it. */
 const DECIMAL_INTEGER = /^-?\d+$/;

@@ -14,7 +14,7 @@ const Cursor = z
   )
   .describe('Where to continue: `meta.next_cursor` of the previous page, or an event’s `cursor`');
 
-export const EventListQuery = z.object({
+export const EventListQuery = z.strictObject({
   after: Cursor.optional().describe(
     'Only events after this cursor (`meta.next_cursor` of the previous page); without it, from the oldest kept',
   ),
@@ -90,4 +90,4 @@ export const EventList = z.object({
   }),
 });
 
-export const EventIdParam = z.object({ id: Uuid.describe('Event id (the webhook-id)') });
+export const EventIdParam = z.strictObject({ id: Uuid.describe('Event id (the webhook-id)') });
