@@ -93,6 +93,29 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 const FAILURE = Symbol('crm.failure');
 type WithFailure = IncomingMessage & { [FAILURE]?: unknown };
 
+const decodes = (text: string): boolean => {
+  try {
+    decodeURIComponent(text);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * What is wrong with the first query parameter whose name or value is not percent-encoded UTF-8
+ * (`q=%E0%A4%A`, `limit=5%`): Node's querystring, which Koa parses with, keeps such bytes as they came.
+ */
+function malformedQuery(querystring: string): string | undefined {
+  for (const pair of querystring.split('&')) {
+    const [name = '', value = ''] = pair.split(/=(.*)/s);
+    if (!decodes(name)) return `${name}: malformed percent-encoding in a query parameter's name`;
+    if (!decodes(value))
+      return `${decodeURIComponent(name)}: malformed percent-encoding in ${JSON.stringify(value)}`;
+  }
+  return undefined;
+}
+
 /** Runs the matched route's procedure through trpc-to-openapi, on the body Koa already parsed. */
 export function restHandler(prefix: string): Middleware {
   const handler = createOpenApiNodeHttpHandler({
@@ -115,6 +138,10 @@ export function restHandler(prefix: string): Middleware {
     const shadowed = route.pathParams.filter((p) => body && Object.hasOwn(body, p));
     if (shadowed.length > 0)
       throw new ApiError('invalid_request', `Unknown property: ${shadowed.join(', ')}`);
+
+    // First: a name Koa kept undecoded would otherwise be reported as an unknown parameter.
+    const malformed = malformedQuery(ctx.querystring);
+    if (malformed) throw new ApiError('invalid_request', malformed);
 
     // A misspelt parameter (`?limt=1`) would otherwise be ignored and the default used without a word.
     const unknown = Object.keys(ctx.query).filter((name) => !route.queryParams.has(name));

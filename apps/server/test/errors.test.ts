@@ -467,6 +467,24 @@ for (const { driver, label, skip } of DRIVERS) {
         expect((await api(`/deals/${deal.id}`)).status).toBe(200);
       });
 
+      it('a malformed percent-encoding anywhere in the query string answers 400 naming the parameter', async () => {
+        for (const [path, message] of [
+          ['/contacts?q=%E0%A4%A', 'q: malformed percent-encoding in "%E0%A4%A"'],
+          ['/search?q=ab%E0%A4%A', 'q: malformed percent-encoding in "ab%E0%A4%A"'],
+          ['/deals?offset=0&limit=5%', 'limit: malformed percent-encoding in "5%"'],
+          ['/deals?li%E0mit=5', "li%E0mit: malformed percent-encoding in a query parameter's name"],
+          [`/deals/${MISSING_ID}?x=%FF`, 'x: malformed percent-encoding in "%FF"'],
+        ]) {
+          const res = await api(path as string);
+          expectError(res, 400, 'invalid_request');
+          expect(res.body.error, path).toBe(message);
+        }
+        // Percent-encoded UTF-8 (and + for a space) is read as before.
+        const deal = await createDeal({ title: 'Café crème' });
+        const found = await api('/search?q=caf%C3%A9+cr%C3%A8me');
+        expect(found.body.data.deals.map((d: Json) => d.id)).toEqual([deal.id]);
+      });
+
       it('the limits themselves (1 and 100) and offset 0 are accepted', async () => {
         for (const path of ['/deals?limit=1', '/deals?limit=100&offset=0', '/contacts?limit=100']) {
           expect((await api(path)).status).toBe(200);
