@@ -189,6 +189,8 @@ export function buildApp(services: Services, logger: Logger, state: AppState = {
   });
 
   const hasBody = (method: string) => method === 'POST' || method === 'PATCH' || method === 'PUT';
+  const isEmptyObject = (value: unknown) =>
+    typeof value === 'object' && value !== null && !Array.isArray(value) && Object.keys(value).length === 0;
   app.use(async (ctx, next) => {
     if (!ctx.path.startsWith(`${API_PREFIX}/`)) return next();
     if (hasBody(ctx.method) && ctx.request.length && !ctx.is('application/json'))
@@ -211,6 +213,11 @@ export function buildApp(services: Services, logger: Logger, state: AppState = {
     if (!ctx.path.startsWith(`${API_PREFIX}/`)) return next();
     const req = ctx.req as typeof ctx.req & { body?: unknown };
     if (hasBody(ctx.method)) {
+      // A body to an operation that takes none (analyze, predict) was ignored without a word. An empty
+      // object says nothing, and is what some clients send for no body.
+      const route = ctx.state.route as Operation;
+      if (!route.takesBody && req.body !== undefined && !isEmptyObject(req.body))
+        throw new ApiError('invalid_request', `${route.method} ${route.path} takes no request body`);
       if (
         req.body !== undefined &&
         (typeof req.body !== 'object' || req.body === null || Array.isArray(req.body))

@@ -612,6 +612,39 @@ for (const { driver, label, skip } of DRIVERS) {
       });
     });
 
+    describe('operations that take no body', () => {
+      it('a body with anything in it, to any POST the document gives no body, answers 400 saying so', async () => {
+        const doc = (await api(`${s.base}/openapi.json`)).body as {
+          paths: Record<string, Record<string, { requestBody?: unknown }>>;
+        };
+        const bodiless = Object.entries(doc.paths)
+          .filter(([, item]) => item.post && !item.post.requestBody)
+          .map(([path]) => path);
+        expect(bodiless.sort()).toEqual([
+          '/deals/{id}/analyze',
+          '/deals/{id}/predict',
+          '/webhooks/{id}/activate',
+          '/webhooks/{id}/deliveries/{delivery_id}/replay',
+        ]);
+        const deal = await createDeal({ title: 'Takes no body' });
+        for (const template of bodiless)
+          for (const body of ['{"force":true}', '[]', '{"id":"x"}']) {
+            const path = template.replace('{id}', deal.id).replace('{delivery_id}', MISSING_ID);
+            const res = await raw(path, 'POST', body);
+            expectError(res, 400, 'invalid_request');
+            expect(res.body.error, `${path} ${body}`).toBe(`POST ${template} takes no request body`);
+          }
+        expect(await count("activities where type = 'deal_analyzed' and deal_id = ?", [deal.id])).toBe(0);
+      });
+
+      it('no body, an empty one or {} is accepted as before', async () => {
+        const deal = await createDeal({ title: 'No body at all' });
+        expect((await api(`/deals/${deal.id}/predict`, { method: 'POST' })).status).toBe(200);
+        expect((await raw(`/deals/${deal.id}/predict`, 'POST', '')).status).toBe(200);
+        expect((await raw(`/deals/${deal.id}/analyze`, 'POST', '{}')).status).toBe(200);
+      });
+    });
+
     describe('ids in the path', () => {
       const malformed: Array<[string, string, Json?]> = [
         ['GET', '/deals/123'],

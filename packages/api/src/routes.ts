@@ -27,6 +27,8 @@ export interface Operation {
   pathParams: string[];
   /** The query parameters the operation reads (none for operations with a body). */
   queryParams: ReadonlySet<string>;
+  /** Whether it reads a JSON body: a POST or PATCH whose input has more than the path's parameters. */
+  takesBody: boolean;
   summary: string;
   description: string;
   /** When an AI agent should call it, said for a model. */
@@ -114,6 +116,7 @@ function collectOperations(): Operation[] {
       pattern: new RegExp(`^${path.replace(/\{[^}]+\}/g, '[^/]+')}$`),
       pathParams,
       queryParams: new Set(readsQuery ? inputKeys(input).filter((k) => !pathParams.includes(k)) : []),
+      takesBody: !readsQuery && inputKeys(input).some((k) => !pathParams.includes(k)),
       summary,
       description,
       agentHint: meta.agentHint ?? '',
