@@ -1,5 +1,6 @@
 import { ApiError, authenticate, createMcpServer, createRequestContext, type Services } from '@crm/api';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import type { Middleware } from 'koa';
 
 export const MCP_PATH = '/mcp';
@@ -22,6 +23,17 @@ export function mcpRoute(services: Services): Middleware {
     const context = createRequestContext(services, { requestId, headers: ctx.req.headers, door: 'mcp' });
     ctx.state.apiContext = context;
     const principal = await authenticate(context);
+    // JSON-RPC 2.0 answers an empty batch with Invalid Request; the SDK's transport finds no request in it
+    // and answers 202, as for notifications. Said in the transport's own form for invalid requests.
+    if (Array.isArray(ctx.request.body) && ctx.request.body.length === 0) {
+      ctx.status = 400;
+      ctx.body = {
+        jsonrpc: '2.0',
+        error: { code: ErrorCode.InvalidRequest, message: 'Invalid Request: Batch must not be empty' },
+        id: null,
+      };
+      return;
+    }
 
     const server = createMcpServer({
       services,

@@ -1,4 +1,4 @@
-import { type Context, matchOperation, type RestMatch, restInput, serveCall } from '@crm/api';
+import { matchOperation, type RestMatch, restInput, serveCall } from '@crm/api';
 import type { Middleware } from 'koa';
 import { contextOf } from './request-context.ts';
 
@@ -20,9 +20,10 @@ export function restHandler(prefix: string): Middleware {
     // Anything outside the API falls through to the JSON 404 of the outermost middleware.
     if (!ctx.path.startsWith(`${prefix}/`)) return next();
     const match = ctx.state.route as RestMatch;
+    const { querystring, query } = ctx;
     const body = (ctx.req as { body?: unknown }).body;
-    const context: Context = contextOf(ctx.req);
-    const outcome = await serveCall(context, match.operation, restInput(match, ctx.query, body));
+    const input = restInput(match, { querystring, query, body });
+    const outcome = await serveCall(contextOf(ctx.req), match.operation, input);
     ctx.set(outcome.headers);
     ctx.status = outcome.status;
     ctx.body = outcome.ok ? outcome.result : outcome.error;

@@ -165,8 +165,8 @@ for (const { driver, label, skip } of DRIVERS) {
             { method: 'POST', json: { title: 'Notes', notes: [] } },
             'notes: expected string, got array',
           ],
-          ['/deals?limit=abc', {}, 'limit: expected number, got NaN'],
-          ['/deals?limit=10.5', {}, 'limit: expected int, got number'],
+          ['/deals?limit=abc', {}, 'limit: expected a decimal integer, got "abc"'],
+          ['/deals?limit=10.5', {}, 'limit: expected a decimal integer, got "10.5"'],
           ['/deals', { method: 'POST', json: { company_name: 'No title' } }, 'title: Required'],
         ];
         for (const [path, init, message] of cases) {
@@ -174,6 +174,28 @@ for (const { driver, label, skip } of DRIVERS) {
           expectError(res, 400, 'invalid_request');
           expect(res.body.error, path).toContain(message);
         }
+      });
+
+      it('an integer query parameter is decimal digits only, or a 400 saying what came', async () => {
+        for (const [path, message] of [
+          ['/deals?limit=0x10', 'limit: expected a decimal integer, got "0x10"'],
+          ['/deals?limit=1e2', 'limit: expected a decimal integer, got "1e2"'],
+          ['/deals?limit=', 'limit: expected a decimal integer, got ""'],
+          ['/deals?limit=%2B5', 'limit: expected a decimal integer, got "+5"'],
+          ['/contacts?offset=0x1', 'offset: expected a decimal integer, got "0x1"'],
+          ['/events?limit=1e2', 'limit: expected a decimal integer, got "1e2"'],
+        ]) {
+          const res = await api(path as string);
+          expectError(res, 400, 'invalid_request');
+          expect(res.body.error, path).toBe(message);
+        }
+        expect((await api('/deals?limit=007&offset=0')).body.meta).toMatchObject({ limit: 7, offset: 0 });
+        // tRPC sends JSON numbers for the same inputs: checked as they are, as before.
+        const trpc = s.trpc(s.orgA);
+        expect((await trpc.deals.list.query({ limit: 3 })).meta.limit).toBe(3);
+        await expect(trpc.deals.list.query({ limit: 10.5 })).rejects.toThrow(
+          'limit: expected int, got number',
+        );
       });
 
       it('an empty body with Content-Type application/json answers 400 naming title', async () => {
@@ -445,6 +467,24 @@ for (const { driver, label, skip } of DRIVERS) {
         expect((await api(`/deals/${deal.id}`)).status).toBe(200);
       });
 
+      it('a malformed percent-encoding anywhere in the query string answers 400 naming the parameter', async () => {
+        for (const [path, message] of [
+          ['/contacts?q=%E0%A4%A', 'q: malformed percent-encoding in "%E0%A4%A"'],
+          ['/search?q=ab%E0%A4%A', 'q: malformed percent-encoding in "ab%E0%A4%A"'],
+          ['/deals?offset=0&limit=5%', 'limit: malformed percent-encoding in "5%"'],
+          ['/deals?li%E0mit=5', "li%E0mit: malformed percent-encoding in a query parameter's name"],
+          [`/deals/${MISSING_ID}?x=%FF`, 'x: malformed percent-encoding in "%FF"'],
+        ]) {
+          const res = await api(path as string);
+          expectError(res, 400, 'invalid_request');
+          expect(res.body.error, path).toBe(message);
+        }
+        // Percent-encoded UTF-8 (and + for a space) is read as before.
+        const deal = await createDeal({ title: 'Café crème' });
+        const found = await api('/search?q=caf%C3%A9+cr%C3%A8me');
+        expect(found.body.data.deals.map((d: Json) => d.id)).toEqual([deal.id]);
+      });
+
       it('the limits themselves (1 and 100) and offset 0 are accepted', async () => {
         for (const path of ['/deals?limit=1', '/deals?limit=100&offset=0', '/contacts?limit=100']) {
           expect((await api(path)).status).toBe(200);
@@ -569,6 +609,39 @@ for (const { driver, label, skip } of DRIVERS) {
         });
         expectError(res, 413, 'payload_too_large');
         expect(await dealState(deal.id)).toEqual(before);
+      });
+    });
+
+    describe('operations that take no body', () => {
+      it('a body with anything in it, to any POST the document gives no body, answers 400 saying so', async () => {
+        const doc = (await api(`${s.base}/openapi.json`)).body as {
+          paths: Record<string, Record<string, { requestBody?: unknown }>>;
+        };
+        const bodiless = Object.entries(doc.paths)
+          .filter(([, item]) => item.post && !item.post.requestBody)
+          .map(([path]) => path);
+        expect(bodiless.sort()).toEqual([
+          '/deals/{id}/analyze',
+          '/deals/{id}/predict',
+          '/webhooks/{id}/activate',
+          '/webhooks/{id}/deliveries/{delivery_id}/replay',
+        ]);
+        const deal = await createDeal({ title: 'Takes no body' });
+        for (const template of bodiless)
+          for (const body of ['{"force":true}', '[]', '{"id":"x"}']) {
+            const path = template.replace('{id}', deal.id).replace('{delivery_id}', MISSING_ID);
+            const res = await raw(path, 'POST', body);
+            expectError(res, 400, 'invalid_request');
+            expect(res.body.error, `${path} ${body}`).toBe(`POST ${template} takes no request body`);
+          }
+        expect(await count("activities where type = 'deal_analyzed' and deal_id = ?", [deal.id])).toBe(0);
+      });
+
+      it('no body, an empty one or {} is accepted as before', async () => {
+        const deal = await createDeal({ title: 'No body at all' });
+        expect((await api(`/deals/${deal.id}/predict`, { method: 'POST' })).status).toBe(200);
+        expect((await raw(`/deals/${deal.id}/predict`, 'POST', '')).status).toBe(200);
+        expect((await raw(`/deals/${deal.id}/analyze`, 'POST', '{}')).status).toBe(200);
       });
     });
 
@@ -765,6 +838,28 @@ for (const { driver, label, skip } of DRIVERS) {
           expect(res.body.error.data.body.code).toBe(code);
           expect(res.status, `${init?.method ?? 'GET'} ${url}`).toBe(status);
         }
+      });
+
+      it('an unknown key is refused in every input, a query’s as a mutation’s: 400 naming it', async () => {
+        const deal = await createDeal({ title: 'tRPC strictness' });
+        const cases: Array<[string, Parameters<TestServer['api']>[1]]> = [
+          [trpcUrl('deals.list', { limit: 1, bogus: 1 }), {}],
+          [trpcUrl('deals.get', { id: deal.id, bogus: 1 }), {}],
+          [trpcUrl('contacts.list', { q: 'x', bogus: 1 }), {}],
+          [trpcUrl('search.query', { q: 'tRPC', bogus: 1 }), {}],
+          [trpcUrl('events.list', { bogus: 1 }), {}],
+          [trpcUrl('ai.predict'), { method: 'POST', json: { id: deal.id, bogus: 1 } }],
+          [trpcUrl('deals.delete'), { method: 'POST', json: { id: deal.id, bogus: 1 } }],
+        ];
+        for (const [url, init] of cases) {
+          const res = await api(url, init);
+          expect(res.status, url).toBe(400);
+          expect(res.body.error.data.body).toEqual({
+            error: 'Unknown property: bogus',
+            code: 'invalid_request',
+          });
+        }
+        expect((await api(`/deals/${deal.id}`)).status, 'the delete was refused').toBe(200);
       });
     });
 

@@ -228,6 +228,21 @@ for (const { driver, label, skip } of DRIVERS) {
       expect(get.headers.get('allow')).toBe('POST');
     });
 
+    it('an empty batch ([]) is a 400 with JSON-RPC Invalid Request (-32600), as JSON-RPC 2.0 says', async () => {
+      const res = await postMcp([]);
+      expect(res.status).toBe(400);
+      expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+      expect(await res.json()).toEqual({
+        jsonrpc: '2.0',
+        error: { code: -32600, message: 'Invalid Request: Batch must not be empty' },
+        id: null,
+      });
+      // A batch with a request in it is answered as before (the SDK answers a batch of one unwrapped).
+      const listed = await postMcp([{ jsonrpc: '2.0', id: 1, method: 'tools/list' }]);
+      expect(listed.status).toBe(200);
+      expect(await listed.json()).toMatchObject({ id: 1, result: { tools: expect.any(Array) } });
+    });
+
     it('malformed params answer -32602 Invalid params naming the field, as an agent can correct', async () => {
       const cases: Array<[string, unknown, RegExp]> = [
         [

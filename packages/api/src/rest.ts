@@ -34,6 +34,30 @@ export function matchOperation(method: string, path: string): RestMatch {
   return { operation, params: { ...operation.pattern.exec(path)?.groups } };
 }
 
+const decodes = (text: string): boolean => {
+  try {
+    decodeURIComponent(text);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * What is wrong with the first query parameter whose name or value is not percent-encoded UTF-8
+ * (`q=%E0%A4%A`, `limit=5%`): Node's querystring, which Koa parses with, keeps such bytes as they came.
+ */
+function malformedQuery(querystring: string): string | undefined {
+  if (!querystring.includes('%')) return undefined;
+  for (const pair of querystring.split('&')) {
+    const [name = '', value = ''] = pair.split(/=(.*)/s);
+    if (!decodes(name)) return `${name}: malformed percent-encoding in a query parameter's name`;
+    if (!decodes(value))
+      return `${decodeURIComponent(name)}: malformed percent-encoding in ${JSON.stringify(value)}`;
+  }
+  return undefined;
+}
+
 /**
  * The procedure's input from a REST request: the query (reads and deletes) or the JSON body (creates and
  * updates), with the path parameters over it. What REST alone could get wrong is refused here, so that
@@ -43,13 +67,27 @@ export function matchOperation(method: string, path: string): RestMatch {
  */
 export function restInput(
   { operation, params }: RestMatch,
-  query: Record<string, string | string[] | undefined>,
-  body: unknown,
+  request: {
+    /** As it came, to check its percent-encoding: Koa's parser keeps malformed bytes as they came. */
+    querystring: string;
+    query: Record<string, string | string[] | undefined>;
+    body: unknown;
+  },
 ): unknown {
-  if (body !== undefined && (typeof body !== 'object' || body === null || Array.isArray(body)))
+  const { query, body } = request;
+  const isObject = typeof body === 'object' && body !== null && !Array.isArray(body);
+  // A body to an operation that takes none (analyze, predict) was ignored without a word. An empty
+  // object says nothing, and is what some clients send for no body.
+  if (!operation.takesBody && body !== undefined && !(isObject && Object.keys(body).length === 0))
+    throw new ApiError('invalid_request', `${operation.method} ${operation.path} takes no request body`);
+  if (body !== undefined && !isObject)
     throw new ApiError('invalid_request', 'Request body must be a JSON object');
   const shadowed = operation.pathParams.filter((p) => body && Object.hasOwn(body, p));
   if (shadowed.length > 0) throw new ApiError('invalid_request', `Unknown property: ${shadowed.join(', ')}`);
+
+  // First: a name Koa kept undecoded would otherwise be reported as an unknown parameter.
+  const malformed = malformedQuery(request.querystring);
+  if (malformed) throw new ApiError('invalid_request', malformed);
 
   const unknown = Object.keys(query).filter((name) => !operation.queryParams.has(name));
   if (unknown.length > 0) {

@@ -30,6 +30,8 @@ export interface Operation {
   inputKeys: readonly string[];
   /** The query parameters the operation reads (none for operations with a body). */
   queryParams: ReadonlySet<string>;
+  /** Whether it reads a JSON body: a POST or PATCH whose input has more than the path's parameters. */
+  takesBody: boolean;
   summary: string;
   description: string;
   /** When an AI agent should call it, said for a model. */
@@ -58,6 +60,16 @@ type ProcedureDef = { _def: { meta?: Meta; inputs?: z.ZodType[]; output?: z.ZodT
 function inputKeys(input: z.ZodType | undefined): string[] {
   const shape = (input as { shape?: Record<string, unknown> } | undefined)?.shape;
   return shape ? Object.keys(shape) : [];
+}
+
+/**
+ * Whether `input` refuses keys it does not name (z.strictObject, whose catchall is `never`). Every
+ * operation's input must: a zod object strips an unknown key without a word, so tRPC answered
+ * `{"limit":1,"bogus":1}` where REST refuses the query parameter.
+ */
+function refusesUnknownKeys(input: z.ZodType | undefined): boolean {
+  const catchall = (input as { def?: { catchall?: { def?: { type?: string } } } } | undefined)?.def?.catchall;
+  return catchall?.def?.type === 'never';
 }
 
 /** The errors every call of `op` can answer, from what it takes, beside those its meta names. */
@@ -97,6 +109,8 @@ function collectOperations(): Operation[] {
     const input = _def.inputs?.[0];
     const readsQuery = method === 'GET' || method === 'DELETE';
     if (!meta.scope) throw new Error(`${procedure} names no scope in its meta: every operation needs one`);
+    if (inputKeys(input).length > 0 && !refusesUnknownKeys(input))
+      throw new Error(`${procedure}'s input is not a z.strictObject: every operation refuses unknown keys`);
     const op: Omit<Operation, 'errors'> = {
       procedure,
       operationId: meta.openapi.operationId ?? procedure.replace(/\./g, '-'),
@@ -106,6 +120,7 @@ function collectOperations(): Operation[] {
       pathParams,
       inputKeys: inputKeys(input),
       queryParams: new Set(readsQuery ? inputKeys(input).filter((k) => !pathParams.includes(k)) : []),
+      takesBody: !readsQuery && inputKeys(input).some((k) => !pathParams.includes(k)),
       summary,
       description,
       agentHint: meta.agentHint ?? '',

@@ -14,11 +14,30 @@ export const DateTime = z.iso.datetime({ offset: true }).refine((v) => {
 }, 'must be between the years 1000 and 9999');
 export const DateTimeOut = z.iso.datetime();
 
-export const IdParam = z.object({ id: Uuid.describe('Resource id (uuid)') });
+export const IdParam = z.strictObject({ id: Uuid.describe('Resource id (uuid)') });
+
+/** Decimal digits, signed: a number below its range is the range's to refuse ("Too small"), naming it. */
+const DECIMAL_INTEGER = /^-?\d+$/;
+
+/**
+ * An integer query parameter in `range`, `fallback` when absent. REST sends it as text, taken only as
+ * decimal digits: `Number()` (z.coerce's rule) read `0x10` as 16, `1e2` as 100 and an empty `limit=` as
+ * 0. tRPC and MCP send a JSON number, checked as it is. A prefault, not a default: zod leaves a default
+ * out of the input JSON Schema of a schema that converts, and the OpenAPI document shows it.
+ */
+export const queryInteger = (range: z.ZodNumber, fallback: number) =>
+  z
+    .preprocess((value, ctx) => {
+      if (typeof value !== 'string') return value;
+      if (DECIMAL_INTEGER.test(value)) return Number(value);
+      ctx.addIssue({ code: 'custom', message: `expected a decimal integer, got ${JSON.stringify(value)}` });
+      return z.NEVER;
+    }, range.int())
+    .prefault(fallback);
 
 export const Pagination = {
-  limit: z.coerce.number().int().min(1).max(100).default(50).describe('Page size, 1..100'),
-  offset: z.coerce.number().int().min(0).default(0).describe('Items to skip, >= 0'),
+  limit: queryInteger(z.number().min(1).max(100), 50).describe('Page size, 1..100'),
+  offset: queryInteger(z.number().min(0), 0).describe('Items to skip, >= 0'),
 };
 
 export const PaginationMeta = z.object({

@@ -107,7 +107,7 @@ export const ContactUpdateInput = z
   });
 export type ContactUpdateInput = z.infer<typeof ContactUpdateInput>;
 
-export const ContactListQuery = z.object({
+export const ContactListQuery = z.strictObject({
   ...CursorPagination,
   q: Text().trim().min(1).max(200).optional().describe('Case-insensitive substring of name, email or title'),
 });

@@ -134,7 +134,7 @@ export const DealUpdateInput = z
   });
 export type DealUpdateInput = z.infer<typeof DealUpdateInput>;
 
-export const DealListQuery = z.object({
+export const DealListQuery = z.strictObject({
   ...CursorPagination,
   lifecycle_stage: LifecycleStage.optional(),
   pipeline_id: Uuid.optional(),

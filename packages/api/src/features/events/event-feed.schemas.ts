@@ -1,6 +1,6 @@
 import { WEBHOOK_EVENT_TYPES } from '@crm/db';
 import { z } from 'zod';
-import { DateTimeOut, Uuid } from '../../schemas.ts';
+import { DateTimeOut, queryInteger, Uuid } from '../../schemas.ts';
 
 export const EventType = z.enum(WEBHOOK_EVENT_TYPES);
 
@@ -14,7 +14,7 @@ const Cursor = z
   )
   .describe('Where to continue: `meta.next_cursor` of the previous page, or an event’s `cursor`');
 
-export const EventListQuery = z.object({
+export const EventListQuery = z.strictObject({
   after: Cursor.optional().describe(
     'Only events after this cursor (`meta.next_cursor` of the previous page); without it, from the oldest kept',
   ),
@@ -38,7 +38,7 @@ export const EventListQuery = z.object({
     })
     .optional()
     .describe('Only these types, comma-separated: `deal.created,deal.won`'),
-  limit: z.coerce.number().int().min(1).max(500).default(100).describe('Page size, 1..500'),
+  limit: queryInteger(z.number().min(1).max(500), 100).describe('Page size, 1..500'),
 });
 export type EventListQuery = z.infer<typeof EventListQuery>;
 
@@ -90,4 +90,4 @@ export const EventList = z.object({
   }),
 });
 
-export const EventIdParam = z.object({ id: Uuid.describe('Event id (the webhook-id)') });
+export const EventIdParam = z.strictObject({ id: Uuid.describe('Event id (the webhook-id)') });

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { Text, Uuid } from '../../schemas.ts';
 
-export const SearchQuery = z.object({
+export const SearchQuery = z.strictObject({
   q: Text().trim().min(2).max(200).describe('At least 2 characters; case-insensitive substring'),
 });
 

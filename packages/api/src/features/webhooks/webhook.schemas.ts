@@ -104,7 +104,7 @@ export const WebhookDelivery = z
   .meta({ id: 'WebhookDelivery' });
 export type WebhookDeliveryDto = z.infer<typeof WebhookDelivery>;
 
-export const WebhookDeliveryListQuery = z.object({
+export const WebhookDeliveryListQuery = z.strictObject({
   id: Uuid.describe('Webhook id (uuid)'),
   ...Pagination,
   status: DeliveryStatus.optional(),
@@ -113,7 +113,7 @@ export type WebhookDeliveryListQuery = z.infer<typeof WebhookDeliveryListQuery>;
 
 export const WebhookDeliveryList = z.object({ data: z.array(WebhookDelivery), meta: PaginationMeta });
 
-export const DeliveryParams = z.object({
+export const DeliveryParams = z.strictObject({
   id: Uuid.describe('Webhook id (uuid)'),
   delivery_id: Uuid.describe('Delivery id (uuid)'),
 });
