@@ -50,7 +50,12 @@ export async function run(argv: string[], env: Record<string, string | undefined
         `note: no database at ${config.database.dataDir}: creating a new, empty embedded one there ` +
           '(set CRM_DATA_DIR, or DATABASE_URL for PostgreSQL, to use an existing one)',
       );
-    db = await openDatabase(config.database, 'cli');
+    // Only `crm migrate` creates a PostgreSQL database that is not there (README: Admin CLI).
+    const createMissing =
+      argv[0] === 'migrate'
+        ? (which: string) => io.stderr(`note: no database ${which}: creating a new, empty one`)
+        : undefined;
+    db = await openDatabase(config.database, 'cli', { createMissing });
   } catch (err) {
     if (err instanceof DataDirLockedError && config?.database.kind === 'pglite') {
       // An import runs as long as its file takes; every other command answers within the default minute.

@@ -270,4 +270,39 @@ describe('PostgreSQL', () => {
     expect(migrated.lines).toEqual([{ migrated: true }]);
     await roundTrip(db);
   });
+
+  it.skipIf(!url)(
+    'stops on a database name the server does not have, naming it; only migrate creates it',
+    SLOW,
+    async () => {
+      const typo = `${dbName}_typo`;
+      const target = new URL(databaseUrl);
+      target.pathname = `/${typo}`;
+      const db = { DATABASE_URL: target.toString() };
+      const exists = async () =>
+        ((await admin?.query('select 1 from pg_database where datname = $1', [typo]))?.rowCount ?? 0) > 0;
+      try {
+        // As the user runs it: one line, no stack, exit 1, and no database made behind their back.
+        const listed = await crmProcessOn(db, 'org', 'list');
+        expect(listed.stderr).toBe(
+          `error: no database "${typo}" on PostgreSQL at ${target.host} (DATABASE_URL): check its name, or create it with \`npm run crm -- migrate\`\n`,
+        );
+        expect(listed.code).toBe(1);
+        expect(listed.stdout).toBe('');
+        expect(await exists()).toBe(false);
+
+        const migrated = await crm(db, 'migrate');
+        expect(migrated.stderr).toBe(
+          `note: no database "${typo}" on PostgreSQL at ${target.host}: creating a new, empty one\n`,
+        );
+        expect(migrated.lines).toEqual([{ migrated: true }]);
+        expect(await exists()).toBe(true);
+        const after = await crm(db, 'org', 'list');
+        expect(after.stderr).toBe('');
+        expect(after.code).toBe(0);
+      } finally {
+        await admin?.query(`drop database if exists ${typo} with (force)`);
+      }
+    },
+  );
 });

@@ -180,6 +180,74 @@ for (const { driver, label, skip } of DRIVERS) {
       ]);
     }, 60_000);
 
+    it('rejects a row whose bytes are not UTF-8, naming the line and column of the first, and imports the others', async () => {
+      const mixed = await s.newOrg('Encodings');
+      const run = (file: string) =>
+        crm({ LOG_LEVEL: 'silent', ...dbEnv }, 'import', file, '--org', mixed.orgId);
+      const rejectsOf = async (file: string) =>
+        (await readFile(`${file}.rejected.ndjson`, 'utf8'))
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l));
+      const latin1 = (text: string) => Buffer.from(text, 'latin1'); // é is the one byte 0xE9, not UTF-8
+
+      const ndjson = path.join(dir, 'encodings.ndjson');
+      await writeFile(
+        ndjson,
+        Buffer.concat([
+          Buffer.from(`${JSON.stringify({ title: 'NDJSON café' })}\n`),
+          latin1(`${JSON.stringify({ title: 'NDJSON Latin-1 café' })}\n`), // line 2, é at byte 29
+          Buffer.from(`${JSON.stringify({ title: 'NDJSON \uFFFD as written' })}\n`), // U+FFFD itself is text
+        ]),
+      );
+      const fromNdjson = await run(ndjson);
+      expect(fromNdjson.code).toBe(0);
+      expect(fromNdjson.lines[0]).toMatchObject({ read: 3, imported: 2, rejected: 1 });
+      expect(await rejectsOf(ndjson)).toEqual([
+        {
+          line: 2,
+          error: 'not UTF-8: byte 0xE9 at line 2, column 29 (the column counts bytes)',
+          row: '{"title":"NDJSON Latin-1 caf\uFFFD"}',
+        },
+      ]);
+
+      // The record of lines 3-4 has its bad byte on line 4: the reject is the record's first line, the
+      // error names where the byte is.
+      const csv = path.join(dir, 'encodings.csv');
+      await writeFile(
+        csv,
+        Buffer.concat([
+          Buffer.from('title,notes\r\nCSV café,fine\r\n'),
+          latin1('CSV Latin-1,"first line\r\nsecond, café"\r\n'),
+          Buffer.from('CSV after,fine'),
+        ]),
+      );
+      const fromCsv = await run(csv);
+      expect(fromCsv.code).toBe(0);
+      expect(fromCsv.lines[0]).toMatchObject({ read: 3, imported: 2, rejected: 1 });
+      expect(await rejectsOf(csv)).toMatchObject([
+        { line: 3, error: 'not UTF-8: byte 0xE9 at line 4, column 12 (the column counts bytes)' },
+      ]);
+
+      const deals = await s.api('/deals?limit=10', { key: mixed.apiKey });
+      expect(deals.body.data.map((d: { title: string }) => d.title).sort()).toEqual([
+        'CSV after',
+        'CSV café',
+        'NDJSON café',
+        'NDJSON \uFFFD as written',
+      ]);
+
+      // A header that is not UTF-8 names no column surely: nothing is imported.
+      const header = path.join(dir, 'header.csv');
+      await writeFile(header, Buffer.concat([latin1('title,café\n'), Buffer.from('Never,x\n')]));
+      const fromHeader = await run(header);
+      expect(fromHeader.code).toBe(1);
+      expect(fromHeader.stderr).toContain(
+        `error: ${header}: the header is not UTF-8: byte 0xE9 at line 1, column 10 (the column counts bytes)`,
+      );
+      expect((await s.api('/deals?limit=1', { key: mixed.apiKey })).body.meta.total).toBe(4);
+    }, 60_000);
+
     it('refuses an unknown organization or file with one line and exit 1, writing nothing', async () => {
       const before = (await s.api('/deals?limit=1', { key: org.apiKey })).body.meta.total;
       const noOrg = await crm(

@@ -1,5 +1,5 @@
 import { type Config, ConfigError, loadConfig } from '@crm/config';
-import { createsEmbeddedDatabase, DataDirLockedError } from '@crm/db';
+import { createsEmbeddedDatabase, DataDirLockedError, MissingDatabaseError } from '@crm/db';
 import { createLogger } from './logger.ts';
 import { startServer, startWorkerProcess } from './server.ts';
 
@@ -67,7 +67,8 @@ try {
   process.once('SIGTERM', () => shutdown('SIGTERM'));
   process.once('SIGINT', () => shutdown('SIGINT'));
 } catch (err) {
-  if (err instanceof DataDirLockedError) {
+  // What the operator must fix, said in one line: a stack would bury it.
+  if (err instanceof DataDirLockedError || err instanceof MissingDatabaseError) {
     logger.fatal(err.message);
     process.exit(1);
   }

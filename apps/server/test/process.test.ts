@@ -1,7 +1,9 @@
 import { spawn as spawnProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { firstKeyOf, ROOT, type ServerProcess, spawnServer as spawn } from './server-process.ts';
 
@@ -242,4 +244,52 @@ describe('the server process', () => {
       'crash-1',
     ]);
   });
+});
+
+const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL;
+
+describe('the server process on PostgreSQL', () => {
+  it.skipIf(!TEST_DATABASE_URL)(
+    'stops, naming it in one log line, on a database DATABASE_URL names that is not there, and creates none',
+    async () => {
+      const name = `crm_missing_${randomBytes(6).toString('hex')}`;
+      const url = new URL(TEST_DATABASE_URL as string);
+      url.pathname = `/${name}`;
+      const child = spawnProcess(process.execPath, ['apps/server/src/main.ts'], {
+        cwd: ROOT,
+        env: { PATH: process.env.PATH, PORT: '0', HOST: '127.0.0.1', DATABASE_URL: url.toString() },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (d) => {
+        stdout += d;
+      });
+      child.stderr.on('data', (d) => {
+        stderr += d;
+      });
+      const exited = new Promise<number | null>((resolve) => child.once('close', resolve));
+      // One that starts after all (on a database it made) is stopped, not waited for.
+      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+      const code = await exited.finally(() => clearTimeout(timer));
+      const admin = new pg.Client({ connectionString: TEST_DATABASE_URL });
+      await admin.connect();
+      try {
+        const found = await admin.query('select 1 from pg_database where datname = $1', [name]);
+        if (found.rowCount) await admin.query(`drop database ${name} with (force)`);
+        expect(found.rowCount).toBe(0);
+        expect(code).toBe(1);
+        expect(stderr).toBe('');
+        const last = JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}');
+        expect(last).toEqual({
+          level: 60,
+          time: expect.any(String),
+          msg: `no database "${name}" on PostgreSQL at ${url.host} (DATABASE_URL): check its name, or create it with \`npm run crm -- migrate\``,
+        });
+      } finally {
+        await admin.end();
+      }
+    },
+    30_000,
+  );
 });

@@ -20,6 +20,14 @@ export type Orm = MikroORM<AbstractSqlDriver, SqlEntityManager>;
 export type EntityManager = SqlEntityManager;
 export type DatabaseConfig = Config['database'];
 
+/**
+ * The PostgreSQL database `DATABASE_URL` names is not on its server (a mistyped name, or one nobody made):
+ * only `crm migrate` creates it, as a new empty one would otherwise stand in for the real one unnoticed.
+ */
+export class MissingDatabaseError extends Error {
+  override name = 'MissingDatabaseError';
+}
+
 /** Who opened an embedded data directory; written beside the lock so the next opener can say who holds it. */
 type Holder = { pid: number; host?: string; role: string; since: string };
 
@@ -352,12 +360,14 @@ export function createsEmbeddedDatabase(database: DatabaseConfig): boolean {
 /**
  * Opens the configured database and brings its schema up to date. `role` names the opener
  * (server, cli, test) in the message another opener of the same embedded directory gets. `upTo` stops
- * at a named migration (tests of what a later migration does to the data already there).
+ * at a named migration (tests of what a later migration does to the data already there). A PostgreSQL
+ * database that does not exist is created only when `createMissing` is given (told which first);
+ * otherwise opening fails with a MissingDatabaseError. An embedded one is always created (README).
  */
 export async function openDatabase(
   database: DatabaseConfig,
   role: string,
-  options: { upTo?: string } = {},
+  options: { upTo?: string; createMissing?: (which: string) => void } = {},
 ): Promise<Database> {
   let release: (() => Promise<void>) | undefined;
   let serve: ((handler: LocalRequestHandler) => void) | undefined;
@@ -388,6 +398,8 @@ export async function openDatabase(
       ...baseOptions(),
       clientUrl: database.url,
       pool: { min: 0, max: database.poolMax },
+      // Not on connect: whether a missing database is created is the caller's (requirePostgresDatabase).
+      ensureDatabase: false,
       // A database that hangs must not hang every request: connecting and waiting for a pooled connection
       // give up after the connect timeout, a statement after the query timeout, on the server
       // (statement_timeout) and on the client too (query_timeout), which holds when the server answers nothing.
@@ -401,6 +413,8 @@ export async function openDatabase(
     })) as unknown as Orm;
   }
   try {
+    if (database.kind === 'postgresql')
+      await requirePostgresDatabase(orm, database.url, options.createMissing);
     await orm.migrator.up(options.upTo ? { to: options.upTo } : undefined);
   } catch (err) {
     await orm.close(true);
@@ -419,6 +433,31 @@ export async function openDatabase(
       await release?.();
     },
   };
+}
+
+/**
+ * Fails with a MissingDatabaseError, naming it, when the database `url` names does not exist, unless
+ * `create` is given: then it is told which (`"crm" on PostgreSQL at db:5432`) and the database is
+ * created. MikroORM's migrator would otherwise create it silently (`ensureDatabase`), whatever the command.
+ */
+async function requirePostgresDatabase(
+  orm: Orm,
+  url: string,
+  create?: (which: string) => void,
+): Promise<void> {
+  try {
+    await orm.em.getConnection().execute('select 1');
+    return;
+  } catch (err) {
+    if ((err as { code?: unknown }).code !== '3D000') throw err; // invalid_catalog_name: no such database
+  }
+  const which = `"${orm.config.get('dbName')}" on PostgreSQL at ${new URL(url).host}`;
+  if (!create)
+    throw new MissingDatabaseError(
+      `no database ${which} (DATABASE_URL): check its name, or create it with \`npm run crm -- migrate\``,
+    );
+  create(which);
+  await orm.schema.ensureDatabase();
 }
 
 /**

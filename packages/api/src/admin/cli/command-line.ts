@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { type Config, ConfigError } from '@crm/config';
-import { DataDirLockedError, type EntityManager } from '@crm/db';
+import { DataDirLockedError, type EntityManager, MissingDatabaseError } from '@crm/db';
 import { type Action, COMMANDS, type CommandSpec, findCommand, synopsis } from './commands.ts';
 import { CliError, UsageError } from './errors.ts';
 import { userPath } from './paths.ts';
@@ -104,7 +104,13 @@ function parseCommand(command: CommandSpec, args: string[]): Action | 'help' {
 
 /** Errors a user causes or can fix: one line is the whole story, a stack trace would only get in the way. */
 function isExpected(err: unknown): boolean {
-  if (err instanceof CliError || err instanceof DataDirLockedError || err instanceof ConfigError) return true;
+  if (
+    err instanceof CliError ||
+    err instanceof DataDirLockedError ||
+    err instanceof MissingDatabaseError ||
+    err instanceof ConfigError
+  )
+    return true;
   // System and driver errors (ECONNREFUSED, a PostgreSQL SQLSTATE, ...) say what is wrong in their message.
   return err instanceof Error && typeof (err as { code?: unknown }).code === 'string';
 }

@@ -6,6 +6,7 @@ import { pipeline } from 'node:stream/promises';
 import { parse } from 'csv-parse';
 import type { SourceRow } from '../../features/deals/deal-import.ts';
 import { CliError } from './errors.ts';
+import { describeBadUtf8, Utf8Check } from './utf8-check.ts';
 
 /** A file being read row by row, with how far into it the reading is (for a progress bar). */
 export interface ImportFile {
@@ -23,7 +24,8 @@ const CONTACT_PREFIX = 'contact.';
  * Opens an import file: `.ndjson` / `.jsonl` (one JSON object per line, the API's own field names) or
  * `.csv` (a header row of the same names; `contact.name`, `contact.email`, `contact.title`,
  * `contact.phone`, `contact.role_type` give the deal one contact). Streamed: a million rows never sit in
- * memory. A line that is not JSON is a row the import rejects with the parser's reason.
+ * memory. A line that is not JSON is a row the import rejects with the parser's reason, and a row with bytes
+ * that are not UTF-8 one it rejects naming the first (see Utf8Check).
  */
 export async function openImportFile(path: string): Promise<ImportFile> {
   const format = /\.(ndjson|jsonl)$/i.test(path) ? 'ndjson' : /\.csv$/i.test(path) ? 'csv' : undefined;
@@ -53,20 +55,26 @@ export async function openImportFile(path: string): Promise<ImportFile> {
 }
 
 /** A file read through `stages`: an error of any (the file's own, EACCES, EIO) ends the reading with it. */
-function readThrough<T extends NodeJS.ReadWriteStream>(path: string, counter: Transform, last: T): T {
-  pipeline(createReadStream(path), counter, last).catch(() => {
+function readThrough<T extends NodeJS.ReadWriteStream>(path: string, stages: Transform[], last: T): T {
+  pipeline([createReadStream(path), ...stages, last]).catch(() => {
     // pipeline destroys every stage with the error: the reader of `last` sees it
   });
   return last;
 }
 
 async function* ndjsonRows(path: string, counter: Transform): AsyncIterable<SourceRow> {
-  const input = readThrough(path, counter, new PassThrough());
+  const utf8 = new Utf8Check();
+  const input = readThrough(path, [counter, utf8], new PassThrough());
   let line = 0;
   for await (const raw of createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY })) {
     line++;
     const text = line === 1 ? raw.replace(/^\uFEFF/, '') : raw; // a byte-order mark is no part of the row
     if (text.trim() === '') continue;
+    const bad = utf8.badByteIn(line);
+    if (bad) {
+      yield { line, value: text, unreadable: describeBadUtf8(bad) };
+      continue;
+    }
     try {
       yield { line, value: JSON.parse(text) };
     } catch (err) {
@@ -84,15 +92,16 @@ class CsvLines {
   private linesBefore = 1;
   private endedOnCr = false;
 
-  /** The first line of `raw`: a record as csv-parse read it, with any blank lines before it. */
-  next(raw: string): number {
+  /** The first and last lines of `raw`: a record as csv-parse read it, with any blank lines before it. */
+  next(raw: string): { first: number; last: number } {
     // A CRLF split between two records' raw text (the CR ending one, the LF opening the next) is one break.
     const text = this.endedOnCr && raw.startsWith('\n') ? raw.slice(1) : raw;
     this.endedOnCr = raw.endsWith('\r');
     const blank = /^(?:[ \t]*(?:\r\n|\r|\n))*/.exec(text)?.[0] ?? '';
-    const line = this.linesBefore + 1 + lineBreaks(blank);
+    const first = this.linesBefore + 1 + lineBreaks(blank);
     this.linesBefore += lineBreaks(text);
-    return line;
+    const record = text.slice(blank.length).replace(/(?:\r\n|\r|\n)$/, '');
+    return { first, last: first + lineBreaks(record) };
   }
 }
 
@@ -100,29 +109,44 @@ const lineBreaks = (text: string) => text.match(/\r\n|\r|\n/g)?.length ?? 0;
 
 /**
  * CSV records, each with its first line. A record that cannot be read (an unclosed quote, more or fewer
- * fields than the header) is a row the import rejects with csv-parse's reason, and the reading goes on.
+ * fields than the header, bytes that are not UTF-8) is a row the import rejects with the reason, and the
+ * reading goes on. A header that is not UTF-8 stops it: its columns cannot be known.
  */
 async function* csvRows(path: string, counter: Transform): AsyncIterable<SourceRow> {
   const lines = new CsvLines();
+  const utf8 = new Utf8Check();
   const skipped: SourceRow[] = [];
   const parser = readThrough(
     path,
-    counter,
+    [counter, utf8],
     parse({
-      columns: true,
+      columns: (header: string[]) => {
+        const bad = utf8.badByteIn(1);
+        if (bad) throw new CliError(`${path}: the header is ${describeBadUtf8(bad)}`);
+        return header;
+      },
       bom: true,
       skip_empty_lines: true,
       trim: true,
       raw: true,
       skip_records_with_error: true,
-      // Both run as the parser reads, in the file's order: that is what the line count needs.
-      on_record: ({ record, raw }: { record: Record<string, string>; raw: string }): SourceRow => ({
-        line: lines.next(raw),
-        value: fromCsv(record),
-      }),
+      // These run as the parser reads, in the file's order: that is what the line count needs.
+      on_record: ({ record, raw }: { record: Record<string, string>; raw: string }): SourceRow => {
+        const { first, last } = lines.next(raw);
+        const bad = utf8.badByteIn(first, last);
+        return bad
+          ? { line: first, value: raw, unreadable: describeBadUtf8(bad) }
+          : { line: first, value: fromCsv(record) };
+      },
       on_skip: (err: { message: string } | undefined, raw?: string) => {
-        const line = lines.next(raw ?? '');
-        if (err) skipped.push({ line, value: raw ?? null, unreadable: err.message });
+        const { first, last } = lines.next(raw ?? '');
+        const bad = utf8.badByteIn(first, last);
+        if (err)
+          skipped.push({
+            line: first,
+            value: raw ?? null,
+            unreadable: bad ? describeBadUtf8(bad) : err.message,
+          });
       },
     }),
   );
