@@ -1,8 +1,8 @@
 import { authenticate } from './auth.ts';
 import type { AuthedContext, Context } from './context.ts';
 import { ApiError } from './errors.ts';
-import { admitRequest } from './limits/admission.ts';
 import type { LimitGroup } from './limits/groups.ts';
+import { admitRequest } from './limits/limit-check.ts';
 import { allows, type Scope } from './scopes.ts';
 
 /**

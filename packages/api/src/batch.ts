@@ -2,7 +2,7 @@ import { type EntityManager, transaction } from '@crm/db';
 import { z } from 'zod';
 import type { AuthedContext } from './context.ts';
 import { ApiError, toApiError } from './errors.ts';
-import { quotaExceeded } from './limits/admission.ts';
+import { quotaExceeded } from './limits/limit-check.ts';
 
 /** How many items one batch call may carry. */
 export const MAX_BATCH_ITEMS = 100;

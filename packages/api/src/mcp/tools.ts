@@ -4,7 +4,7 @@ import { actFor } from '../auth.ts';
 import { type Context, createRequestContext, type Principal, type Services } from '../context.ts';
 import type { ErrorBody } from '../errors.ts';
 import { IdempotencyKey } from '../idempotency.ts';
-import { quotaFigures, rateFigures } from '../limits/admission.ts';
+import { quotaFigures, rateFigures } from '../limits/limit-check.ts';
 import type { Admission } from '../limits/limits.ts';
 import { OPERATIONS, type Operation } from '../routes.ts';
 import { allows } from '../scopes.ts';

@@ -3,6 +3,7 @@ import { type Config, ConfigError } from '@crm/config';
 import { DataDirLockedError, type EntityManager, MissingDatabaseError } from '@crm/db';
 import { type Action, COMMANDS, type CommandSpec, findCommand, synopsis } from './commands.ts';
 import { CliError, UsageError } from './errors.ts';
+import type { Io } from './io.ts';
 import { userPath } from './paths.ts';
 
 /**
@@ -10,19 +11,6 @@ import { userPath } from './paths.ts';
  * a running embedded server runs it for a `crm` that finds the database held (over the lock's socket).
  */
 export const PROGRAM = 'npm run --silent crm --';
-
-export interface Io {
-  stdout(line: string): void;
-  stderr(line: string): void;
-  /** A terminal's progress bar, for long commands (import); absent where nobody watches one. */
-  progress?: ProgressBar;
-}
-
-export interface ProgressBar {
-  start(total: number): void;
-  update(done: number, counts: { imported: number; rejected: number }): void;
-  stop(): void;
-}
 
 export function usage(): string {
   const rows = COMMANDS.map((c) => [synopsis(c), c.summary] as const);

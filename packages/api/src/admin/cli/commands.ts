@@ -8,9 +8,9 @@ import { issueApiKey, listApiKeys, revokeApiKey, rotateApiKey } from '../api-key
 import { CLI_ACTOR } from '../audit.ts';
 import { createOrganizationWithKey, deleteOrganization, listOrganizations } from '../organizations.ts';
 import { createPerson, listPeople, removePerson, resetPassword } from '../people.ts';
-import type { Io } from './command-line.ts';
 import { CliError, UsageError } from './errors.ts';
 import { runImport } from './import-command.ts';
+import type { Io } from './io.ts';
 import { userPath } from './paths.ts';
 
 /** What a command does once the database is open: the JSON objects it returns are printed one per line. */

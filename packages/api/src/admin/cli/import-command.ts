@@ -1,9 +1,9 @@
 import { type FileHandle, open } from 'node:fs/promises';
 import { type EntityManager, Organization } from '@crm/db';
 import { ImportStopped, importDeals } from '../../features/deals/deal-import.ts';
-import type { Io } from './command-line.ts';
 import { CliError } from './errors.ts';
 import { openImportFile } from './import-file.ts';
+import type { Io } from './io.ts';
 
 /**
  * `crm import <file> --org <org_id>`: streams the file into the organization (see `importDeals`), draws

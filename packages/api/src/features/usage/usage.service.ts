@@ -1,6 +1,6 @@
 import type { Quota } from '@crm/db';
 import type { OrgScope } from '../../context.ts';
-import { quotaFigures } from '../../limits/admission.ts';
+import { quotaFigures } from '../../limits/limit-check.ts';
 import { ALERT_THRESHOLDS, type QuotaStatus } from '../../limits/limits.ts';
 import { orgQuery } from '../../org-scope.ts';
 import { isoOf } from '../../read-model.ts';
