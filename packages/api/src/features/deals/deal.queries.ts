@@ -1,4 +1,4 @@
-import type { Deal, EntityManager, Tables } from '@crm/db';
+import type { EntityManager, Tables } from '@crm/db';
 import { type ExpressionBuilder, sql } from 'kysely';
 import { jsonBuildObject } from 'kysely/helpers/postgres';
 import type { z } from 'zod';
@@ -43,30 +43,6 @@ const dealRows = (db: Pick<ExpressionBuilder<Tables, never>, 'selectFrom'>) =>
       isoOf('d.updated_at').as('updated_at'),
     ]);
 
-/** The columns of a deal as created: what the insert writes and what the create answers. */
-export type NewDeal = Pick<
-  Deal,
-  | 'id'
-  | 'orgId'
-  | 'title'
-  | 'companyName'
-  | 'value'
-  | 'currency'
-  | 'winProbability'
-  | 'dealHealth'
-  | 'lifecycleStage'
-  | 'ownerName'
-  | 'contactName'
-  | 'contactEmail'
-  | 'contactPhone'
-  | 'notes'
-  | 'leadSource'
-  | 'expectedCloseDate'
-  | 'lastActivityAt'
-  | 'createdAt'
-  | 'updatedAt'
->;
-
 type DealRow = Omit<DealDto, 'value'> & { value: string | number | null };
 
 /**
@@ -103,36 +79,37 @@ function toDealDto(row: DealRow): DealDto {
 }
 
 /**
- * The same row, from a deal just written in this unit of work and its stage: a create answers without
- * reading back what it wrote. Timestamps are the entity's own (millisecond) values, as stored.
+ * The same, from the row a create inserts and its stage: a create answers without reading back what it
+ * wrote. Timestamps are the row's own (millisecond) values, as stored; what a create does not set is null.
  */
-export function dealDtoOf(deal: NewDeal, stage: StageRow): DealDto {
+export function dealDtoOf(deal: CreatedDeal, stage: StageRow): DealDto {
   return toDealDto({
-    id: deal.id,
-    title: deal.title,
-    company_name: deal.companyName ?? null,
-    value: deal.value ?? null,
-    currency: deal.currency ?? null,
-    win_probability: deal.winProbability ?? null,
-    deal_health: deal.dealHealth ?? null,
-    lifecycle_stage: deal.lifecycleStage ?? null,
-    stage_id: stage.id,
+    ...deal,
+    win_probability: null,
+    deal_health: null,
     stage_name: stage.name,
     stage_type: stage.stage_type,
-    pipeline_id: stage.pipeline_id,
     pipeline_name: stage.pipeline_name,
-    owner_name: deal.ownerName ?? null,
-    contact_name: deal.contactName ?? null,
-    contact_email: deal.contactEmail ?? null,
-    contact_phone: deal.contactPhone ?? null,
-    notes: deal.notes ?? null,
-    lead_source: deal.leadSource ?? null,
-    expected_close_date: toIso(deal.expectedCloseDate),
-    last_activity_at: toIso(deal.lastActivityAt),
-    created_at: deal.createdAt.toISOString(),
-    updated_at: toIso(deal.updatedAt),
+    owner_name: null,
+    contact_phone: null,
+    expected_close_date: toIso(deal.expected_close_date),
+    last_activity_at: deal.last_activity_at.toISOString(),
+    created_at: deal.created_at.toISOString(),
+    updated_at: null,
   });
 }
+
+/** The stored columns of a deal as created, that its answer reads. */
+type CreatedDeal = Pick<
+  DealDto,
+  'id' | 'title' | 'company_name' | 'currency' | 'lifecycle_stage' | 'stage_id' | 'pipeline_id'
+> &
+  Pick<DealDto, 'contact_name' | 'contact_email' | 'notes' | 'lead_source'> & {
+    value: number | null;
+    expected_close_date: Date | null;
+    last_activity_at: Date;
+    created_at: Date;
+  };
 
 /**
  * A page of deals and the kept total in one statement (a round trip less): the total's row is there even

@@ -21,7 +21,7 @@ import {
   type StageRow,
 } from '../pipeline/stages.service.ts';
 import { emitDealUpdateEvents } from './deal.events.ts';
-import { dealDtoOf, type NewDeal, queryDeal, queryDealDetail } from './deal.queries.ts';
+import { dealDtoOf, queryDeal, queryDealDetail } from './deal.queries.ts';
 import type { DealCreateInput, DealDto, DealUpdateInput } from './deal.schemas.ts';
 
 /** How many activities the deal detail shows. */
@@ -67,51 +67,31 @@ export function createdDealRows(
   now: Date = createdAt,
 ): CreatedDealRows {
   const { stage, stages } = placed;
-  const deal: NewDeal = {
+  const deal = {
     id: uuidv7(),
-    orgId,
+    org_id: orgId,
     title: input.title,
-    companyName: input.company_name ?? null,
+    company_name: input.company_name ?? null,
     value: input.value ?? null,
     currency: input.currency ?? 'USD',
-    winProbability: null,
-    dealHealth: null,
-    lifecycleStage: lifecycleForStage(stage, stages),
-    ownerName: null,
-    contactName: input.contact_name ?? null,
-    contactEmail: input.contact_email ?? null,
-    contactPhone: null,
+    lifecycle_stage: lifecycleForStage(stage, stages),
+    lifecycle_stage_manual: false,
+    pipeline_id: stage.pipeline_id,
+    stage_id: stage.id,
+    contact_name: input.contact_name ?? null,
+    contact_email: input.contact_email ?? null,
     notes: input.notes ?? null,
-    leadSource: input.lead_source ?? null,
-    expectedCloseDate: input.expected_close_date ? new Date(input.expected_close_date) : null,
-    lastActivityAt: createdAt,
-    createdAt,
-    updatedAt: null,
-  };
+    lead_source: input.lead_source ?? null,
+    expected_close_date: input.expected_close_date ? new Date(input.expected_close_date) : null,
+    last_activity_at: createdAt,
+    created_at: createdAt,
+  } satisfies Insertable<Tables['deals']>;
   const dto = dealDtoOf(deal, stage);
   return {
     dto,
-    deal: {
-      id: deal.id,
-      org_id: deal.orgId,
-      title: deal.title,
-      company_name: deal.companyName,
-      value: deal.value,
-      currency: deal.currency,
-      lifecycle_stage: deal.lifecycleStage,
-      lifecycle_stage_manual: false,
-      pipeline_id: stage.pipeline_id,
-      stage_id: stage.id,
-      contact_name: deal.contactName,
-      contact_email: deal.contactEmail,
-      notes: deal.notes,
-      lead_source: deal.leadSource,
-      expected_close_date: deal.expectedCloseDate,
-      last_activity_at: createdAt,
-      created_at: createdAt,
-    },
+    deal,
     activity: activityRow(
-      deal,
+      { id: deal.id, orgId },
       { type: 'deal_created', description: `Deal "${deal.title}" created in stage ${stage.name}` },
       createdAt,
     ),
