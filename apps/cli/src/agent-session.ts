@@ -1,7 +1,7 @@
 /**
  * `npm run --silent mcp:session`: a scripted agent session against a running server's /mcp (CRM_URL,
  * default http://localhost:3000; CRM_API_KEY), as an AI agent would drive it, printing each call and a
- * condensed answer: the transcript in the README comes from here.
+ * condensed answer: the transcript in docs/mcp.md (A scripted agent session) comes from here.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';

@@ -50,7 +50,7 @@ export async function run(argv: string[], env: Record<string, string | undefined
         `note: no database at ${config.database.dataDir}: creating a new, empty embedded one there ` +
           '(set CRM_DATA_DIR, or DATABASE_URL for PostgreSQL, to use an existing one)',
       );
-    // Only `crm migrate` creates a PostgreSQL database that is not there (README: Admin CLI).
+    // Only `crm migrate` creates a PostgreSQL database that is not there (docs/cli.md: Which database a command opens).
     const createMissing =
       argv[0] === 'migrate'
         ? (which: string) => io.stderr(`note: no database ${which}: creating a new, empty one`)

@@ -16,7 +16,7 @@ export async function startWebhookWorker(
     logger: logger.child({ component: 'webhooks' }),
     sole: config.database.kind === 'pglite',
     // New events get their place in the feed here too, a pass at a time: after a bulk import, reads of the
-    // feed would otherwise place the backlog themselves, up to a second per read (README: Event feed).
+    // feed would otherwise place the backlog themselves, up to a second per read (docs/api/events.md).
     afterDispatch: () => placeOnePass(db.orm.em),
   });
   await worker.start();

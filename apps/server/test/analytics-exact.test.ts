@@ -17,7 +17,7 @@ import { createDatabase, DRIVERS, startTestServer, type TestOrg, type TestServer
 
 /**
  * Pipeline health and the briefing read kept totals and bounded index ranges instead of every open deal,
- * and the briefing's signals and coaching read aggregates the database keeps as rows are written (README:
+ * and the briefing's signals and coaching read aggregates the database keeps as rows are written (docs/api/analytics.md:
  * Analytics at scale). Here they are compared with the plain full scans they replace, on organizations
  * whose deals are spread over every stage, age, close date, value, stakeholder mood and text, and again
  * after writes through the API and behind its back.

@@ -19,7 +19,7 @@ const missing = !existsSync(CHROMIUM)
     ? 'skipped: the dashboard is not built (npm run build)'
     : undefined;
 
-/** Where UPDATE_SCREENSHOTS=1 puts the screenshots of every page (the README shows them). */
+/** Where UPDATE_SCREENSHOTS=1 puts the screenshots of every page (docs/dashboard.md shows them). */
 const SCREENSHOTS = fileURLToPath(new URL('../../../docs/screenshots', import.meta.url));
 
 async function checkAccessibility(page: Page, name: string): Promise<void> {
@@ -58,10 +58,10 @@ for (const { driver, label, skip } of DRIVERS) {
         let page: Page;
         const cspViolations: string[] = [];
         // The pages' markup does not follow the database: axe checks them once, on the embedded run (the one
-        // the README's pictures come from). It took 1.7 s a page here, 57 s of the file's 75 when both ran it.
+        // docs/dashboard.md's pictures come from). It took 1.7 s a page here, 57 s of the file's 75 when both ran it.
         const checkPage = (p: Page, name: string) =>
           driver === 'pglite' ? checkAccessibility(p, name) : Promise.resolve();
-        // The README's pictures come from the embedded run; every other run keeps its own in the temporary folder.
+        // docs/dashboard.md's pictures come from the embedded run; every other run keeps its own in the temporary folder.
         const shots =
           process.env.UPDATE_SCREENSHOTS && driver === 'pglite'
             ? SCREENSHOTS

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeOnEachDatabase, startTestServer, type TestServer } from './harness.ts';
 
 /**
- * A large organization's search (README: Search at scale): its newest rows first (2,000 by default), then,
+ * A large organization's search (docs/development.md: Search at scale): its newest rows first (2,000 by default), then,
  * for a term rarer than that, every match over the trigram indexes. The server here takes every
  * organization for a large one and reads its 20 newest rows first (CRM_SEARCH_PLAIN_UP_TO=0,
  * CRM_SEARCH_NEWEST_WINDOW=20), so a hundred rows exercise both branches; each answer is compared with

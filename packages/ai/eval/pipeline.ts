@@ -1,6 +1,6 @@
 import type { StageFacts } from '../src/history.ts';
 
-/** The default pipeline every organization gets (README, "Pipeline"). */
+/** The default pipeline every organization gets (docs/api/deals.md, "Pipeline"). */
 export const DEFAULT_STAGES: StageFacts[] = [
   { name: 'Lead', type: 'open', position: 1, probability: 10 },
   { name: 'Qualified', type: 'open', position: 2, probability: 25 },

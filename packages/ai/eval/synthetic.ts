@@ -13,7 +13,7 @@ const uuidOf = (r: Random) => {
 const sigmoid = (z: number) => 1 / (1 + Math.exp(-z));
 
 /**
- * The generating process, stated (README, "AI insights"):
+ * The generating process, stated (docs/ai.md, "Quality"):
  *
  * - Deals are created evenly over 540 days. Each has a hidden fit q ~ N(0, 1).
  * - In its first two weeks the deal's stakeholders are added: an economic buyer with probability 0.55,

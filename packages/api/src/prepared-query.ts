@@ -31,7 +31,7 @@ export interface PrepareOptions {
 /**
  * A query written with the typed builder, compiled once per shape and run with each call's arguments:
  * building and compiling a query costs about as much CPU as running it on this machine (60 µs against
- * 85 µs for a deal's read, README: Benchmark), and allocates more than the rows it returns, so the hot
+ * 85 µs for a deal's read, docs/api/organizations.md), and allocates more than the rows it returns, so the hot
  * paths would pay both on every request.
  *
  * `build` receives stand-ins for the arguments: each one given (not undefined) stands for its value, each

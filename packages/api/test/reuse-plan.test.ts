@@ -12,7 +12,7 @@ const ADMIN_URL = process.env.TEST_DATABASE_URL;
 
 /**
  * A statement given `reusePlan` runs as a named prepared statement on PostgreSQL: parsed and planned once
- * per connection (README, Benchmark). Its answers are those of every other test of the same call; here,
+ * per connection (docs/development.md, What made the difference). Its answers are those of every other test of the same call; here,
  * that PostgreSQL keeps it, and only it.
  */
 describe.skipIf(!ADMIN_URL)(

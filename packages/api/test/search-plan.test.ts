@@ -6,7 +6,7 @@ import { largeTables } from '../src/features/search/search.service.ts';
 import { createOrganizationWithKey } from '../src/index.ts';
 
 /**
- * Which plan a search takes follows the organization's kept counts (README: Search at scale); the answers
+ * Which plan a search takes follows the organization's kept counts (docs/development.md: Search at scale); the answers
  * of both plans are compared in apps/server/test/search-at-scale.test.ts.
  */
 describe('the search plan of an organization by its size (embedded database)', () => {

@@ -37,10 +37,14 @@ export const API_BASE_PATH = '/api/v1/crm';
 export const PROCESS_ROLES = ['all', 'api', 'worker'] as const;
 export type ProcessRole = (typeof PROCESS_ROLES)[number];
 
-/** Delays between a webhook delivery's attempts: about a day in all (README, Webhooks). */
+/** Delays between a webhook delivery's attempts: about a day in all (docs/api/webhooks.md, Delivery and retries). */
 export const DEFAULT_WEBHOOK_RETRY_SCHEDULE = '5s,30s,2m,10m,30m,1h,2h,4h,8h,8h';
 
-const EnvSchema = z.object({
+/**
+ * Every environment variable the service reads, with its default: docs/configuration.md lists exactly these
+ * (packages/config/test/configuration-doc.test.ts checks the names and the defaults).
+ */
+export const EnvSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   HOST: z.string().min(1).default('0.0.0.0'),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
@@ -136,7 +140,7 @@ export type Config = Readonly<{
   staleThresholdDays: number;
   /**
    * A search reads an organization's deals (contacts) with one plain query up to `plainUpTo` of them;
-   * beyond, its `newestWindow` newest rows first (README: Search at scale).
+   * beyond, its `newestWindow` newest rows first (docs/development.md: Search at scale).
    */
   search: { plainUpTo: number; newestWindow: number };
   bootstrapOrg: boolean;

@@ -8,8 +8,8 @@ const RANDOM_WORDS = 1024;
  * The `uuidv7` package's random source with a larger buffer. Its own fetches 8 words at a time, a
  * `crypto.getRandomValues` call every two or three ids; each call crosses into C++ and OpenSSL, and a
  * create makes three ids (deal, activity, event). 1.5 µs per id became 0.45 µs (a loop of 300,000 on
- * this machine), and in a profile of POST /deals the ids went from 4.6% to 1.7% of the request (README:
- * Benchmark).
+ * this machine), and in a profile of POST /deals the ids went from 4.6% to 1.7% of the request (apps/bench/results/HISTORY.md:
+ * What the runs showed).
  */
 class BufferedRandom {
   private readonly words = new Uint32Array(RANDOM_WORDS);

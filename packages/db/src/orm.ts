@@ -362,7 +362,7 @@ export function createsEmbeddedDatabase(database: DatabaseConfig): boolean {
  * (server, cli, test) in the message another opener of the same embedded directory gets. `upTo` stops
  * at a named migration (tests of what a later migration does to the data already there). A PostgreSQL
  * database that does not exist is created only when `createMissing` is given (told which first);
- * otherwise opening fails with a MissingDatabaseError. An embedded one is always created (README).
+ * otherwise opening fails with a MissingDatabaseError. An embedded one is always created (docs/cli.md: Which database a command opens).
  */
 export async function openDatabase(
   database: DatabaseConfig,

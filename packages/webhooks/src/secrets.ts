@@ -13,7 +13,7 @@ export function generateSecret(): string {
 /**
  * How a secret is stored. The signer needs the secret itself, so it cannot be a hash: with a key
  * configured it is sealed with AES-256-GCM, bound to its endpoint's id (a sealed secret copied onto
- * another endpoint does not open); without one it is stored as it is (see README, Webhooks).
+ * another endpoint does not open); without one it is stored as it is (see docs/api/webhooks.md, Secrets at rest).
  */
 export function sealSecret(secret: string, endpointId: string, key: Buffer | undefined): string {
   if (!key) return `${PLAIN}${secret}`;

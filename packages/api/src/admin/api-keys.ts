@@ -232,7 +232,7 @@ export interface ActiveKey {
 
 /**
  * How long a process answers from a key it has looked up, instead of querying the database on every
- * request (README: API keys). A revocation, rotation or organization deletion made by this process drops
+ * request (docs/api/keys.md: Revocation and lookups). A revocation, rotation or organization deletion made by this process drops
  * its keys at once; one made elsewhere (another instance, a `crm` process of its own, SQL) is seen within
  * this time. Expiry is checked on every request against the cached expiry.
  */

@@ -8,7 +8,7 @@ import {
 } from '@crm/db';
 import { forgetLookedUpKeys, type IssuedKey, issueApiKey } from './api-keys.ts';
 
-/** The stages every new organization starts with; see the README for what each means. */
+/** The stages every new organization starts with; docs/api/deals.md (Pipeline) says what each means. */
 export const DEFAULT_STAGES: ReadonlyArray<{
   name: string;
   stageType: StageType;
@@ -54,7 +54,7 @@ export async function listOrganizations(
   return orgs.map((o) => ({ org_id: o.id, name: o.name, created_at: o.createdAt.toISOString() }));
 }
 
-/** The tables the database keeps per organization from its rows (README: Lists, Analytics at scale). */
+/** The tables the database keeps per organization from its rows (docs/api/lists-and-search.md: Lists; docs/api/analytics.md: Analytics at scale). */
 export const KEPT_AGGREGATES = [
   'deal_counts',
   'contact_counts',

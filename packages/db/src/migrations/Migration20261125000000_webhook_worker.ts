@@ -1,7 +1,7 @@
 import { Migration } from '@mikro-orm/migrations';
 
 /**
- * What lets a webhook worker keep up with a busy endpoint (README, Webhooks: Workers).
+ * What lets a webhook worker keep up with a busy endpoint (docs/api/webhooks.md: Workers; Throughput and wake-ups).
  *
  * Wake-ups: a statement that inserts outbox events sends `events` on the `crm_webhooks` channel, one
  * that inserts deliveries (a replay, a test event, a worker's fan-out, which wakes the other workers too)

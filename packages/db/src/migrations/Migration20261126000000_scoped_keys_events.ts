@@ -1,7 +1,7 @@
 import { Migration } from '@mikro-orm/migrations';
 
 /**
- * Scoped, expiring, rotatable API keys, and the event feed (README: API keys; Event feed).
+ * Scoped, expiring, rotatable API keys, and the event feed (docs/api/keys.md; docs/api/events.md).
  *
  * Keys: `scopes` (the operations a key may call; `{*}`, every one, for the keys there were), an optional
  * `expires_at`, and `replaced_by` (the successor a rotation issued).

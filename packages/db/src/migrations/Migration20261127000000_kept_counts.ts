@@ -2,7 +2,7 @@ import { Migration } from '@mikro-orm/migrations';
 
 /**
  * Counts kept by the database itself, so a list's `meta.total` costs the same at ten deals and at a
- * million (README: Lists). Row triggers change them in the transaction of the rows they count,
+ * million (docs/api/lists-and-search.md: Lists). Row triggers change them in the transaction of the rows they count,
  * whichever path wrote them (the API, an import, a migration, an operator's psql session), so they are
  * exact under concurrent writes and roll back with them.
  *

@@ -2,7 +2,7 @@ import { Migration } from '@mikro-orm/migrations';
 
 /**
  * Pipeline health, the briefing and coaching read the open (or recently closed) pipeline on every call;
- * at a million deals a scan of it cost seconds (README: Analytics at scale). Two changes make them cost
+ * at a million deals a scan of it cost seconds (docs/api/analytics.md: Analytics at scale). Two changes make them cost
  * what they return:
  *
  * - The kept deal counts (Migration20261127000000_kept_counts) are now kept per stage too, with the sum

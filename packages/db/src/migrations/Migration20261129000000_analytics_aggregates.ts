@@ -3,7 +3,7 @@ import { Migration } from '@mikro-orm/migrations';
 /**
  * The briefing's signals and coaching read sums the database keeps, instead of every activity of the last
  * week and every deal closed in the last 90 days (at a million deals: ~19,000 activities matched against
- * the signal lexicon, ~86,000 closed deals with their contacts and activities, seconds per call; README:
+ * the signal lexicon, ~86,000 closed deals with their contacts and activities, seconds per call; docs/api/analytics.md:
  * Analytics at scale). As with the kept counts, triggers write them in the transaction of the rows they
  * summarize, whichever path wrote those rows.
  *

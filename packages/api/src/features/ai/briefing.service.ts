@@ -103,7 +103,7 @@ const list = (where: Expression<SqlBool>, index: Order, items: Order) => {
  * risk when its close date has passed, it has been idle for more than twice the stale threshold, its last
  * analysis rated it at_risk or critical, or a stakeholder is negative or a blocker.
  *
- * Nothing here reads every open deal (README: Analytics at scale): the count and value are kept per
+ * Nothing here reads every open deal (docs/api/analytics.md: Analytics at scale): the count and value are kept per
  * stage; a deal that is not at risk was active within twice the threshold, so the at-risk count is the
  * open count minus those among the recently active that are not at risk; each list walks its own index
  * per open stage (close date from today, oldest activity, highest value) and stops at its length.

@@ -65,7 +65,7 @@ export class ImportStopped extends Error {
 }
 
 /**
- * Loads an organization's existing deals (README: Import). Each row is validated as `POST /deals`
+ * Loads an organization's existing deals (docs/cli.md: Import). Each row is validated as `POST /deals`
  * validates its body; a row that fails is rejected with its line and the reason, the others go on.
  * Valid rows are written a chunk at a time, each chunk one transaction: the deals, their contacts, a
  * 'deal_created' (and 'contact_added') activity each and a deal.created (contact.created) event each,

@@ -10,7 +10,7 @@ import {
   Uuid,
 } from '../../schemas.ts';
 
-/** The lifecycle_stage values pipeline stages imply, unless a client set one itself (README, "Lifecycle"). */
+/** The lifecycle_stage values pipeline stages imply, unless a client set one itself (docs/api/deals.md, "Lifecycle"). */
 export const LIFECYCLE_STAGES = ['lead', 'opportunity', 'customer', 'lost'] as const;
 /** Free text in the contract: a client's own value (`evaluation`, `churn_risk`) is stored as given, trimmed. */
 export const LifecycleStage = Text()

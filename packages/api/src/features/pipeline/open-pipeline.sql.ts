@@ -2,8 +2,8 @@ import type { Tables } from '@crm/db';
 import { expressionBuilder, type QueryCreator, type RawBuilder, sql } from 'kysely';
 
 /**
- * Builder pieces the analytics share to read the open pipeline in bounded ranges (README: Analytics at
- * scale), for queries written with `orgQuery` (which scopes every tenant table they name). Their totals
+ * Builder pieces the analytics share to read the open pipeline in bounded ranges (docs/api/analytics.md:
+ * Analytics at scale), for queries written with `orgQuery` (which scopes every tenant table they name). Their totals
  * come from the counts the database keeps per stage; everything that depends on the clock is read per
  * stage down one of the (org_id, stage_id, …) indexes, from the recent end.
  */

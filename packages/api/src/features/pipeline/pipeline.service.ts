@@ -61,7 +61,7 @@ const healthFigures = orgQuery((db, a: { stale: number; risk: number }) =>
 );
 
 /**
- * Pipeline health over the organization's open deals (README, "Pipeline health"):
+ * Pipeline health over the organization's open deals (docs/api/analytics.md, "Pipeline health"):
  * - stale: no activity (or creation) for more than T days;
  * - critical: past the expected close date, or idle for more than 2T days;
  * - pending: not critical, and stale, closing within 7 days, or without a close date;

@@ -20,7 +20,7 @@ export interface StageRow {
 /**
  * How long a process reuses an organization's pipeline stages it has read. Stages have no write API: an
  * organization's are made with it, and change only by a migration or by hand in SQL, which is seen within
- * this time. A deal's create or stage move reads them; this saves that round trip (README: Benchmark).
+ * this time. A deal's create or stage move reads them; this saves that round trip (docs/development.md: What made the difference).
  */
 export const STAGE_CACHE_TTL_MS = 10_000;
 const recentStages = new LRUCache<string, readonly StageRow[]>({ max: 10_000, ttl: STAGE_CACHE_TTL_MS });

@@ -209,7 +209,7 @@ export async function largeTables(em: EntityManager, plainUpTo: number) {
  * Substring search, newest first. Rare terms are served by the trigram GIN indexes on (org_id, column);
  * common ones by walking the (org_id, created_at) index until the page is full. Up to `plainUpTo` rows a
  * table is searched with the plain query, the planner free to pick either; beyond, its `newestWindow`
- * newest rows first, as `newestMatches` says. Both lists in one statement: a round trip less (see README, Benchmark).
+ * newest rows first, as `newestMatches` says. Both lists in one statement: a round trip less (see docs/development.md, What made the difference).
  */
 export async function search(
   em: EntityManager,
