@@ -1,6 +1,7 @@
 import { useMutation } from '@tanstack/react-query';
 import type { ReactNode } from 'react';
 import { errorMessage } from '../api.ts';
+import { FormError } from './FormError.tsx';
 import { Modal } from './Modal.tsx';
 
 type Props = {
@@ -30,11 +31,7 @@ export function ConfirmDialog({ title, children, confirmLabel, onConfirm, onConf
           }}
         >
           <div className="modal-body">{children}</div>
-          {mutation.isError && (
-            <p className="form-error" role="alert">
-              {errorMessage(mutation.error)}
-            </p>
-          )}
+          <FormError error={mutation.isError ? errorMessage(mutation.error) : null} />
           <div className="modal-actions">
             <button type="button" className="btn" onClick={close} disabled={mutation.isPending}>
               Cancel

@@ -2,6 +2,7 @@ import { useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { useLocation } from 'wouter';
 import { authClient, authErrorMessage, MIN_PASSWORD_LENGTH } from '../auth.ts';
+import { FormError } from '../components/FormError.tsx';
 import { Modal } from '../components/Modal.tsx';
 import { Notice, type NoticeMessage, PageHeader } from '../components/States.tsx';
 import { useMe, usePageTitle } from '../hooks.ts';
@@ -85,11 +86,7 @@ function ChangePasswordForm({ onNotice }: { onNotice: (n: NoticeMessage) => void
           onChange={(e) => setConfirm(e.target.value)}
         />
       </div>
-      {error && (
-        <p className="form-error" role="alert">
-          {error}
-        </p>
-      )}
+      <FormError error={error} />
       <div>
         <button type="submit" className="btn btn-primary" disabled={pending}>
           {pending ? 'Changing…' : 'Change password'}
@@ -124,11 +121,7 @@ function SignOutEverywhereDialog({ onClose }: { onClose: () => void }) {
         <>
           <div className="modal-body">
             <p>Every session of your account is ended, on every device, including this one.</p>
-            {error && (
-              <p className="form-error" role="alert">
-                {error}
-              </p>
-            )}
+            <FormError error={error} />
           </div>
           <div className="modal-actions">
             <button type="button" className="btn" onClick={close} disabled={pending}>

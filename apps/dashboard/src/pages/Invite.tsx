@@ -3,6 +3,7 @@ import { type FormEvent, type ReactNode, useState } from 'react';
 import { Link, useLocation, useParams } from 'wouter';
 import { api, errorMessage, httpStatusOf, type Outputs, queries } from '../api.ts';
 import { MIN_PASSWORD_LENGTH } from '../auth.ts';
+import { FormError } from '../components/FormError.tsx';
 import { ErrorState, Loading } from '../components/States.tsx';
 import { formatDateTime } from '../format.ts';
 import { usePageTitle } from '../hooks.ts';
@@ -110,11 +111,7 @@ function AcceptForm({ token, invitation }: { token: string; invitation: Invitati
           onChange={(e) => setConfirm(e.target.value)}
         />
       </div>
-      {error && (
-        <p className="form-error" role="alert">
-          {error}
-        </p>
-      )}
+      <FormError error={error} />
       <button type="submit" className="btn btn-primary btn-block" disabled={accept.isPending}>
         Join {invitation.org_name}
       </button>

@@ -3,6 +3,7 @@ import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, type ReactNode, useEffect, useId, useState } from 'react';
 import { type ApiKey, api, errorMessage, queries } from '../api.ts';
 import { ConfirmDialog } from '../components/ConfirmDialog.tsx';
+import { FormError } from '../components/FormError.tsx';
 import { Modal } from '../components/Modal.tsx';
 import { SecretField } from '../components/SecretField.tsx';
 import {
@@ -292,11 +293,7 @@ function CreateKeyDialog({ onClose }: { onClose: () => void }) {
                   In your time zone ({localTimeZone()}). Leave it empty for a key that does not expire.
                 </p>
               </div>
-              {error && (
-                <p className="form-error" role="alert">
-                  {error}
-                </p>
-              )}
+              <FormError error={error} />
             </div>
             <div className="modal-actions">
               <button type="button" className="btn" onClick={close} disabled={pending}>
@@ -405,11 +402,7 @@ function RotateKeyDialog({ apiKey, onClose }: { apiKey: ApiKey; onClose: () => v
                   first.
                 </p>
               )}
-              {error && (
-                <p className="form-error field-spaced" role="alert">
-                  {error}
-                </p>
-              )}
+              <FormError error={error} spaced />
             </div>
             <div className="modal-actions">
               <button type="button" className="btn" onClick={close} disabled={pending}>

@@ -2,6 +2,7 @@ import { useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { useLocation, useSearch } from 'wouter';
 import { authClient } from '../auth.ts';
+import { FormError } from '../components/FormError.tsx';
 import { usePageTitle } from '../hooks.ts';
 import { safeNext } from '../session.ts';
 
@@ -69,11 +70,7 @@ export function SignInPage() {
               onChange={(e) => setPassword(e.target.value)}
             />
           </div>
-          {error && (
-            <p className="form-error" role="alert">
-              {error}
-            </p>
-          )}
+          <FormError error={error} />
           <button type="submit" className="btn btn-primary btn-block" disabled={pending}>
             Sign in
           </button>

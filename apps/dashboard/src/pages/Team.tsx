@@ -2,6 +2,7 @@ import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, type ReactNode, useState } from 'react';
 import { api, errorMessage, type Invitation, type Member, queries, type Role } from '../api.ts';
 import { ConfirmDialog } from '../components/ConfirmDialog.tsx';
+import { FormError } from '../components/FormError.tsx';
 import { Modal } from '../components/Modal.tsx';
 import { SecretField } from '../components/SecretField.tsx';
 import {
@@ -98,11 +99,7 @@ function InviteDialog({ onClose }: { onClose: () => void }) {
                   If set, only this address can accept the invitation.
                 </p>
               </div>
-              {error && (
-                <p className="form-error" role="alert">
-                  {error}
-                </p>
-              )}
+              <FormError error={error} />
             </div>
             <div className="modal-actions">
               <button type="button" className="btn" onClick={close} disabled={pending}>

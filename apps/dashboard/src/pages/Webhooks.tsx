@@ -4,6 +4,7 @@ import { Link } from 'wouter';
 import { api, errorMessage, type Outputs, queries, type Webhook } from '../api.ts';
 import { ActiveBadge, DeliveryStatusBadge } from '../components/Badges.tsx';
 import { ConfirmDialog } from '../components/ConfirmDialog.tsx';
+import { FormError } from '../components/FormError.tsx';
 import { Modal } from '../components/Modal.tsx';
 import { SecretField } from '../components/SecretField.tsx';
 import {
@@ -164,11 +165,7 @@ function CreateWebhookDialog({ onClose }: { onClose: () => void }) {
                 <legend>Events to send</legend>
                 {eventChoices}
               </fieldset>
-              {error && (
-                <p className="form-error" role="alert">
-                  {error}
-                </p>
-              )}
+              <FormError error={error} />
             </div>
             <div className="modal-actions">
               <button type="button" className="btn" onClick={close} disabled={pending}>
