@@ -2,7 +2,7 @@ import { useMutation } from '@tanstack/react-query';
 import type { ReactNode } from 'react';
 import { errorMessage } from '../api.ts';
 import { FormError } from './FormError.tsx';
-import { Modal } from './Modal.tsx';
+import { Modal, ModalActions } from './Modal.tsx';
 
 type Props = {
   title: string;
@@ -32,14 +32,7 @@ export function ConfirmDialog({ title, children, confirmLabel, onConfirm, onConf
         >
           <div className="modal-body">{children}</div>
           <FormError error={mutation.isError ? errorMessage(mutation.error) : null} />
-          <div className="modal-actions">
-            <button type="button" className="btn" onClick={close} disabled={mutation.isPending}>
-              Cancel
-            </button>
-            <button type="submit" className="btn btn-danger" disabled={mutation.isPending}>
-              {confirmLabel}
-            </button>
-          </div>
+          <ModalActions onCancel={close} pending={mutation.isPending} label={confirmLabel} danger />
         </form>
       )}
     </Modal>

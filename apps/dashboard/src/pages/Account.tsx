@@ -3,7 +3,7 @@ import { type FormEvent, useState } from 'react';
 import { useLocation } from 'wouter';
 import { authClient, authErrorMessage, MIN_PASSWORD_LENGTH } from '../auth.ts';
 import { FormError } from '../components/FormError.tsx';
-import { Modal } from '../components/Modal.tsx';
+import { Modal, ModalActions } from '../components/Modal.tsx';
 import { Notice, type NoticeMessage, PageHeader } from '../components/States.tsx';
 import { useMe, usePageTitle } from '../hooks.ts';
 
@@ -102,7 +102,8 @@ function SignOutEverywhereDialog({ onClose }: { onClose: () => void }) {
   const [pending, setPending] = useState(false);
   const [error, setError] = useState<string | null>(null);
 
-  async function confirm() {
+  async function onSubmit(event: FormEvent<HTMLFormElement>) {
+    event.preventDefault();
     setPending(true);
     setError(null);
     const result = await authClient.revokeSessions().catch(() => ({ error: NETWORK_ERROR }));
@@ -118,20 +119,13 @@ function SignOutEverywhereDialog({ onClose }: { onClose: () => void }) {
   return (
     <Modal title="Sign out of all sessions" onClose={onClose} busy={pending}>
       {(close) => (
-        <>
+        <form onSubmit={onSubmit}>
           <div className="modal-body">
             <p>Every session of your account is ended, on every device, including this one.</p>
             <FormError error={error} />
           </div>
-          <div className="modal-actions">
-            <button type="button" className="btn" onClick={close} disabled={pending}>
-              Cancel
-            </button>
-            <button type="button" className="btn btn-danger" onClick={confirm} disabled={pending}>
-              Sign out everywhere
-            </button>
-          </div>
-        </>
+          <ModalActions onCancel={close} pending={pending} label="Sign out everywhere" danger />
+        </form>
       )}
     </Modal>
   );

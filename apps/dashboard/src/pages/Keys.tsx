@@ -4,8 +4,8 @@ import { type FormEvent, type ReactNode, useEffect, useId, useState } from 'reac
 import { type ApiKey, api, errorMessage, queries } from '../api.ts';
 import { ConfirmDialog } from '../components/ConfirmDialog.tsx';
 import { FormError } from '../components/FormError.tsx';
-import { Modal } from '../components/Modal.tsx';
-import { SecretField } from '../components/SecretField.tsx';
+import { Modal, ModalActions } from '../components/Modal.tsx';
+import { ShownOnce } from '../components/ShownOnce.tsx';
 import {
   EmptyState,
   ErrorState,
@@ -103,10 +103,10 @@ function ShownOnceKey({
   children: ReactNode;
 }) {
   return (
-    <div>
-      <div className="modal-body">
-        {children}
-        <SecretField label="API key" value={issued.apiKey} />
+    <ShownOnce
+      label="API key"
+      secret={issued.apiKey}
+      details={
         <dl className="details-list key-details">
           <dt>Access</dt>
           <dd>
@@ -115,16 +115,12 @@ function ShownOnceKey({
           <dt>Expires</dt>
           <dd>{issued.expiresAt ? <DateTime iso={issued.expiresAt} /> : 'Never'}</dd>
         </dl>
-        <p className="warning-text">
-          This key will not be shown again. Copy it now and store it somewhere safe.
-        </p>
-      </div>
-      <div className="modal-actions">
-        <button type="button" className="btn btn-primary" onClick={onDone}>
-          Done
-        </button>
-      </div>
-    </div>
+      }
+      warning="This key will not be shown again. Copy it now and store it somewhere safe."
+      onDone={onDone}
+    >
+      {children}
+    </ShownOnce>
   );
 }
 
@@ -295,14 +291,13 @@ function CreateKeyDialog({ onClose }: { onClose: () => void }) {
               </div>
               <FormError error={error} />
             </div>
-            <div className="modal-actions">
-              <button type="button" className="btn" onClick={close} disabled={pending}>
-                Cancel
-              </button>
-              <button type="submit" className="btn btn-primary" disabled={pending || name.trim() === ''}>
-                {pending ? 'Creating…' : 'Create'}
-              </button>
-            </div>
+            <ModalActions
+              onCancel={close}
+              pending={pending}
+              label="Create"
+              pendingLabel="Creating…"
+              disabled={name.trim() === ''}
+            />
           </form>
         )
       }
@@ -404,14 +399,7 @@ function RotateKeyDialog({ apiKey, onClose }: { apiKey: ApiKey; onClose: () => v
               )}
               <FormError error={error} spaced />
             </div>
-            <div className="modal-actions">
-              <button type="button" className="btn" onClick={close} disabled={pending}>
-                Cancel
-              </button>
-              <button type="submit" className="btn btn-primary" disabled={pending}>
-                {pending ? 'Rotating…' : 'Rotate'}
-              </button>
-            </div>
+            <ModalActions onCancel={close} pending={pending} label="Rotate" pendingLabel="Rotating…" />
           </form>
         )
       }

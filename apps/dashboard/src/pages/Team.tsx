@@ -3,8 +3,8 @@ import { type FormEvent, type ReactNode, useState } from 'react';
 import { api, errorMessage, type Invitation, type Member, queries, type Role } from '../api.ts';
 import { ConfirmDialog } from '../components/ConfirmDialog.tsx';
 import { FormError } from '../components/FormError.tsx';
-import { Modal } from '../components/Modal.tsx';
-import { SecretField } from '../components/SecretField.tsx';
+import { Modal, ModalActions } from '../components/Modal.tsx';
+import { ShownOnce } from '../components/ShownOnce.tsx';
 import {
   EmptyState,
   ErrorState,
@@ -50,21 +50,14 @@ function InviteDialog({ onClose }: { onClose: () => void }) {
     <Modal title={created ? 'Invitation link' : 'Invite a teammate'} onClose={onClose} busy={pending}>
       {(close) =>
         created ? (
-          <div>
-            <div className="modal-body">
-              <p>Send this link to the person you invite. Opening it lets them create their account.</p>
-              <SecretField label="Invitation link" value={created.url} />
-              <p className="warning-text">
-                Valid until {formatDateTime(created.expiresAt)}, for one use. The link is shown once: copy it
-                now.
-              </p>
-            </div>
-            <div className="modal-actions">
-              <button type="button" className="btn btn-primary" onClick={close}>
-                Done
-              </button>
-            </div>
-          </div>
+          <ShownOnce
+            label="Invitation link"
+            secret={created.url}
+            warning={`Valid until ${formatDateTime(created.expiresAt)}, for one use. The link is shown once: copy it now.`}
+            onDone={close}
+          >
+            <p>Send this link to the person you invite. Opening it lets them create their account.</p>
+          </ShownOnce>
         ) : (
           <form onSubmit={onSubmit}>
             <div className="modal-body">
@@ -101,14 +94,12 @@ function InviteDialog({ onClose }: { onClose: () => void }) {
               </div>
               <FormError error={error} />
             </div>
-            <div className="modal-actions">
-              <button type="button" className="btn" onClick={close} disabled={pending}>
-                Cancel
-              </button>
-              <button type="submit" className="btn btn-primary" disabled={pending}>
-                {pending ? 'Creating…' : 'Create invitation'}
-              </button>
-            </div>
+            <ModalActions
+              onCancel={close}
+              pending={pending}
+              label="Create invitation"
+              pendingLabel="Creating…"
+            />
           </form>
         )
       }

@@ -5,8 +5,8 @@ import { api, errorMessage, type Outputs, queries, type Webhook } from '../api.t
 import { ActiveBadge, DeliveryStatusBadge } from '../components/Badges.tsx';
 import { ConfirmDialog } from '../components/ConfirmDialog.tsx';
 import { FormError } from '../components/FormError.tsx';
-import { Modal } from '../components/Modal.tsx';
-import { SecretField } from '../components/SecretField.tsx';
+import { Modal, ModalActions } from '../components/Modal.tsx';
+import { ShownOnce } from '../components/ShownOnce.tsx';
 import {
   EmptyState,
   ErrorState,
@@ -127,23 +127,17 @@ function CreateWebhookDialog({ onClose }: { onClose: () => void }) {
     <Modal title={created ? 'Webhook created' : 'Create webhook'} onClose={onClose} busy={pending}>
       {(close) =>
         created ? (
-          <div>
-            <div className="modal-body">
-              <p>
-                Deliveries to <strong className="break">{created.url}</strong> are signed with this secret.
-                Use it to check the <code>webhook-signature</code> header of each request.
-              </p>
-              <SecretField label="Signing secret" value={created.secret} />
-              <p className="warning-text">
-                This secret will not be shown again. Copy it now and store it somewhere safe.
-              </p>
-            </div>
-            <div className="modal-actions">
-              <button type="button" className="btn btn-primary" onClick={close}>
-                Done
-              </button>
-            </div>
-          </div>
+          <ShownOnce
+            label="Signing secret"
+            secret={created.secret}
+            warning="This secret will not be shown again. Copy it now and store it somewhere safe."
+            onDone={close}
+          >
+            <p>
+              Deliveries to <strong className="break">{created.url}</strong> are signed with this secret. Use
+              it to check the <code>webhook-signature</code> header of each request.
+            </p>
+          </ShownOnce>
         ) : (
           <form onSubmit={onSubmit}>
             <div className="modal-body">
@@ -167,14 +161,7 @@ function CreateWebhookDialog({ onClose }: { onClose: () => void }) {
               </fieldset>
               <FormError error={error} />
             </div>
-            <div className="modal-actions">
-              <button type="button" className="btn" onClick={close} disabled={pending}>
-                Cancel
-              </button>
-              <button type="submit" className="btn btn-primary" disabled={pending}>
-                {pending ? 'Creating…' : 'Create'}
-              </button>
-            </div>
+            <ModalActions onCancel={close} pending={pending} label="Create" pendingLabel="Creating…" />
           </form>
         )
       }
