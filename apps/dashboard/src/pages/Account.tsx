@@ -2,6 +2,7 @@ import { useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { useLocation } from 'wouter';
 import { authClient, authErrorMessage, MIN_PASSWORD_LENGTH } from '../auth.ts';
+import { InputField } from '../components/Field.tsx';
 import { FormError } from '../components/FormError.tsx';
 import { Modal, ModalActions } from '../components/Modal.tsx';
 import { Notice, type NoticeMessage, PageHeader } from '../components/States.tsx';
@@ -44,48 +45,36 @@ function ChangePasswordForm({ onNotice }: { onNotice: (n: NoticeMessage) => void
 
   return (
     <form className="form form-narrow" onSubmit={onSubmit}>
-      <div className="field">
-        <label htmlFor="current-password">Current password</label>
-        <input
-          id="current-password"
-          className="input"
-          type="password"
-          autoComplete="current-password"
-          required
-          value={current}
-          onChange={(e) => setCurrent(e.target.value)}
-        />
-      </div>
-      <div className="field">
-        <label htmlFor="new-password">New password</label>
-        <input
-          id="new-password"
-          className="input"
-          type="password"
-          autoComplete="new-password"
-          required
-          minLength={MIN_PASSWORD_LENGTH}
-          aria-describedby="new-password-hint"
-          value={next}
-          onChange={(e) => setNext(e.target.value)}
-        />
-        <p className="hint" id="new-password-hint">
-          At least {MIN_PASSWORD_LENGTH} characters.
-        </p>
-      </div>
-      <div className="field">
-        <label htmlFor="confirm-password">Confirm new password</label>
-        <input
-          id="confirm-password"
-          className="input"
-          type="password"
-          autoComplete="new-password"
-          required
-          minLength={MIN_PASSWORD_LENGTH}
-          value={confirm}
-          onChange={(e) => setConfirm(e.target.value)}
-        />
-      </div>
+      <InputField
+        id="current-password"
+        label="Current password"
+        type="password"
+        autoComplete="current-password"
+        required
+        value={current}
+        onChange={(e) => setCurrent(e.target.value)}
+      />
+      <InputField
+        id="new-password"
+        label="New password"
+        hint={`At least ${MIN_PASSWORD_LENGTH} characters.`}
+        type="password"
+        autoComplete="new-password"
+        required
+        minLength={MIN_PASSWORD_LENGTH}
+        value={next}
+        onChange={(e) => setNext(e.target.value)}
+      />
+      <InputField
+        id="confirm-password"
+        label="Confirm new password"
+        type="password"
+        autoComplete="new-password"
+        required
+        minLength={MIN_PASSWORD_LENGTH}
+        value={confirm}
+        onChange={(e) => setConfirm(e.target.value)}
+      />
       <FormError error={error} />
       <div>
         <button type="submit" className="btn btn-primary" disabled={pending}>

@@ -3,6 +3,7 @@ import { type FormEvent, type ReactNode, useState } from 'react';
 import { Link, useLocation, useParams } from 'wouter';
 import { api, errorMessage, httpStatusOf, type Outputs, queries } from '../api.ts';
 import { MIN_PASSWORD_LENGTH } from '../auth.ts';
+import { InputField } from '../components/Field.tsx';
 import { FormError } from '../components/FormError.tsx';
 import { ErrorState, Loading } from '../components/States.tsx';
 import { formatDateTime } from '../format.ts';
@@ -46,71 +47,51 @@ function AcceptForm({ token, invitation }: { token: string; invitation: Invitati
   const error = problem ?? (accept.isError ? errorMessage(accept.error) : null);
   return (
     <form onSubmit={onSubmit} className="form">
-      <div className="field">
-        <label htmlFor="invite-name">Your name</label>
-        <input
-          id="invite-name"
-          className="input"
-          name="name"
-          autoComplete="name"
-          required
-          maxLength={200}
-          value={name}
-          onChange={(e) => setName(e.target.value)}
-        />
-      </div>
-      <div className="field">
-        <label htmlFor="invite-email">Email</label>
-        <input
-          id="invite-email"
-          className="input"
-          type="email"
-          name="email"
-          autoComplete="username"
-          required
-          readOnly={invitation.email !== null}
-          aria-describedby={invitation.email !== null ? 'invite-email-hint' : undefined}
-          value={email}
-          onChange={(e) => setEmail(e.target.value)}
-        />
-        {invitation.email !== null && (
-          <p className="hint" id="invite-email-hint">
-            This invitation is for this address.
-          </p>
-        )}
-      </div>
-      <div className="field">
-        <label htmlFor="invite-password">Password</label>
-        <input
-          id="invite-password"
-          className="input"
-          type="password"
-          name="password"
-          autoComplete="new-password"
-          required
-          minLength={MIN_PASSWORD_LENGTH}
-          aria-describedby="invite-password-hint"
-          value={password}
-          onChange={(e) => setPassword(e.target.value)}
-        />
-        <p className="hint" id="invite-password-hint">
-          At least {MIN_PASSWORD_LENGTH} characters.
-        </p>
-      </div>
-      <div className="field">
-        <label htmlFor="invite-confirm">Confirm password</label>
-        <input
-          id="invite-confirm"
-          className="input"
-          type="password"
-          name="confirm-password"
-          autoComplete="new-password"
-          required
-          minLength={MIN_PASSWORD_LENGTH}
-          value={confirm}
-          onChange={(e) => setConfirm(e.target.value)}
-        />
-      </div>
+      <InputField
+        id="invite-name"
+        label="Your name"
+        name="name"
+        autoComplete="name"
+        required
+        maxLength={200}
+        value={name}
+        onChange={(e) => setName(e.target.value)}
+      />
+      <InputField
+        id="invite-email"
+        label="Email"
+        hint={invitation.email !== null ? 'This invitation is for this address.' : undefined}
+        type="email"
+        name="email"
+        autoComplete="username"
+        required
+        readOnly={invitation.email !== null}
+        value={email}
+        onChange={(e) => setEmail(e.target.value)}
+      />
+      <InputField
+        id="invite-password"
+        label="Password"
+        hint={`At least ${MIN_PASSWORD_LENGTH} characters.`}
+        type="password"
+        name="password"
+        autoComplete="new-password"
+        required
+        minLength={MIN_PASSWORD_LENGTH}
+        value={password}
+        onChange={(e) => setPassword(e.target.value)}
+      />
+      <InputField
+        id="invite-confirm"
+        label="Confirm password"
+        type="password"
+        name="confirm-password"
+        autoComplete="new-password"
+        required
+        minLength={MIN_PASSWORD_LENGTH}
+        value={confirm}
+        onChange={(e) => setConfirm(e.target.value)}
+      />
       <FormError error={error} />
       <button type="submit" className="btn btn-primary btn-block" disabled={accept.isPending}>
         Join {invitation.org_name}

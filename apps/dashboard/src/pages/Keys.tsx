@@ -3,6 +3,7 @@ import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, type ReactNode, useEffect, useId, useState } from 'react';
 import { type ApiKey, api, errorMessage, queries } from '../api.ts';
 import { ConfirmDialog } from '../components/ConfirmDialog.tsx';
+import { InputField } from '../components/Field.tsx';
 import { FormError } from '../components/FormError.tsx';
 import { Modal, ModalActions } from '../components/Modal.tsx';
 import { ShownOnce } from '../components/ShownOnce.tsx';
@@ -204,22 +205,16 @@ function CreateKeyDialog({ onClose }: { onClose: () => void }) {
         ) : (
           <form onSubmit={onSubmit}>
             <div className="modal-body">
-              <div className="field">
-                <label htmlFor="key-name">Name</label>
-                <input
-                  id="key-name"
-                  className="input"
-                  required
-                  maxLength={100}
-                  autoComplete="off"
-                  aria-describedby="key-name-hint"
-                  value={name}
-                  onChange={(e) => setName(e.target.value)}
-                />
-                <p className="hint" id="key-name-hint">
-                  Say where it is used, e.g. "Website backend".
-                </p>
-              </div>
+              <InputField
+                id="key-name"
+                label="Name"
+                hint='Say where it is used, e.g. "Website backend".'
+                required
+                maxLength={100}
+                autoComplete="off"
+                value={name}
+                onChange={(e) => setName(e.target.value)}
+              />
               <fieldset className="fieldset">
                 <legend>Access</legend>
                 <div className="radio-list">
@@ -275,20 +270,16 @@ function CreateKeyDialog({ onClose }: { onClose: () => void }) {
                   </fieldset>
                 )}
               </fieldset>
-              <div className="field field-spaced">
-                <label htmlFor="key-expires">Expires (optional)</label>
-                <input
-                  id="key-expires"
-                  className="input input-datetime"
-                  type="datetime-local"
-                  aria-describedby="key-expires-hint"
-                  value={expires}
-                  onChange={(e) => setExpires(e.target.value)}
-                />
-                <p className="hint" id="key-expires-hint">
-                  In your time zone ({localTimeZone()}). Leave it empty for a key that does not expire.
-                </p>
-              </div>
+              <InputField
+                id="key-expires"
+                label="Expires (optional)"
+                hint={`In your time zone (${localTimeZone()}). Leave it empty for a key that does not expire.`}
+                spaced
+                className="input-datetime"
+                type="datetime-local"
+                value={expires}
+                onChange={(e) => setExpires(e.target.value)}
+              />
               <FormError error={error} />
             </div>
             <ModalActions

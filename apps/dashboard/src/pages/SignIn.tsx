@@ -2,6 +2,7 @@ import { useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { useLocation, useSearch } from 'wouter';
 import { authClient } from '../auth.ts';
+import { InputField } from '../components/Field.tsx';
 import { FormError } from '../components/FormError.tsx';
 import { usePageTitle } from '../hooks.ts';
 import { safeNext } from '../session.ts';
@@ -44,32 +45,26 @@ export function SignInPage() {
         <p className="auth-brand">Headless CRM</p>
         <h1>Sign in</h1>
         <form onSubmit={onSubmit} className="form">
-          <div className="field">
-            <label htmlFor="sign-in-email">Email</label>
-            <input
-              id="sign-in-email"
-              className="input"
-              type="email"
-              name="email"
-              autoComplete="username"
-              required
-              value={email}
-              onChange={(e) => setEmail(e.target.value)}
-            />
-          </div>
-          <div className="field">
-            <label htmlFor="sign-in-password">Password</label>
-            <input
-              id="sign-in-password"
-              className="input"
-              type="password"
-              name="password"
-              autoComplete="current-password"
-              required
-              value={password}
-              onChange={(e) => setPassword(e.target.value)}
-            />
-          </div>
+          <InputField
+            id="sign-in-email"
+            label="Email"
+            type="email"
+            name="email"
+            autoComplete="username"
+            required
+            value={email}
+            onChange={(e) => setEmail(e.target.value)}
+          />
+          <InputField
+            id="sign-in-password"
+            label="Password"
+            type="password"
+            name="password"
+            autoComplete="current-password"
+            required
+            value={password}
+            onChange={(e) => setPassword(e.target.value)}
+          />
           <FormError error={error} />
           <button type="submit" className="btn btn-primary btn-block" disabled={pending}>
             Sign in

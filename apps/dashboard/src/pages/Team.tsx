@@ -2,6 +2,7 @@ import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, type ReactNode, useState } from 'react';
 import { api, errorMessage, type Invitation, type Member, queries, type Role } from '../api.ts';
 import { ConfirmDialog } from '../components/ConfirmDialog.tsx';
+import { Field, InputField } from '../components/Field.tsx';
 import { FormError } from '../components/FormError.tsx';
 import { Modal, ModalActions } from '../components/Modal.tsx';
 import { ShownOnce } from '../components/ShownOnce.tsx';
@@ -61,37 +62,32 @@ function InviteDialog({ onClose }: { onClose: () => void }) {
         ) : (
           <form onSubmit={onSubmit}>
             <div className="modal-body">
-              <div className="field">
-                <label htmlFor="invitation-role">Role</label>
-                <select
-                  id="invitation-role"
-                  className="input select"
-                  value={role}
-                  onChange={(e) => setRole(e.target.value as Role)}
-                  aria-describedby="invitation-role-hint"
-                >
-                  <option value="member">Member</option>
-                  <option value="admin">Admin</option>
-                </select>
-                <p className="hint" id="invitation-role-hint">
-                  Members can see everything; only admins can create, revoke, delete, invite and change roles.
-                </p>
-              </div>
-              <div className="field">
-                <label htmlFor="invitation-email">Email (optional)</label>
-                <input
-                  id="invitation-email"
-                  className="input"
-                  type="email"
-                  autoComplete="off"
-                  aria-describedby="invitation-email-hint"
-                  value={email}
-                  onChange={(e) => setEmail(e.target.value)}
-                />
-                <p className="hint" id="invitation-email-hint">
-                  If set, only this address can accept the invitation.
-                </p>
-              </div>
+              <Field
+                id="invitation-role"
+                label="Role"
+                hint="Members can see everything; only admins can create, revoke, delete, invite and change roles."
+              >
+                {(control) => (
+                  <select
+                    {...control}
+                    className="input select"
+                    value={role}
+                    onChange={(e) => setRole(e.target.value as Role)}
+                  >
+                    <option value="member">Member</option>
+                    <option value="admin">Admin</option>
+                  </select>
+                )}
+              </Field>
+              <InputField
+                id="invitation-email"
+                label="Email (optional)"
+                hint="If set, only this address can accept the invitation."
+                type="email"
+                autoComplete="off"
+                value={email}
+                onChange={(e) => setEmail(e.target.value)}
+              />
               <FormError error={error} />
             </div>
             <ModalActions

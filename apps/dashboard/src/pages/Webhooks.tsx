@@ -4,6 +4,7 @@ import { Link } from 'wouter';
 import { api, errorMessage, type Outputs, queries, type Webhook } from '../api.ts';
 import { ActiveBadge, DeliveryStatusBadge } from '../components/Badges.tsx';
 import { ConfirmDialog } from '../components/ConfirmDialog.tsx';
+import { InputField } from '../components/Field.tsx';
 import { FormError } from '../components/FormError.tsx';
 import { Modal, ModalActions } from '../components/Modal.tsx';
 import { ShownOnce } from '../components/ShownOnce.tsx';
@@ -141,20 +142,17 @@ function CreateWebhookDialog({ onClose }: { onClose: () => void }) {
         ) : (
           <form onSubmit={onSubmit}>
             <div className="modal-body">
-              <div className="field">
-                <label htmlFor="webhook-url">Endpoint URL</label>
-                <input
-                  id="webhook-url"
-                  className="input"
-                  type="url"
-                  inputMode="url"
-                  placeholder="https://example.com/webhooks/crm"
-                  required
-                  autoComplete="off"
-                  value={url}
-                  onChange={(e) => setUrl(e.target.value)}
-                />
-              </div>
+              <InputField
+                id="webhook-url"
+                label="Endpoint URL"
+                type="url"
+                inputMode="url"
+                placeholder="https://example.com/webhooks/crm"
+                required
+                autoComplete="off"
+                value={url}
+                onChange={(e) => setUrl(e.target.value)}
+              />
               <fieldset className="fieldset">
                 <legend>Events to send</legend>
                 {eventChoices}
