@@ -15,6 +15,7 @@ import {
   type NoticeMessage,
   PageHeader,
 } from '../components/States.tsx';
+import { Table } from '../components/Table.tsx';
 import { formatDateTime, localDateTimeToIso, localTimeZone } from '../format.ts';
 import { useIsAdmin, usePageTitle } from '../hooks.ts';
 import { isSignedOut, redirectToSignIn } from '../session.ts';
@@ -471,80 +472,65 @@ export function KeysPage() {
   else {
     const byId = new Map(keys.data.map((key) => [key.key_id, key]));
     body = (
-      <div className="table-wrap">
-        <table className="table table-stack">
-          <caption className="visually-hidden">API keys</caption>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Key</th>
-              <th scope="col">Status</th>
-              <th scope="col">Access</th>
-              <th scope="col">Expires</th>
-              <th scope="col">Created</th>
-              <th scope="col">Last used</th>
-              {isAdmin && (
-                <th scope="col">
-                  <span className="visually-hidden">Actions</span>
+      <Table
+        caption="API keys"
+        columns={['Name', 'Key', 'Status', 'Access', 'Expires', 'Created', 'Last used']}
+        actions={isAdmin}
+      >
+        <tbody>
+          {keys.data.map((key) => {
+            const usable = !key.revoked_at && !isPast(key.expires_at, now);
+            return (
+              <tr key={key.key_id}>
+                <th scope="row" className="cell-strong">
+                  {key.name ?? <span className="muted">Unnamed</span>}
                 </th>
-              )}
-            </tr>
-          </thead>
-          <tbody>
-            {keys.data.map((key) => {
-              const usable = !key.revoked_at && !isPast(key.expires_at, now);
-              return (
-                <tr key={key.key_id}>
-                  <th scope="row" className="cell-strong">
-                    {key.name ?? <span className="muted">Unnamed</span>}
-                  </th>
-                  <td data-label="Key">
-                    <code className="key-prefix">{key.prefix}…</code>
+                <td data-label="Key">
+                  <code className="key-prefix">{key.prefix}…</code>
+                </td>
+                <td data-label="Status">
+                  <KeyStatus
+                    apiKey={key}
+                    successor={key.replaced_by ? byId.get(key.replaced_by) : undefined}
+                    now={now}
+                  />
+                </td>
+                <td className="cell-scopes" data-label="Access">
+                  <ScopeList scopes={key.scopes} />
+                </td>
+                <td data-label="Expires">
+                  <KeyExpiry iso={key.expires_at} now={now} />
+                </td>
+                <td data-label="Created">
+                  <DateTime iso={key.created_at} />
+                  <span className="cell-sub">by {key.created_by ?? 'unknown'}</span>
+                </td>
+                <td data-label="Last used">
+                  {key.last_used_at ? <DateTime iso={key.last_used_at} /> : 'Never'}
+                </td>
+                {isAdmin && (
+                  <td className="cell-actions">
+                    {usable && (!key.replaced_by || byId.get(key.replaced_by)?.revoked_at) && (
+                      <button type="button" className="btn btn-small" onClick={() => setRotating(key)}>
+                        Rotate
+                      </button>
+                    )}
+                    {!key.revoked_at && (
+                      <button
+                        type="button"
+                        className="btn btn-small btn-danger-outline"
+                        onClick={() => setRevoking(key)}
+                      >
+                        Revoke
+                      </button>
+                    )}
                   </td>
-                  <td data-label="Status">
-                    <KeyStatus
-                      apiKey={key}
-                      successor={key.replaced_by ? byId.get(key.replaced_by) : undefined}
-                      now={now}
-                    />
-                  </td>
-                  <td className="cell-scopes" data-label="Access">
-                    <ScopeList scopes={key.scopes} />
-                  </td>
-                  <td data-label="Expires">
-                    <KeyExpiry iso={key.expires_at} now={now} />
-                  </td>
-                  <td data-label="Created">
-                    <DateTime iso={key.created_at} />
-                    <span className="cell-sub">by {key.created_by ?? 'unknown'}</span>
-                  </td>
-                  <td data-label="Last used">
-                    {key.last_used_at ? <DateTime iso={key.last_used_at} /> : 'Never'}
-                  </td>
-                  {isAdmin && (
-                    <td className="cell-actions">
-                      {usable && (!key.replaced_by || byId.get(key.replaced_by)?.revoked_at) && (
-                        <button type="button" className="btn btn-small" onClick={() => setRotating(key)}>
-                          Rotate
-                        </button>
-                      )}
-                      {!key.revoked_at && (
-                        <button
-                          type="button"
-                          className="btn btn-small btn-danger-outline"
-                          onClick={() => setRevoking(key)}
-                        >
-                          Revoke
-                        </button>
-                      )}
-                    </td>
-                  )}
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
-      </div>
+                )}
+              </tr>
+            );
+          })}
+        </tbody>
+      </Table>
     );
   }
 

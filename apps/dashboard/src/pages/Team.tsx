@@ -14,6 +14,7 @@ import {
   type NoticeMessage,
   PageHeader,
 } from '../components/States.tsx';
+import { Table } from '../components/Table.tsx';
 import { formatDate, formatDateTime } from '../format.ts';
 import { useIsAdmin, useMe, usePageTitle } from '../hooks.ts';
 import { isSignedOut, redirectToSignIn } from '../session.ts';
@@ -174,54 +175,34 @@ export function TeamPage() {
           <h2 id="members-heading" className="section-title">
             Members
           </h2>
-          <div className="table-wrap">
-            <table className="table table-stack">
-              <caption className="visually-hidden">Members</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Email</th>
-                  <th scope="col">Role</th>
-                  <th scope="col">Joined</th>
+          <Table caption="Members" columns={['Name', 'Email', 'Role', 'Joined']} actions={isAdmin}>
+            <tbody>
+              {members.map((member) => (
+                <tr key={member.user_id}>
+                  <th scope="row" className="cell-strong">
+                    {member.name}
+                    {member.user_id === me.user.id && <span className="muted"> (you)</span>}
+                  </th>
+                  <td data-label="Email">{member.email}</td>
+                  <td data-label="Role">
+                    {isAdmin ? <RoleSelect member={member} onNotice={setNotice} /> : ROLE_LABELS[member.role]}
+                  </td>
+                  <td data-label="Joined">{formatDate(member.created_at)}</td>
                   {isAdmin && (
-                    <th scope="col">
-                      <span className="visually-hidden">Actions</span>
-                    </th>
+                    <td className="cell-actions">
+                      <button
+                        type="button"
+                        className="btn btn-small btn-danger-outline"
+                        onClick={() => setRemoving(member)}
+                      >
+                        Remove
+                      </button>
+                    </td>
                   )}
                 </tr>
-              </thead>
-              <tbody>
-                {members.map((member) => (
-                  <tr key={member.user_id}>
-                    <th scope="row" className="cell-strong">
-                      {member.name}
-                      {member.user_id === me.user.id && <span className="muted"> (you)</span>}
-                    </th>
-                    <td data-label="Email">{member.email}</td>
-                    <td data-label="Role">
-                      {isAdmin ? (
-                        <RoleSelect member={member} onNotice={setNotice} />
-                      ) : (
-                        ROLE_LABELS[member.role]
-                      )}
-                    </td>
-                    <td data-label="Joined">{formatDate(member.created_at)}</td>
-                    {isAdmin && (
-                      <td className="cell-actions">
-                        <button
-                          type="button"
-                          className="btn btn-small btn-danger-outline"
-                          onClick={() => setRemoving(member)}
-                        >
-                          Remove
-                        </button>
-                      </td>
-                    )}
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+              ))}
+            </tbody>
+          </Table>
         </section>
         <section aria-labelledby="invitations-heading" className="section">
           <h2 id="invitations-heading" className="section-title">
@@ -230,49 +211,36 @@ export function TeamPage() {
           {invitations.length === 0 ? (
             <EmptyState title="No pending invitations" />
           ) : (
-            <div className="table-wrap">
-              <table className="table table-stack">
-                <caption className="visually-hidden">Invitations</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">For</th>
-                    <th scope="col">Role</th>
-                    <th scope="col">Invited by</th>
-                    <th scope="col">Created</th>
-                    <th scope="col">Expires</th>
+            <Table
+              caption="Invitations"
+              columns={['For', 'Role', 'Invited by', 'Created', 'Expires']}
+              actions={isAdmin}
+            >
+              <tbody>
+                {invitations.map((inv) => (
+                  <tr key={inv.id}>
+                    <th scope="row">{inv.email ?? <span className="muted">Anyone with the link</span>}</th>
+                    <td data-label="Role">{ROLE_LABELS[inv.role]}</td>
+                    <td data-label="Invited by">
+                      {inv.invited_by ?? <span className="muted">Unknown</span>}
+                    </td>
+                    <td data-label="Created">{formatDateTime(inv.created_at)}</td>
+                    <td data-label="Expires">{formatDateTime(inv.expires_at)}</td>
                     {isAdmin && (
-                      <th scope="col">
-                        <span className="visually-hidden">Actions</span>
-                      </th>
+                      <td className="cell-actions">
+                        <button
+                          type="button"
+                          className="btn btn-small btn-danger-outline"
+                          onClick={() => setRevoking(inv)}
+                        >
+                          Revoke
+                        </button>
+                      </td>
                     )}
                   </tr>
-                </thead>
-                <tbody>
-                  {invitations.map((inv) => (
-                    <tr key={inv.id}>
-                      <th scope="row">{inv.email ?? <span className="muted">Anyone with the link</span>}</th>
-                      <td data-label="Role">{ROLE_LABELS[inv.role]}</td>
-                      <td data-label="Invited by">
-                        {inv.invited_by ?? <span className="muted">Unknown</span>}
-                      </td>
-                      <td data-label="Created">{formatDateTime(inv.created_at)}</td>
-                      <td data-label="Expires">{formatDateTime(inv.expires_at)}</td>
-                      {isAdmin && (
-                        <td className="cell-actions">
-                          <button
-                            type="button"
-                            className="btn btn-small btn-danger-outline"
-                            onClick={() => setRevoking(inv)}
-                          >
-                            Revoke
-                          </button>
-                        </td>
-                      )}
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+                ))}
+              </tbody>
+            </Table>
           )}
         </section>
       </>

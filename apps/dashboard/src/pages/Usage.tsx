@@ -1,6 +1,7 @@
 import { useQuery } from '@tanstack/react-query';
 import { queries, type UsageSummary } from '../api.ts';
 import { ErrorState, Loading, PageHeader } from '../components/States.tsx';
+import { Table } from '../components/Table.tsx';
 import {
   formatDateTime,
   formatDay,
@@ -63,31 +64,22 @@ function CallsPerDay({ daily }: { daily: UsageSummary['daily'] }) {
       <UsageChart daily={daily} />
       <details className="table-details">
         <summary>Show as table</summary>
-        <div className="table-wrap">
-          <table className="table table-compact">
-            <caption className="visually-hidden">Calls per day</caption>
-            <thead>
-              <tr>
-                <th scope="col">Day</th>
-                <th scope="col" className="num">
-                  API calls
-                </th>
-                <th scope="col" className="num">
-                  AI calls
-                </th>
+        <Table
+          caption="Calls per day"
+          columns={['Day', { label: 'API calls', num: true }, { label: 'AI calls', num: true }]}
+          compact
+          cards={false}
+        >
+          <tbody>
+            {daily.map((d) => (
+              <tr key={d.day}>
+                <th scope="row">{formatDay(d.day, 'long')}</th>
+                <td className="num">{formatNumber(d.api_calls)}</td>
+                <td className="num">{formatNumber(d.ai_calls)}</td>
               </tr>
-            </thead>
-            <tbody>
-              {daily.map((d) => (
-                <tr key={d.day}>
-                  <th scope="row">{formatDay(d.day, 'long')}</th>
-                  <td className="num">{formatNumber(d.api_calls)}</td>
-                  <td className="num">{formatNumber(d.ai_calls)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+            ))}
+          </tbody>
+        </Table>
       </details>
     </section>
   );
@@ -133,31 +125,25 @@ export default function UsagePage() {
           {usage.rate_limits.length === 0 ? (
             <p className="muted">No rate limits apply.</p>
           ) : (
-            <div className="table-wrap">
-              <table className="table table-compact">
-                <caption className="visually-hidden">Rate limits</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Group</th>
-                    <th scope="col" className="num">
-                      Limit
+            <Table
+              caption="Rate limits"
+              columns={['Group', { label: 'Limit', num: true }]}
+              compact
+              cards={false}
+            >
+              <tbody>
+                {usage.rate_limits.map((r) => (
+                  <tr key={r.group}>
+                    <th scope="row">
+                      <code>{r.group}</code>
                     </th>
+                    <td className="num">
+                      {formatNumber(r.limit)} per {formatWindow(r.window_seconds)}
+                    </td>
                   </tr>
-                </thead>
-                <tbody>
-                  {usage.rate_limits.map((r) => (
-                    <tr key={r.group}>
-                      <th scope="row">
-                        <code>{r.group}</code>
-                      </th>
-                      <td className="num">
-                        {formatNumber(r.limit)} per {formatWindow(r.window_seconds)}
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+                ))}
+              </tbody>
+            </Table>
           )}
         </section>
         <section className="card" aria-labelledby="alerts">

@@ -12,6 +12,7 @@ import {
   type NoticeMessage,
   PageHeader,
 } from '../components/States.tsx';
+import { Table } from '../components/Table.tsx';
 import { formatDuration, formatNumber, formatPreciseDateTime } from '../format.ts';
 import { useIsAdmin, usePageTitle } from '../hooks.ts';
 import { useWebhookActions } from './Webhooks.tsx';
@@ -35,19 +36,13 @@ function Attempts({ delivery }: { delivery: Delivery }) {
     );
   }
   return (
-    <table className="table table-compact table-stack attempts">
-      <caption className="visually-hidden">Attempts of delivery {delivery.id}</caption>
-      <thead>
-        <tr>
-          <th scope="col">Attempt</th>
-          <th scope="col">Time</th>
-          <th scope="col">HTTP status</th>
-          <th scope="col" className="num">
-            Duration
-          </th>
-          <th scope="col">Response</th>
-        </tr>
-      </thead>
+    <Table
+      caption={`Attempts of delivery ${delivery.id}`}
+      columns={['Attempt', 'Time', 'HTTP status', { label: 'Duration', num: true }, 'Response']}
+      compact
+      framed={false}
+      className="attempts"
+    >
       <tbody>
         {delivery.attempts.map((a) => (
           <tr key={a.attempt}>
@@ -75,7 +70,7 @@ function Attempts({ delivery }: { delivery: Delivery }) {
           </tr>
         ))}
       </tbody>
-    </table>
+    </Table>
   );
 }
 
@@ -119,62 +114,48 @@ export function WebhookDeliveriesPage() {
     const { data, meta } = deliveries.data;
     body = (
       <>
-        <div className="table-wrap">
-          <table className="table table-stack deliveries">
-            <caption className="visually-hidden">Deliveries</caption>
-            <thead>
-              <tr>
-                <th scope="col">Event</th>
-                <th scope="col">Status</th>
-                <th scope="col" className="num">
-                  Attempts
+        <Table
+          caption="Deliveries"
+          columns={['Event', 'Status', { label: 'Attempts', num: true }, 'Created', 'Next attempt']}
+          actions={isAdmin}
+          className="deliveries"
+        >
+          {data.map((delivery) => (
+            <tbody key={delivery.id} className="delivery-group">
+              <tr className="delivery-row">
+                <th scope="row" className="cell-strong">
+                  <code>{delivery.event_type}</code>
+                  <span className="cell-sub">Event {delivery.event_id}</span>
                 </th>
-                <th scope="col">Created</th>
-                <th scope="col">Next attempt</th>
+                <td data-label="Status">
+                  <DeliveryStatusBadge status={delivery.status} />
+                </td>
+                <td className="num" data-label="Attempts">
+                  {formatNumber(delivery.attempt_count)}
+                </td>
+                <td data-label="Created">{formatPreciseDateTime(delivery.created_at)}</td>
+                <td data-label="Next attempt">{formatPreciseDateTime(delivery.next_attempt_at)}</td>
                 {isAdmin && (
-                  <th scope="col">
-                    <span className="visually-hidden">Actions</span>
-                  </th>
+                  <td className="cell-actions">
+                    <button
+                      type="button"
+                      className="btn btn-small"
+                      disabled={replay.isPending}
+                      onClick={() => replay.mutate(delivery)}
+                    >
+                      Replay
+                    </button>
+                  </td>
                 )}
               </tr>
-            </thead>
-            {data.map((delivery) => (
-              <tbody key={delivery.id} className="delivery-group">
-                <tr className="delivery-row">
-                  <th scope="row" className="cell-strong">
-                    <code>{delivery.event_type}</code>
-                    <span className="cell-sub">Event {delivery.event_id}</span>
-                  </th>
-                  <td data-label="Status">
-                    <DeliveryStatusBadge status={delivery.status} />
-                  </td>
-                  <td className="num" data-label="Attempts">
-                    {formatNumber(delivery.attempt_count)}
-                  </td>
-                  <td data-label="Created">{formatPreciseDateTime(delivery.created_at)}</td>
-                  <td data-label="Next attempt">{formatPreciseDateTime(delivery.next_attempt_at)}</td>
-                  {isAdmin && (
-                    <td className="cell-actions">
-                      <button
-                        type="button"
-                        className="btn btn-small"
-                        disabled={replay.isPending}
-                        onClick={() => replay.mutate(delivery)}
-                      >
-                        Replay
-                      </button>
-                    </td>
-                  )}
-                </tr>
-                <tr className="attempts-row">
-                  <td colSpan={isAdmin ? 6 : 5}>
-                    <Attempts delivery={delivery} />
-                  </td>
-                </tr>
-              </tbody>
-            ))}
-          </table>
-        </div>
+              <tr className="attempts-row">
+                <td colSpan={isAdmin ? 6 : 5}>
+                  <Attempts delivery={delivery} />
+                </td>
+              </tr>
+            </tbody>
+          ))}
+        </Table>
         <Pager
           offset={meta.offset}
           limit={meta.limit}

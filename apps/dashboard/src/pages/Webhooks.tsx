@@ -16,6 +16,7 @@ import {
   type NoticeMessage,
   PageHeader,
 } from '../components/States.tsx';
+import { Table } from '../components/Table.tsx';
 import { formatDateTime, formatNumber } from '../format.ts';
 import { useIsAdmin, usePageTitle } from '../hooks.ts';
 import { isSignedOut, redirectToSignIn } from '../session.ts';
@@ -189,96 +190,82 @@ export function WebhooksPage() {
     );
   else
     body = (
-      <div className="table-wrap">
-        <table className="table table-stack">
-          <caption className="visually-hidden">Webhook endpoints</caption>
-          <thead>
-            <tr>
-              <th scope="col">Endpoint</th>
-              <th scope="col">Events</th>
-              <th scope="col">Status</th>
-              <th scope="col">Last delivery</th>
-              <th scope="col">
-                <span className="visually-hidden">Actions</span>
+      <Table caption="Webhook endpoints" columns={['Endpoint', 'Events', 'Status', 'Last delivery']} actions>
+        <tbody>
+          {webhooks.data.map((webhook) => (
+            <tr key={webhook.id}>
+              <th scope="row" className="cell-strong cell-url">
+                <Link href={`/webhooks/${webhook.id}`} className="break">
+                  {webhook.url}
+                </Link>
+                <span className="cell-sub">Created {formatDateTime(webhook.created_at)}</span>
               </th>
-            </tr>
-          </thead>
-          <tbody>
-            {webhooks.data.map((webhook) => (
-              <tr key={webhook.id}>
-                <th scope="row" className="cell-strong cell-url">
-                  <Link href={`/webhooks/${webhook.id}`} className="break">
-                    {webhook.url}
-                  </Link>
-                  <span className="cell-sub">Created {formatDateTime(webhook.created_at)}</span>
-                </th>
-                <td data-label="Events">
-                  <ul className="tag-list">
-                    {webhook.events.map((e) => (
-                      <li key={e}>
-                        <code>{e}</code>
-                      </li>
-                    ))}
-                  </ul>
-                </td>
-                <td data-label="Status">
-                  <ActiveBadge active={webhook.is_active} />
-                  {webhook.failure_count > 0 && (
-                    <span className="cell-sub">
-                      {formatNumber(webhook.failure_count)} failure{webhook.failure_count === 1 ? '' : 's'} in
-                      a row
-                    </span>
-                  )}
-                </td>
-                <td data-label="Last delivery">
-                  {webhook.last_delivery ? (
-                    <>
-                      <DeliveryStatusBadge status={webhook.last_delivery.status} />
-                      <span className="cell-sub">{formatDateTime(webhook.last_delivery.at)}</span>
-                    </>
-                  ) : (
-                    <span className="muted">None yet</span>
-                  )}
-                </td>
-                <td className="cell-actions">
-                  <Link href={`/webhooks/${webhook.id}`} className="btn btn-small">
-                    Deliveries
-                  </Link>
-                  {isAdmin && (
-                    <>
-                      {!webhook.is_active && (
-                        <button
-                          type="button"
-                          className="btn btn-small"
-                          disabled={activate.isPending}
-                          onClick={() => activate.mutate(webhook)}
-                        >
-                          Re-activate
-                        </button>
-                      )}
+              <td data-label="Events">
+                <ul className="tag-list">
+                  {webhook.events.map((e) => (
+                    <li key={e}>
+                      <code>{e}</code>
+                    </li>
+                  ))}
+                </ul>
+              </td>
+              <td data-label="Status">
+                <ActiveBadge active={webhook.is_active} />
+                {webhook.failure_count > 0 && (
+                  <span className="cell-sub">
+                    {formatNumber(webhook.failure_count)} failure{webhook.failure_count === 1 ? '' : 's'} in a
+                    row
+                  </span>
+                )}
+              </td>
+              <td data-label="Last delivery">
+                {webhook.last_delivery ? (
+                  <>
+                    <DeliveryStatusBadge status={webhook.last_delivery.status} />
+                    <span className="cell-sub">{formatDateTime(webhook.last_delivery.at)}</span>
+                  </>
+                ) : (
+                  <span className="muted">None yet</span>
+                )}
+              </td>
+              <td className="cell-actions">
+                <Link href={`/webhooks/${webhook.id}`} className="btn btn-small">
+                  Deliveries
+                </Link>
+                {isAdmin && (
+                  <>
+                    {!webhook.is_active && (
                       <button
                         type="button"
                         className="btn btn-small"
-                        disabled={sendTest.isPending}
-                        onClick={() => sendTest.mutate(webhook)}
+                        disabled={activate.isPending}
+                        onClick={() => activate.mutate(webhook)}
                       >
-                        Send test event
+                        Re-activate
                       </button>
-                      <button
-                        type="button"
-                        className="btn btn-small btn-danger-outline"
-                        onClick={() => setDeleting(webhook)}
-                      >
-                        Delete
-                      </button>
-                    </>
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+                    )}
+                    <button
+                      type="button"
+                      className="btn btn-small"
+                      disabled={sendTest.isPending}
+                      onClick={() => sendTest.mutate(webhook)}
+                    >
+                      Send test event
+                    </button>
+                    <button
+                      type="button"
+                      className="btn btn-small btn-danger-outline"
+                      onClick={() => setDeleting(webhook)}
+                    >
+                      Delete
+                    </button>
+                  </>
+                )}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </Table>
     );
 
   return (

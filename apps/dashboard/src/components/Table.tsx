@@ -1,0 +1,64 @@
+import type { ReactNode } from 'react';
+
+/** A column's header; a `num` column holds figures, right-aligned. */
+export type Column = string | { label: string; num: true };
+
+type Props = {
+  /** The table's name, for screen readers (and tests: getByRole('table', { name })). */
+  caption: string;
+  columns: readonly Column[];
+  /** A last column of buttons, its header for screen readers only. */
+  actions?: boolean;
+  /**
+   * Below 640 px each row becomes a card instead of the table scrolling sideways (`table-stack` in
+   * styles.css): each cell other than the row's header then needs its column's name in `data-label`.
+   */
+  cards?: boolean;
+  compact?: boolean;
+  /** In a bordered frame of its own that scrolls sideways; not for a table inside another one. */
+  framed?: boolean;
+  className?: string;
+  /** The <tbody>, or one for each group of rows. */
+  children: ReactNode;
+};
+
+/** A table of records with a hidden caption and a row of column headers. */
+export function Table({
+  caption,
+  columns,
+  actions = false,
+  cards = true,
+  compact = false,
+  framed = true,
+  className,
+  children,
+}: Props) {
+  const classes = ['table', compact && 'table-compact', cards && 'table-stack', className];
+  const table = (
+    <table className={classes.filter(Boolean).join(' ')}>
+      <caption className="visually-hidden">{caption}</caption>
+      <thead>
+        <tr>
+          {columns.map((column) =>
+            typeof column === 'string' ? (
+              <th key={column} scope="col">
+                {column}
+              </th>
+            ) : (
+              <th key={column.label} scope="col" className="num">
+                {column.label}
+              </th>
+            ),
+          )}
+          {actions && (
+            <th scope="col">
+              <span className="visually-hidden">Actions</span>
+            </th>
+          )}
+        </tr>
+      </thead>
+      {children}
+    </table>
+  );
+  return framed ? <div className="table-wrap">{table}</div> : table;
+}
