@@ -1,6 +1,5 @@
-import { useMutation } from '@tanstack/react-query';
 import type { ReactNode } from 'react';
-import { errorMessage } from '../api.ts';
+import { useRequest } from '../hooks.ts';
 import { FormError } from './FormError.tsx';
 import { Modal, ModalActions } from './Modal.tsx';
 
@@ -15,24 +14,22 @@ type Props = {
 
 /** "Are you sure?" for a destructive action; shows the server's message if the action fails. */
 export function ConfirmDialog({ title, children, confirmLabel, onConfirm, onConfirmed, onClose }: Props) {
-  const mutation = useMutation({ mutationFn: onConfirm, gcTime: 0 });
+  const { pending, error, run } = useRequest();
   return (
-    <Modal title={title} onClose={onClose} busy={mutation.isPending}>
+    <Modal title={title} onClose={onClose} busy={pending}>
       {(close) => (
         <form
           onSubmit={(event) => {
             event.preventDefault();
-            mutation.mutate(undefined, {
-              onSuccess: () => {
-                onConfirmed?.();
-                close();
-              },
+            void run(onConfirm, () => {
+              onConfirmed?.();
+              close();
             });
           }}
         >
           <div className="modal-body">{children}</div>
-          <FormError error={mutation.isError ? errorMessage(mutation.error) : null} />
-          <ModalActions onCancel={close} pending={mutation.isPending} label={confirmLabel} danger />
+          <FormError error={error} />
+          <ModalActions onCancel={close} pending={pending} label={confirmLabel} danger />
         </form>
       )}
     </Modal>

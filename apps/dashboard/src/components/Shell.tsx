@@ -1,9 +1,9 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
-import { type ReactNode, useState } from 'react';
+import type { ReactNode } from 'react';
 import { Link, useLocation } from 'wouter';
 import { queries } from '../api.ts';
-import { authClient, authErrorMessage } from '../auth.ts';
-import { MeContext } from '../hooks.ts';
+import { authCall, authClient, authErrorMessage } from '../auth.ts';
+import { MeContext, useRequest } from '../hooks.ts';
 import { isSignedOut } from '../session.ts';
 import { QuotaBanner } from './QuotaBanner.tsx';
 import { ErrorState, Loading } from './States.tsx';
@@ -60,28 +60,23 @@ function Nav() {
 function SignOutButton() {
   const queryClient = useQueryClient();
   const [, navigate] = useLocation();
-  const [pending, setPending] = useState(false);
-  const [error, setError] = useState<string | null>(null);
+  const { pending, error, run } = useRequest();
   return (
     <>
       <button
         type="button"
         className="btn btn-small"
         disabled={pending}
-        onClick={async () => {
-          setPending(true);
-          setError(null);
-          const result = await authClient
-            .signOut()
-            .catch(() => ({ error: { status: 0, message: undefined } }));
-          setPending(false);
-          if (result.error) {
-            setError(authErrorMessage(result.error, 'Could not sign out. Try again.'));
-            return;
-          }
-          queryClient.clear();
-          navigate('/sign-in', { replace: true });
-        }}
+        onClick={() =>
+          run(
+            () =>
+              authCall(authClient.signOut(), (e) => authErrorMessage(e, 'Could not sign out. Try again.')),
+            () => {
+              queryClient.clear();
+              navigate('/sign-in', { replace: true });
+            },
+          )
+        }
       >
         Sign out
       </button>

@@ -1,46 +1,40 @@
 import { useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { useLocation } from 'wouter';
-import { authClient, authErrorMessage, MIN_PASSWORD_LENGTH } from '../auth.ts';
+import { authCall, authClient, authErrorMessage, MIN_PASSWORD_LENGTH, passwordProblem } from '../auth.ts';
 import { InputField } from '../components/Field.tsx';
 import { FormError } from '../components/FormError.tsx';
 import { Modal, ModalActions } from '../components/Modal.tsx';
-import { Notice, type NoticeMessage, PageHeader } from '../components/States.tsx';
-import { useMe, usePageTitle } from '../hooks.ts';
+import { Notice, PageHeader } from '../components/States.tsx';
+import { type Outcome, useMe, useOutcome, usePageTitle, useRequest } from '../hooks.ts';
 
-const NETWORK_ERROR = { status: 0, message: undefined };
-
-function ChangePasswordForm({ onNotice }: { onNotice: (n: NoticeMessage) => void }) {
+function ChangePasswordForm({ outcome }: { outcome: Outcome }) {
   const [current, setCurrent] = useState('');
   const [next, setNext] = useState('');
   const [confirm, setConfirm] = useState('');
-  const [pending, setPending] = useState(false);
-  const [error, setError] = useState<string | null>(null);
+  const { pending, error, setError, run } = useRequest();
 
-  async function onSubmit(event: FormEvent<HTMLFormElement>) {
+  function onSubmit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
-    if (next.length < MIN_PASSWORD_LENGTH) {
-      setError(`The new password needs at least ${MIN_PASSWORD_LENGTH} characters.`);
-      return;
-    }
-    if (next !== confirm) {
-      setError('The two new passwords do not match.');
-      return;
-    }
-    setPending(true);
-    setError(null);
-    const result = await authClient
-      .changePassword({ currentPassword: current, newPassword: next, revokeOtherSessions: true })
-      .catch(() => ({ error: NETWORK_ERROR }));
-    setPending(false);
-    if (result.error) {
-      setError(authErrorMessage(result.error, 'Could not change the password.'));
-      return;
-    }
-    setCurrent('');
-    setNext('');
-    setConfirm('');
-    onNotice({ kind: 'success', text: 'Password changed. Your other sessions have been signed out.' });
+    const problem = passwordProblem(next, confirm, 'new password');
+    if (problem) return setError(problem);
+    void run(
+      () =>
+        authCall(
+          authClient.changePassword({
+            currentPassword: current,
+            newPassword: next,
+            revokeOtherSessions: true,
+          }),
+          (e) => authErrorMessage(e, 'Could not change the password.'),
+        ),
+      () => {
+        setCurrent('');
+        setNext('');
+        setConfirm('');
+        outcome.succeeded('Password changed. Your other sessions have been signed out.');
+      },
+    );
   }
 
   return (
@@ -88,21 +82,20 @@ function ChangePasswordForm({ onNotice }: { onNotice: (n: NoticeMessage) => void
 function SignOutEverywhereDialog({ onClose }: { onClose: () => void }) {
   const queryClient = useQueryClient();
   const [, navigate] = useLocation();
-  const [pending, setPending] = useState(false);
-  const [error, setError] = useState<string | null>(null);
+  const { pending, error, run } = useRequest();
 
-  async function onSubmit(event: FormEvent<HTMLFormElement>) {
+  function onSubmit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
-    setPending(true);
-    setError(null);
-    const result = await authClient.revokeSessions().catch(() => ({ error: NETWORK_ERROR }));
-    setPending(false);
-    if (result.error) {
-      setError(authErrorMessage(result.error, 'Could not sign out of all sessions.'));
-      return;
-    }
-    queryClient.clear();
-    navigate('/sign-in', { replace: true });
+    void run(
+      () =>
+        authCall(authClient.revokeSessions(), (e) =>
+          authErrorMessage(e, 'Could not sign out of all sessions.'),
+        ),
+      () => {
+        queryClient.clear();
+        navigate('/sign-in', { replace: true });
+      },
+    );
   }
 
   return (
@@ -123,13 +116,13 @@ function SignOutEverywhereDialog({ onClose }: { onClose: () => void }) {
 export function AccountPage() {
   usePageTitle('Account');
   const { user, org } = useMe();
-  const [notice, setNotice] = useState<NoticeMessage | null>(null);
+  const outcome = useOutcome();
   const [confirming, setConfirming] = useState(false);
 
   return (
     <>
       <PageHeader title="Account" />
-      <Notice notice={notice} onDismiss={() => setNotice(null)} />
+      <Notice outcome={outcome} />
       <section className="card" aria-labelledby="profile-heading">
         <h2 id="profile-heading" className="card-title">
           Profile
@@ -150,7 +143,7 @@ export function AccountPage() {
           Change password
         </h2>
         <p className="muted">Changing it signs out your other sessions.</p>
-        <ChangePasswordForm onNotice={setNotice} />
+        <ChangePasswordForm outcome={outcome} />
       </section>
       <section className="card" aria-labelledby="sessions-heading">
         <h2 id="sessions-heading" className="card-title">

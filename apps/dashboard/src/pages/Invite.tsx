@@ -1,13 +1,13 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, type ReactNode, useState } from 'react';
 import { Link, useLocation, useParams } from 'wouter';
-import { api, errorMessage, httpStatusOf, type Outputs, queries } from '../api.ts';
-import { MIN_PASSWORD_LENGTH } from '../auth.ts';
+import { api, httpStatusOf, type Outputs, queries } from '../api.ts';
+import { MIN_PASSWORD_LENGTH, passwordProblem } from '../auth.ts';
 import { InputField } from '../components/Field.tsx';
 import { FormError } from '../components/FormError.tsx';
 import { ErrorState, Loading } from '../components/States.tsx';
 import { formatDateTime } from '../format.ts';
-import { usePageTitle } from '../hooks.ts';
+import { usePageTitle, useRequest } from '../hooks.ts';
 import { HOME } from '../session.ts';
 
 type Invitation = Outputs['invitation']['get'];
@@ -19,32 +19,27 @@ function AcceptForm({ token, invitation }: { token: string; invitation: Invitati
   const [email, setEmail] = useState(invitation.email ?? '');
   const [password, setPassword] = useState('');
   const [confirm, setConfirm] = useState('');
-  const [problem, setProblem] = useState<string | null>(null);
-  const accept = useMutation({
-    mutationFn: (input: { token: string; name: string; email: string; password: string }) =>
-      api.invitation.accept.mutate(input),
-    gcTime: 0,
-    onSuccess: () => {
-      queryClient.clear();
-      navigate(HOME, { replace: true });
-    },
-  });
+  const { pending, error, setError, run } = useRequest();
 
   function onSubmit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
-    if (password.length < MIN_PASSWORD_LENGTH) {
-      setProblem(`The password needs at least ${MIN_PASSWORD_LENGTH} characters.`);
-      return;
-    }
-    if (password !== confirm) {
-      setProblem('The two passwords do not match.');
-      return;
-    }
-    setProblem(null);
-    accept.mutate({ token, name: name.trim(), email: (invitation.email ?? email).trim(), password });
+    const problem = passwordProblem(password, confirm, 'password');
+    if (problem) return setError(problem);
+    void run(
+      () =>
+        api.invitation.accept.mutate({
+          token,
+          name: name.trim(),
+          email: (invitation.email ?? email).trim(),
+          password,
+        }),
+      () => {
+        queryClient.clear();
+        navigate(HOME, { replace: true });
+      },
+    );
   }
 
-  const error = problem ?? (accept.isError ? errorMessage(accept.error) : null);
   return (
     <form onSubmit={onSubmit} className="form">
       <InputField
@@ -93,7 +88,7 @@ function AcceptForm({ token, invitation }: { token: string; invitation: Invitati
         onChange={(e) => setConfirm(e.target.value)}
       />
       <FormError error={error} />
-      <button type="submit" className="btn btn-primary btn-block" disabled={accept.isPending}>
+      <button type="submit" className="btn btn-primary btn-block" disabled={pending}>
         Join {invitation.org_name}
       </button>
     </form>

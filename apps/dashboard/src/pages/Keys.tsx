@@ -1,24 +1,23 @@
 import type { Scope } from '@crm/api';
 import { useQuery, useQueryClient } from '@tanstack/react-query';
-import { type FormEvent, type ReactNode, useEffect, useId, useState } from 'react';
-import { type ApiKey, api, errorMessage, queries } from '../api.ts';
+import { type FormEvent, type ReactNode, useId, useState } from 'react';
+import { type ApiKey, api, queries } from '../api.ts';
 import { ConfirmDialog } from '../components/ConfirmDialog.tsx';
 import { InputField } from '../components/Field.tsx';
 import { FormError } from '../components/FormError.tsx';
 import { Modal, ModalActions } from '../components/Modal.tsx';
 import { ShownOnce } from '../components/ShownOnce.tsx';
-import {
-  EmptyState,
-  ErrorState,
-  Loading,
-  Notice,
-  type NoticeMessage,
-  PageHeader,
-} from '../components/States.tsx';
+import { EmptyState, ErrorState, Loading, Notice, PageHeader } from '../components/States.tsx';
 import { Table } from '../components/Table.tsx';
 import { formatDateTime, localDateTimeToIso, localTimeZone } from '../format.ts';
-import { useIsAdmin, usePageTitle } from '../hooks.ts';
-import { isSignedOut, redirectToSignIn } from '../session.ts';
+import {
+  useCheckedSet,
+  useIsAdmin,
+  useOutcome,
+  usePageTitle,
+  useRequest,
+  useRerenderEvery,
+} from '../hooks.ts';
 
 /** What a key holds for "every scope, now and later" (ALL_SCOPES in packages/api/src/scopes.ts). */
 const FULL_ACCESS = '*';
@@ -61,15 +60,6 @@ function keyLabel(key: Pick<ApiKey, 'name' | 'prefix'>): string {
 }
 
 const isPast = (iso: string | null, now: number) => iso !== null && Date.parse(iso) <= now;
-
-/** Renders again every `ms`, so expiries pass on an open page (each render reads the clock itself). */
-function useRerenderEvery(ms: number): void {
-  const [, setTick] = useState(0);
-  useEffect(() => {
-    const timer = setInterval(() => setTick((n) => n + 1), ms);
-    return () => clearInterval(timer);
-  }, [ms]);
-}
 
 function DateTime({ iso }: { iso: string }) {
   return <time dateTime={iso}>{formatDateTime(iso)}</time>;
@@ -131,61 +121,40 @@ function CreateKeyDialog({ onClose }: { onClose: () => void }) {
   const queryClient = useQueryClient();
   const [name, setName] = useState('');
   const [access, setAccess] = useState<'full' | 'scoped'>('full');
-  const [scopes, setScopes] = useState<ReadonlySet<Scope>>(new Set());
+  const [scopes, toggle] = useCheckedSet<Scope>();
   const [expires, setExpires] = useState('');
-  const [pending, setPending] = useState(false);
-  const [error, setError] = useState<string | null>(null);
+  const { pending, error, setError, run } = useRequest();
   const [created, setCreated] = useState<(IssuedKey & { name: string }) | null>(null);
 
-  function toggle(scope: Scope, on: boolean) {
-    setScopes((current) => {
-      const next = new Set(current);
-      if (on) next.add(scope);
-      else next.delete(scope);
-      return next;
-    });
-  }
-
-  async function onSubmit(event: FormEvent<HTMLFormElement>) {
+  function onSubmit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
-    if (access === 'scoped' && scopes.size === 0) {
-      setError('Choose at least one scope, or give the key full access.');
-      return;
-    }
+    if (access === 'scoped' && scopes.size === 0)
+      return setError('Choose at least one scope, or give the key full access.');
     let expiresAt: string | null = null;
     if (expires) {
       const iso = localDateTimeToIso(expires);
-      if (!iso) {
-        setError('Enter the expiry as a date and time, or leave it empty.');
-        return;
-      }
-      if (Date.parse(iso) <= Date.now()) {
-        setError('The expiry must be in the future. Leave it empty for a key that does not expire.');
-        return;
-      }
+      if (!iso) return setError('Enter the expiry as a date and time, or leave it empty.');
+      if (Date.parse(iso) <= Date.now())
+        return setError('The expiry must be in the future. Leave it empty for a key that does not expire.');
       expiresAt = iso;
     }
-    setPending(true);
-    setError(null);
-    try {
-      const result = await api.keys.create.mutate({
-        name: name.trim(),
-        scopes: access === 'full' ? [FULL_ACCESS] : SCOPES.filter((s) => scopes.has(s)),
-        expires_at: expiresAt,
-      });
-      setCreated({
-        apiKey: result.api_key,
-        name: result.name,
-        scopes: result.scopes,
-        expiresAt: result.expires_at,
-      });
-      void queryClient.invalidateQueries({ queryKey: queries.keys().queryKey });
-    } catch (e) {
-      if (isSignedOut(e)) redirectToSignIn();
-      setError(errorMessage(e));
-    } finally {
-      setPending(false);
-    }
+    void run(
+      () =>
+        api.keys.create.mutate({
+          name: name.trim(),
+          scopes: access === 'full' ? [FULL_ACCESS] : SCOPES.filter((s) => scopes.has(s)),
+          expires_at: expiresAt,
+        }),
+      (result) => {
+        setCreated({
+          apiKey: result.api_key,
+          name: result.name,
+          scopes: result.scopes,
+          expiresAt: result.expires_at,
+        });
+        void queryClient.invalidateQueries({ queryKey: queries.keys().queryKey });
+      },
+    );
   }
 
   return (
@@ -305,32 +274,26 @@ function RotateKeyDialog({ apiKey, onClose }: { apiKey: ApiKey; onClose: () => v
   const queryClient = useQueryClient();
   const overlapName = useId();
   const [overlapHours, setOverlapHours] = useState<number>(DEFAULT_OVERLAP_HOURS);
-  const [pending, setPending] = useState(false);
-  const [error, setError] = useState<string | null>(null);
+  const { pending, error, run } = useRequest();
   const [rotated, setRotated] = useState<(IssuedKey & { oldKeyExpiresAt: string; overlap: number }) | null>(
     null,
   );
 
-  async function onSubmit(event: FormEvent<HTMLFormElement>) {
+  function onSubmit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
-    setPending(true);
-    setError(null);
-    try {
-      const result = await api.keys.rotate.mutate({ key_id: apiKey.key_id, overlap_hours: overlapHours });
-      setRotated({
-        apiKey: result.api_key,
-        scopes: result.scopes,
-        expiresAt: result.expires_at,
-        oldKeyExpiresAt: result.old_key_expires_at,
-        overlap: overlapHours,
-      });
-      void queryClient.invalidateQueries({ queryKey: queries.keys().queryKey });
-    } catch (e) {
-      if (isSignedOut(e)) redirectToSignIn();
-      setError(errorMessage(e));
-    } finally {
-      setPending(false);
-    }
+    void run(
+      () => api.keys.rotate.mutate({ key_id: apiKey.key_id, overlap_hours: overlapHours }),
+      (result) => {
+        setRotated({
+          apiKey: result.api_key,
+          scopes: result.scopes,
+          expiresAt: result.expires_at,
+          oldKeyExpiresAt: result.old_key_expires_at,
+          overlap: overlapHours,
+        });
+        void queryClient.invalidateQueries({ queryKey: queries.keys().queryKey });
+      },
+    );
   }
 
   return (
@@ -451,14 +414,13 @@ function KeyExpiry({ iso, now }: { iso: string | null; now: number }) {
 export function KeysPage() {
   usePageTitle('API keys');
   const isAdmin = useIsAdmin();
-  const queryClient = useQueryClient();
   const keys = useQuery(queries.keys());
   useRerenderEvery(30_000);
   const now = Date.now();
   const [creating, setCreating] = useState(false);
   const [rotating, setRotating] = useState<ApiKey | null>(null);
   const [revoking, setRevoking] = useState<ApiKey | null>(null);
-  const [notice, setNotice] = useState<NoticeMessage | null>(null);
+  const outcome = useOutcome();
 
   let body: ReactNode;
   if (keys.isPending) body = <Loading />;
@@ -547,7 +509,7 @@ export function KeysPage() {
           )
         }
       />
-      <Notice notice={notice} onDismiss={() => setNotice(null)} />
+      <Notice outcome={outcome} />
       {body}
       {creating && <CreateKeyDialog onClose={() => setCreating(false)} />}
       {rotating && <RotateKeyDialog apiKey={rotating} onClose={() => setRotating(null)} />}
@@ -556,10 +518,7 @@ export function KeysPage() {
           title="Revoke API key"
           confirmLabel="Revoke"
           onConfirm={() => api.keys.revoke.mutate({ key_id: revoking.key_id })}
-          onConfirmed={() => {
-            setNotice({ kind: 'success', text: `Revoked ${keyLabel(revoking)}.` });
-            void queryClient.invalidateQueries({ queryKey: queries.keys().queryKey });
-          }}
+          onConfirmed={() => outcome.succeeded(`Revoked ${keyLabel(revoking)}.`, queries.keys().queryKey)}
           onClose={() => setRevoking(null)}
         >
           <p>

@@ -1,23 +1,15 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, type ReactNode, useState } from 'react';
-import { api, errorMessage, type Invitation, type Member, queries, type Role } from '../api.ts';
+import { api, type Invitation, type Member, queries, type Role } from '../api.ts';
 import { ConfirmDialog } from '../components/ConfirmDialog.tsx';
 import { Field, InputField } from '../components/Field.tsx';
 import { FormError } from '../components/FormError.tsx';
 import { Modal, ModalActions } from '../components/Modal.tsx';
 import { ShownOnce } from '../components/ShownOnce.tsx';
-import {
-  EmptyState,
-  ErrorState,
-  Loading,
-  Notice,
-  type NoticeMessage,
-  PageHeader,
-} from '../components/States.tsx';
+import { EmptyState, ErrorState, Loading, Notice, PageHeader } from '../components/States.tsx';
 import { Table } from '../components/Table.tsx';
 import { formatDate, formatDateTime } from '../format.ts';
-import { useIsAdmin, useMe, usePageTitle } from '../hooks.ts';
-import { isSignedOut, redirectToSignIn } from '../session.ts';
+import { type Outcome, useIsAdmin, useMe, useOutcome, usePageTitle, useRequest } from '../hooks.ts';
 
 const ROLE_LABELS: Record<Role, string> = { admin: 'Admin', member: 'Member' };
 
@@ -26,26 +18,20 @@ function InviteDialog({ onClose }: { onClose: () => void }) {
   const queryClient = useQueryClient();
   const [role, setRole] = useState<Role>('member');
   const [email, setEmail] = useState('');
-  const [pending, setPending] = useState(false);
-  const [error, setError] = useState<string | null>(null);
+  const { pending, error, run } = useRequest();
   const [created, setCreated] = useState<{ url: string; expiresAt: string } | null>(null);
 
-  async function onSubmit(event: FormEvent<HTMLFormElement>) {
+  function onSubmit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
-    setPending(true);
-    setError(null);
-    try {
-      const trimmed = email.trim();
-      const result = await api.team.invite.mutate(trimmed ? { role, email: trimmed } : { role });
-      // The server may answer with a path; show a full link that can be sent as it is.
-      setCreated({ url: new URL(result.url, window.location.origin).href, expiresAt: result.expires_at });
-      void queryClient.invalidateQueries({ queryKey: queries.team().queryKey });
-    } catch (e) {
-      if (isSignedOut(e)) redirectToSignIn();
-      setError(errorMessage(e));
-    } finally {
-      setPending(false);
-    }
+    const trimmed = email.trim();
+    void run(
+      () => api.team.invite.mutate(trimmed ? { role, email: trimmed } : { role }),
+      (result) => {
+        // The server may answer with a path; show a full link that can be sent as it is.
+        setCreated({ url: new URL(result.url, window.location.origin).href, expiresAt: result.expires_at });
+        void queryClient.invalidateQueries({ queryKey: queries.team().queryKey });
+      },
+    );
   }
 
   return (
@@ -108,8 +94,7 @@ function InviteDialog({ onClose }: { onClose: () => void }) {
  * A member's role: choosing another one asks first. A select fires a change on every arrow key, so a
  * change applied at once let a keyboard user grant or take admin rights by moving through the options.
  */
-function RoleSelect({ member, onNotice }: { member: Member; onNotice: (n: NoticeMessage) => void }) {
-  const queryClient = useQueryClient();
+function RoleSelect({ member, outcome }: { member: Member; outcome: Outcome }) {
   const [asked, setAsked] = useState<Role | null>(null);
   const id = `role-${member.user_id}`;
   return (
@@ -131,14 +116,9 @@ function RoleSelect({ member, onNotice }: { member: Member; onNotice: (n: Notice
           title="Change role"
           confirmLabel={`Make ${ROLE_LABELS[asked].toLowerCase()}`}
           onConfirm={() => api.team.setRole.mutate({ user_id: member.user_id, role: asked })}
-          onConfirmed={() => {
-            onNotice({
-              kind: 'success',
-              text: `${member.email} is now ${ROLE_LABELS[asked].toLowerCase()}.`,
-            });
-            void queryClient.invalidateQueries({ queryKey: ['team'] });
-            void queryClient.invalidateQueries({ queryKey: ['me'] });
-          }}
+          onConfirmed={() =>
+            outcome.succeeded(`${member.email} is now ${ROLE_LABELS[asked].toLowerCase()}.`, ['team'], ['me'])
+          }
           onClose={() => setAsked(null)}
         >
           <p>
@@ -157,12 +137,11 @@ export function TeamPage() {
   usePageTitle('Team');
   const me = useMe();
   const isAdmin = useIsAdmin();
-  const queryClient = useQueryClient();
   const team = useQuery(queries.team());
   const [inviting, setInviting] = useState(false);
   const [removing, setRemoving] = useState<Member | null>(null);
   const [revoking, setRevoking] = useState<Invitation | null>(null);
-  const [notice, setNotice] = useState<NoticeMessage | null>(null);
+  const outcome = useOutcome();
 
   let body: ReactNode;
   if (team.isPending) body = <Loading />;
@@ -185,7 +164,7 @@ export function TeamPage() {
                   </th>
                   <td data-label="Email">{member.email}</td>
                   <td data-label="Role">
-                    {isAdmin ? <RoleSelect member={member} onNotice={setNotice} /> : ROLE_LABELS[member.role]}
+                    {isAdmin ? <RoleSelect member={member} outcome={outcome} /> : ROLE_LABELS[member.role]}
                   </td>
                   <td data-label="Joined">{formatDate(member.created_at)}</td>
                   {isAdmin && (
@@ -260,7 +239,7 @@ export function TeamPage() {
           )
         }
       />
-      <Notice notice={notice} onDismiss={() => setNotice(null)} />
+      <Notice outcome={outcome} />
       {body}
       {inviting && <InviteDialog onClose={() => setInviting(false)} />}
       {removing && (
@@ -268,10 +247,7 @@ export function TeamPage() {
           title="Remove member"
           confirmLabel="Remove"
           onConfirm={() => api.team.remove.mutate({ user_id: removing.user_id })}
-          onConfirmed={() => {
-            setNotice({ kind: 'success', text: `Removed ${removing.email}.` });
-            void queryClient.invalidateQueries({ queryKey: ['team'] });
-          }}
+          onConfirmed={() => outcome.succeeded(`Removed ${removing.email}.`, ['team'])}
           onClose={() => setRemoving(null)}
         >
           <p>
@@ -285,10 +261,7 @@ export function TeamPage() {
           title="Revoke invitation"
           confirmLabel="Revoke"
           onConfirm={() => api.team.revokeInvitation.mutate({ id: revoking.id })}
-          onConfirmed={() => {
-            setNotice({ kind: 'success', text: 'Invitation revoked.' });
-            void queryClient.invalidateQueries({ queryKey: ['team'] });
-          }}
+          onConfirmed={() => outcome.succeeded('Invitation revoked.', ['team'])}
           onClose={() => setRevoking(null)}
         >
           <p>

@@ -1,21 +1,14 @@
-import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { type ReactNode, useState } from 'react';
 import { Link, useParams } from 'wouter';
-import { api, DELIVERY_STATUSES, type Delivery, type DeliveryStatus, errorMessage, queries } from '../api.ts';
+import { api, DELIVERY_STATUSES, type Delivery, type DeliveryStatus, queries } from '../api.ts';
 import { ActiveBadge, DeliveryStatusBadge, deliveryStatusLabel } from '../components/Badges.tsx';
 import { Pager } from '../components/Pager.tsx';
-import {
-  EmptyState,
-  ErrorState,
-  Loading,
-  Notice,
-  type NoticeMessage,
-  PageHeader,
-} from '../components/States.tsx';
+import { EmptyState, ErrorState, Loading, Notice, PageHeader } from '../components/States.tsx';
 import { Table } from '../components/Table.tsx';
 import { formatDuration, formatNumber, formatPreciseDateTime } from '../format.ts';
-import { useIsAdmin, usePageTitle } from '../hooks.ts';
-import { useWebhookActions } from './Webhooks.tsx';
+import { useAction, useIsAdmin, useOutcome, usePageTitle } from '../hooks.ts';
+import { useWebhookActions, WebhookActionButtons } from './WebhookActions.tsx';
 
 const PAGE_SIZE = 20;
 const EXCERPT_LENGTH = 300;
@@ -78,24 +71,20 @@ export function WebhookDeliveriesPage() {
   usePageTitle('Webhook deliveries');
   const { id = '' } = useParams<{ id: string }>();
   const isAdmin = useIsAdmin();
-  const queryClient = useQueryClient();
   const [status, setStatus] = useState<DeliveryStatus | ''>('');
   const [offset, setOffset] = useState(0);
-  const [notice, setNotice] = useState<NoticeMessage | null>(null);
+  const outcome = useOutcome();
   const webhooks = useQuery(queries.webhooks());
   const webhook = webhooks.data?.find((w) => w.id === id);
   const deliveries = useQuery({
     ...queries.deliveries({ id, limit: PAGE_SIZE, offset, ...(status ? { status } : {}) }),
     placeholderData: keepPreviousData,
   });
-  const { sendTest, activate } = useWebhookActions(setNotice);
-  const replay = useMutation({
-    mutationFn: (delivery: Delivery) => api.webhooks.replay.mutate({ id, delivery_id: delivery.id }),
-    onSuccess: (_result, delivery) => {
-      setNotice({ kind: 'success', text: `Replayed the ${delivery.event_type} event.` });
-      void queryClient.invalidateQueries({ queryKey: ['webhooks'] });
-    },
-    onError: (error) => setNotice({ kind: 'error', text: errorMessage(error) }),
+  const actions = useWebhookActions(outcome);
+  const replay = useAction(outcome, {
+    run: (delivery: Delivery) => api.webhooks.replay.mutate({ id, delivery_id: delivery.id }),
+    done: (delivery) => `Replayed the ${delivery.event_type} event.`,
+    changes: ['webhooks'],
   });
 
   let body: ReactNode;
@@ -185,32 +174,10 @@ export function WebhookDeliveriesPage() {
           ) : undefined
         }
         actions={
-          isAdmin &&
-          webhook && (
-            <>
-              {!webhook.is_active && (
-                <button
-                  type="button"
-                  className="btn"
-                  disabled={activate.isPending}
-                  onClick={() => activate.mutate(webhook)}
-                >
-                  Re-activate
-                </button>
-              )}
-              <button
-                type="button"
-                className="btn btn-primary"
-                disabled={sendTest.isPending}
-                onClick={() => sendTest.mutate(webhook)}
-              >
-                Send test event
-              </button>
-            </>
-          )
+          isAdmin && webhook && <WebhookActionButtons webhook={webhook} actions={actions} place="page" />
         }
       />
-      <Notice notice={notice} onDismiss={() => setNotice(null)} />
+      <Notice outcome={outcome} />
       <div className="toolbar">
         <div className="field field-inline">
           <label htmlFor="delivery-status">Status</label>

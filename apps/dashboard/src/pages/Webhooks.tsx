@@ -1,95 +1,40 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, type ReactNode, useState } from 'react';
 import { Link } from 'wouter';
-import { api, errorMessage, type Outputs, queries, type Webhook } from '../api.ts';
+import { api, type Outputs, queries, type Webhook } from '../api.ts';
 import { ActiveBadge, DeliveryStatusBadge } from '../components/Badges.tsx';
 import { ConfirmDialog } from '../components/ConfirmDialog.tsx';
 import { InputField } from '../components/Field.tsx';
 import { FormError } from '../components/FormError.tsx';
 import { Modal, ModalActions } from '../components/Modal.tsx';
 import { ShownOnce } from '../components/ShownOnce.tsx';
-import {
-  EmptyState,
-  ErrorState,
-  Loading,
-  Notice,
-  type NoticeMessage,
-  PageHeader,
-} from '../components/States.tsx';
+import { EmptyState, ErrorState, Loading, Notice, PageHeader } from '../components/States.tsx';
 import { Table } from '../components/Table.tsx';
 import { formatDateTime, formatNumber } from '../format.ts';
-import { useIsAdmin, usePageTitle } from '../hooks.ts';
-import { isSignedOut, redirectToSignIn } from '../session.ts';
+import { useCheckedSet, useIsAdmin, useOutcome, usePageTitle, useRequest } from '../hooks.ts';
+import { useWebhookActions, WebhookActionButtons } from './WebhookActions.tsx';
 
 type EventType = Outputs['webhooks']['eventTypes'][number];
-
-/** Send test event / Re-activate, shared by the endpoint list and an endpoint's delivery log. */
-export function useWebhookActions(setNotice: (notice: NoticeMessage) => void) {
-  const queryClient = useQueryClient();
-  const refresh = () => queryClient.invalidateQueries({ queryKey: ['webhooks'] });
-  const sendTest = useMutation({
-    mutationFn: (webhook: Webhook) => api.webhooks.sendTest.mutate({ id: webhook.id }),
-    onSuccess: (_delivery, webhook) => {
-      setNotice({
-        kind: 'success',
-        text: (
-          <>
-            Test event sent to {webhook.url}. <Link href={`/webhooks/${webhook.id}`}>See its delivery</Link>.
-          </>
-        ),
-      });
-      void refresh();
-    },
-    onError: (error) => setNotice({ kind: 'error', text: errorMessage(error) }),
-  });
-  const activate = useMutation({
-    mutationFn: (webhook: Webhook) => api.webhooks.activate.mutate({ id: webhook.id }),
-    onSuccess: (_result, webhook) => {
-      setNotice({ kind: 'success', text: `${webhook.url} is active again.` });
-      void refresh();
-    },
-    onError: (error) => setNotice({ kind: 'error', text: errorMessage(error) }),
-  });
-  return { sendTest, activate };
-}
 
 /** Asks the URL and events, creates the endpoint, then shows its signing secret once (component state only). */
 function CreateWebhookDialog({ onClose }: { onClose: () => void }) {
   const queryClient = useQueryClient();
   const eventTypes = useQuery(queries.eventTypes());
   const [url, setUrl] = useState('');
-  const [events, setEvents] = useState<ReadonlySet<EventType>>(new Set());
-  const [pending, setPending] = useState(false);
-  const [error, setError] = useState<string | null>(null);
+  const [events, toggle, setEvents] = useCheckedSet<EventType>();
+  const { pending, error, setError, run } = useRequest();
   const [created, setCreated] = useState<{ secret: string; url: string } | null>(null);
 
-  function toggle(event: EventType, on: boolean) {
-    setEvents((current) => {
-      const next = new Set(current);
-      if (on) next.add(event);
-      else next.delete(event);
-      return next;
-    });
-  }
-
-  async function onSubmit(event: FormEvent<HTMLFormElement>) {
+  function onSubmit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
-    if (events.size === 0) {
-      setError('Choose at least one event.');
-      return;
-    }
-    setPending(true);
-    setError(null);
-    try {
-      const result = await api.webhooks.create.mutate({ url: url.trim(), events: [...events] });
-      setCreated({ secret: result.secret, url: result.url });
-      void queryClient.invalidateQueries({ queryKey: queries.webhooks().queryKey });
-    } catch (e) {
-      if (isSignedOut(e)) redirectToSignIn();
-      setError(errorMessage(e));
-    } finally {
-      setPending(false);
-    }
+    if (events.size === 0) return setError('Choose at least one event.');
+    void run(
+      () => api.webhooks.create.mutate({ url: url.trim(), events: [...events] }),
+      (result) => {
+        setCreated({ secret: result.secret, url: result.url });
+        void queryClient.invalidateQueries({ queryKey: queries.webhooks().queryKey });
+      },
+    );
   }
 
   let eventChoices: ReactNode;
@@ -171,12 +116,11 @@ function CreateWebhookDialog({ onClose }: { onClose: () => void }) {
 export function WebhooksPage() {
   usePageTitle('Webhooks');
   const isAdmin = useIsAdmin();
-  const queryClient = useQueryClient();
   const webhooks = useQuery(queries.webhooks());
   const [creating, setCreating] = useState(false);
   const [deleting, setDeleting] = useState<Webhook | null>(null);
-  const [notice, setNotice] = useState<NoticeMessage | null>(null);
-  const { sendTest, activate } = useWebhookActions(setNotice);
+  const outcome = useOutcome();
+  const actions = useWebhookActions(outcome);
 
   let body: ReactNode;
   if (webhooks.isPending) body = <Loading />;
@@ -234,24 +178,7 @@ export function WebhooksPage() {
                 </Link>
                 {isAdmin && (
                   <>
-                    {!webhook.is_active && (
-                      <button
-                        type="button"
-                        className="btn btn-small"
-                        disabled={activate.isPending}
-                        onClick={() => activate.mutate(webhook)}
-                      >
-                        Re-activate
-                      </button>
-                    )}
-                    <button
-                      type="button"
-                      className="btn btn-small"
-                      disabled={sendTest.isPending}
-                      onClick={() => sendTest.mutate(webhook)}
-                    >
-                      Send test event
-                    </button>
+                    <WebhookActionButtons webhook={webhook} actions={actions} place="row" />
                     <button
                       type="button"
                       className="btn btn-small btn-danger-outline"
@@ -281,7 +208,7 @@ export function WebhooksPage() {
           )
         }
       />
-      <Notice notice={notice} onDismiss={() => setNotice(null)} />
+      <Notice outcome={outcome} />
       {body}
       {creating && <CreateWebhookDialog onClose={() => setCreating(false)} />}
       {deleting && (
@@ -289,10 +216,7 @@ export function WebhooksPage() {
           title="Delete webhook"
           confirmLabel="Delete"
           onConfirm={() => api.webhooks.delete.mutate({ id: deleting.id })}
-          onConfirmed={() => {
-            setNotice({ kind: 'success', text: `Deleted the webhook to ${deleting.url}.` });
-            void queryClient.invalidateQueries({ queryKey: ['webhooks'] });
-          }}
+          onConfirmed={() => outcome.succeeded(`Deleted the webhook to ${deleting.url}.`, ['webhooks'])}
           onClose={() => setDeleting(null)}
         >
           <p>
