@@ -22,7 +22,7 @@ export function AuditPage() {
   else if (audit.isError) body = <ErrorState error={audit.error} onRetry={() => audit.refetch()} />;
   else if (audit.data.data.length === 0 && offset === 0) body = <EmptyState title="Nothing recorded yet" />;
   else {
-    const { data, meta } = audit.data;
+    const { data } = audit.data;
     body = (
       <>
         <Table caption="Audit log" columns={['Time', 'Actor', 'Action', 'Target', 'Details']}>
@@ -46,14 +46,7 @@ export function AuditPage() {
             ))}
           </tbody>
         </Table>
-        <Pager
-          offset={meta.offset}
-          limit={meta.limit}
-          total={meta.total}
-          shown={data.length}
-          onChange={setOffset}
-          busy={audit.isPlaceholderData}
-        />
+        <Pager page={audit.data} onChange={setOffset} busy={audit.isPlaceholderData} />
       </>
     );
   }

@@ -100,7 +100,7 @@ export function WebhookDeliveriesPage() {
       </EmptyState>
     );
   else {
-    const { data, meta } = deliveries.data;
+    const { data } = deliveries.data;
     body = (
       <>
         <Table
@@ -145,14 +145,7 @@ export function WebhookDeliveriesPage() {
             </tbody>
           ))}
         </Table>
-        <Pager
-          offset={meta.offset}
-          limit={meta.limit}
-          total={meta.total}
-          shown={data.length}
-          onChange={setOffset}
-          busy={deliveries.isPlaceholderData}
-        />
+        <Pager page={deliveries.data} onChange={setOffset} busy={deliveries.isPlaceholderData} />
       </>
     );
   }
