@@ -1,4 +1,4 @@
-import type { ReactNode } from 'react';
+import type { ButtonHTMLAttributes, ReactNode } from 'react';
 
 /** A column's header; a `num` column holds figures, right-aligned. */
 export type Column = string | { label: string; num: true };
@@ -61,4 +61,20 @@ export function Table({
     </table>
   );
   return framed ? <div className="table-wrap">{table}</div> : table;
+}
+
+type RowButtonProps = Omit<ButtonHTMLAttributes<HTMLButtonElement>, 'type' | 'className'> & {
+  /** Outlined in red: it asks before it removes or revokes the row's record. */
+  danger?: boolean;
+};
+
+/** A button in a row's actions cell. */
+export function RowButton({ danger = false, ...button }: RowButtonProps) {
+  return (
+    <button
+      type="button"
+      className={danger ? 'btn btn-small btn-danger-outline' : 'btn btn-small'}
+      {...button}
+    />
+  );
 }

@@ -7,7 +7,7 @@ import { FormError } from '../components/FormError.tsx';
 import { Modal, ModalActions } from '../components/Modal.tsx';
 import { ShownOnce } from '../components/ShownOnce.tsx';
 import { EmptyState, ErrorState, Loading, Notice, PageHeader } from '../components/States.tsx';
-import { Table } from '../components/Table.tsx';
+import { RowButton, Table } from '../components/Table.tsx';
 import { formatDate, formatDateTime } from '../format.ts';
 import { type Outcome, useIsAdmin, useMe, useOutcome, usePageTitle, useRequest } from '../hooks.ts';
 
@@ -169,13 +169,9 @@ export function TeamPage() {
                   <td data-label="Joined">{formatDate(member.created_at)}</td>
                   {isAdmin && (
                     <td className="cell-actions">
-                      <button
-                        type="button"
-                        className="btn btn-small btn-danger-outline"
-                        onClick={() => setRemoving(member)}
-                      >
+                      <RowButton danger onClick={() => setRemoving(member)}>
                         Remove
-                      </button>
+                      </RowButton>
                     </td>
                   )}
                 </tr>
@@ -207,13 +203,9 @@ export function TeamPage() {
                     <td data-label="Expires">{formatDateTime(inv.expires_at)}</td>
                     {isAdmin && (
                       <td className="cell-actions">
-                        <button
-                          type="button"
-                          className="btn btn-small btn-danger-outline"
-                          onClick={() => setRevoking(inv)}
-                        >
+                        <RowButton danger onClick={() => setRevoking(inv)}>
                           Revoke
-                        </button>
+                        </RowButton>
                       </td>
                     )}
                   </tr>

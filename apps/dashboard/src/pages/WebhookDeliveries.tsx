@@ -5,7 +5,7 @@ import { api, DELIVERY_STATUSES, type Delivery, type DeliveryStatus, queries } f
 import { ActiveBadge, DeliveryStatusBadge, deliveryStatusLabel } from '../components/Badges.tsx';
 import { Pager } from '../components/Pager.tsx';
 import { EmptyState, ErrorState, Loading, Notice, PageHeader } from '../components/States.tsx';
-import { Table } from '../components/Table.tsx';
+import { RowButton, Table } from '../components/Table.tsx';
 import { formatDuration, formatNumber, formatPreciseDateTime } from '../format.ts';
 import { useAction, useIsAdmin, useOutcome, usePageTitle } from '../hooks.ts';
 import { useWebhookActions, WebhookActionButtons } from './WebhookActions.tsx';
@@ -126,14 +126,9 @@ export function WebhookDeliveriesPage() {
                 <td data-label="Next attempt">{formatPreciseDateTime(delivery.next_attempt_at)}</td>
                 {isAdmin && (
                   <td className="cell-actions">
-                    <button
-                      type="button"
-                      className="btn btn-small"
-                      disabled={replay.isPending}
-                      onClick={() => replay.mutate(delivery)}
-                    >
+                    <RowButton disabled={replay.isPending} onClick={() => replay.mutate(delivery)}>
                       Replay
-                    </button>
+                    </RowButton>
                   </td>
                 )}
               </tr>

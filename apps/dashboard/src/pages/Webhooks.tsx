@@ -9,7 +9,7 @@ import { FormError } from '../components/FormError.tsx';
 import { Modal, ModalActions } from '../components/Modal.tsx';
 import { ShownOnce } from '../components/ShownOnce.tsx';
 import { EmptyState, ErrorState, Loading, Notice, PageHeader } from '../components/States.tsx';
-import { Table } from '../components/Table.tsx';
+import { RowButton, Table } from '../components/Table.tsx';
 import { formatDateTime, formatNumber } from '../format.ts';
 import { useCheckedSet, useIsAdmin, useOutcome, usePageTitle, useRequest } from '../hooks.ts';
 import { useWebhookActions, WebhookActionButtons } from './WebhookActions.tsx';
@@ -179,13 +179,9 @@ export function WebhooksPage() {
                 {isAdmin && (
                   <>
                     <WebhookActionButtons webhook={webhook} actions={actions} place="row" />
-                    <button
-                      type="button"
-                      className="btn btn-small btn-danger-outline"
-                      onClick={() => setDeleting(webhook)}
-                    >
+                    <RowButton danger onClick={() => setDeleting(webhook)}>
                       Delete
-                    </button>
+                    </RowButton>
                   </>
                 )}
               </td>

@@ -1,4 +1,5 @@
 import type { ApiKey } from '../../api.ts';
+import { RowButton } from '../../components/Table.tsx';
 import { DateTime, isPast, ScopeList } from './KeyFacts.tsx';
 
 function KeyStatus({ apiKey, successor, now }: { apiKey: ApiKey; successor?: ApiKey; now: number }) {
@@ -89,14 +90,12 @@ export function KeyRow({ apiKey, successor, now, isAdmin, onRotate, onRevoke }: 
         <td className="cell-actions">
           {/* A key is rotated once: again only if its successor was revoked. */}
           {usable && (!apiKey.replaced_by || successor?.revoked_at) && (
-            <button type="button" className="btn btn-small" onClick={onRotate}>
-              Rotate
-            </button>
+            <RowButton onClick={onRotate}>Rotate</RowButton>
           )}
           {!apiKey.revoked_at && (
-            <button type="button" className="btn btn-small btn-danger-outline" onClick={onRevoke}>
+            <RowButton danger onClick={onRevoke}>
               Revoke
-            </button>
+            </RowButton>
           )}
         </td>
       )}
