@@ -3,6 +3,7 @@ import { type FormEvent, type ReactNode, useState } from 'react';
 import { Link } from 'wouter';
 import { api, type Outputs, queries, type Webhook } from '../api.ts';
 import { ActiveBadge, DeliveryStatusBadge } from '../components/Badges.tsx';
+import { CodeList } from '../components/CodeList.tsx';
 import { ConfirmDialog } from '../components/ConfirmDialog.tsx';
 import { InputField } from '../components/Field.tsx';
 import { FormError } from '../components/FormError.tsx';
@@ -145,13 +146,7 @@ export function WebhooksPage() {
                 <span className="cell-sub">Created {formatDateTime(webhook.created_at)}</span>
               </th>
               <td data-label="Events">
-                <ul className="tag-list">
-                  {webhook.events.map((e) => (
-                    <li key={e}>
-                      <code>{e}</code>
-                    </li>
-                  ))}
-                </ul>
+                <CodeList items={webhook.events} />
               </td>
               <td data-label="Status">
                 <ActiveBadge active={webhook.is_active} />

@@ -1,4 +1,5 @@
 import type { ApiKey } from '../../api.ts';
+import { CodeList } from '../../components/CodeList.tsx';
 import { formatDateTime } from '../../format.ts';
 import { FULL_ACCESS } from './scopes.ts';
 
@@ -16,13 +17,5 @@ export function DateTime({ iso }: { iso: string }) {
 /** "Full access", or the key's scopes. */
 export function ScopeList({ scopes }: { scopes: readonly string[] }) {
   if (scopes.includes(FULL_ACCESS)) return <>Full access</>;
-  return (
-    <ul className="tag-list">
-      {scopes.map((scope) => (
-        <li key={scope}>
-          <code>{scope}</code>
-        </li>
-      ))}
-    </ul>
-  );
+  return <CodeList items={scopes} />;
 }
