@@ -1,4 +1,5 @@
 import type { InputHTMLAttributes, ReactNode } from 'react';
+import { MIN_PASSWORD_LENGTH } from '../auth.ts';
 
 /** What a control needs to be named by its label and described by its hint. */
 type ControlProps = { id: string; 'aria-describedby': string | undefined };
@@ -37,5 +38,25 @@ export function InputField({ id, label, hint, spaced, className, ...input }: Inp
     <Field id={id} label={label} hint={hint} spaced={spaced}>
       {(control) => <input {...control} className={className ? `input ${className}` : 'input'} {...input} />}
     </Field>
+  );
+}
+
+/**
+ * An input where a new password is chosen, or confirmed: the browser holds it to the length too, and the
+ * first says how long it must be (passwordProblem checks both before sending).
+ */
+export function NewPasswordField({
+  confirms = false,
+  ...input
+}: Omit<InputFieldProps, 'hint' | 'type'> & { confirms?: boolean }) {
+  return (
+    <InputField
+      hint={confirms ? undefined : <>At least {MIN_PASSWORD_LENGTH} characters.</>}
+      type="password"
+      autoComplete="new-password"
+      required
+      minLength={MIN_PASSWORD_LENGTH}
+      {...input}
+    />
   );
 }

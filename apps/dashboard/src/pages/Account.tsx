@@ -1,8 +1,8 @@
 import { useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { useLocation } from 'wouter';
-import { authCall, authClient, authErrorMessage, MIN_PASSWORD_LENGTH, passwordProblem } from '../auth.ts';
-import { InputField } from '../components/Field.tsx';
+import { authCall, authClient, authErrorMessage, passwordProblem } from '../auth.ts';
+import { InputField, NewPasswordField } from '../components/Field.tsx';
 import { FormError } from '../components/FormError.tsx';
 import { Modal, ModalActions } from '../components/Modal.tsx';
 import { Notice, PageHeader } from '../components/States.tsx';
@@ -48,24 +48,16 @@ function ChangePasswordForm({ outcome }: { outcome: Outcome }) {
         value={current}
         onChange={(e) => setCurrent(e.target.value)}
       />
-      <InputField
+      <NewPasswordField
         id="new-password"
         label="New password"
-        hint={`At least ${MIN_PASSWORD_LENGTH} characters.`}
-        type="password"
-        autoComplete="new-password"
-        required
-        minLength={MIN_PASSWORD_LENGTH}
         value={next}
         onChange={(e) => setNext(e.target.value)}
       />
-      <InputField
+      <NewPasswordField
         id="confirm-password"
         label="Confirm new password"
-        type="password"
-        autoComplete="new-password"
-        required
-        minLength={MIN_PASSWORD_LENGTH}
+        confirms
         value={confirm}
         onChange={(e) => setConfirm(e.target.value)}
       />

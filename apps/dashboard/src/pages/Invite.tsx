@@ -2,8 +2,8 @@ import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, type ReactNode, useState } from 'react';
 import { Link, useLocation, useParams } from 'wouter';
 import { api, httpStatusOf, type Outputs, queries } from '../api.ts';
-import { MIN_PASSWORD_LENGTH, passwordProblem } from '../auth.ts';
-import { InputField } from '../components/Field.tsx';
+import { passwordProblem } from '../auth.ts';
+import { InputField, NewPasswordField } from '../components/Field.tsx';
 import { FormError } from '../components/FormError.tsx';
 import { ErrorState, Loading } from '../components/States.tsx';
 import { formatDateTime } from '../format.ts';
@@ -64,26 +64,18 @@ function AcceptForm({ token, invitation }: { token: string; invitation: Invitati
         value={email}
         onChange={(e) => setEmail(e.target.value)}
       />
-      <InputField
+      <NewPasswordField
         id="invite-password"
         label="Password"
-        hint={`At least ${MIN_PASSWORD_LENGTH} characters.`}
-        type="password"
         name="password"
-        autoComplete="new-password"
-        required
-        minLength={MIN_PASSWORD_LENGTH}
         value={password}
         onChange={(e) => setPassword(e.target.value)}
       />
-      <InputField
+      <NewPasswordField
         id="invite-confirm"
         label="Confirm password"
-        type="password"
+        confirms
         name="confirm-password"
-        autoComplete="new-password"
-        required
-        minLength={MIN_PASSWORD_LENGTH}
         value={confirm}
         onChange={(e) => setConfirm(e.target.value)}
       />
