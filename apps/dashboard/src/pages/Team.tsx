@@ -41,7 +41,12 @@ function InviteDialog({ onClose }: { onClose: () => void }) {
           <ShownOnce
             label="Invitation link"
             secret={created.url}
-            warning={`Valid until ${formatDateTime(created.expiresAt)}, for one use. The link is shown once: copy it now.`}
+            warning={
+              <>
+                Valid until {formatDateTime(created.expiresAt)}, for one use. The link is shown once: copy it
+                now.
+              </>
+            }
             onDone={close}
           >
             <p>Send this link to the person you invite. Opening it lets them create their account.</p>

@@ -84,7 +84,9 @@ export function CreateKeyDialog({ onClose }: { onClose: () => void }) {
               <InputField
                 id="key-expires"
                 label="Expires (optional)"
-                hint={`In your time zone (${localTimeZone()}). Leave it empty for a key that does not expire.`}
+                hint={
+                  <>In your time zone ({localTimeZone()}). Leave it empty for a key that does not expire.</>
+                }
                 spaced
                 className="input-datetime"
                 type="datetime-local"
