@@ -1,4 +1,4 @@
-import type { ButtonHTMLAttributes, ReactNode } from 'react';
+import { type ButtonHTMLAttributes, createContext, type ReactNode, useContext } from 'react';
 
 /** A column's header; a `num` column holds figures, right-aligned. */
 export type Column = string | { label: string; num: true };
@@ -7,7 +7,7 @@ type Props = {
   /** The table's name, for screen readers (and tests: getByRole('table', { name })). */
   caption: string;
   columns: readonly Column[];
-  /** A last column of buttons, its header for screen readers only. */
+  /** A last column of buttons (each row's ActionsCell), its header for screen readers only. */
   actions?: boolean;
   /**
    * Below 640 px each row becomes a card instead of the table scrolling sideways (`table-stack` in
@@ -21,6 +21,9 @@ type Props = {
   /** The <tbody>, or one for each group of rows. */
   children: ReactNode;
 };
+
+/** The columns of the table around a row, for the cells that follow them. */
+const Columns = createContext({ count: 0, actions: false });
 
 /** A table of records with a hidden caption and a row of column headers. */
 export function Table({
@@ -57,7 +60,9 @@ export function Table({
           )}
         </tr>
       </thead>
-      {children}
+      <Columns.Provider value={{ count: columns.length + (actions ? 1 : 0), actions }}>
+        {children}
+      </Columns.Provider>
     </table>
   );
   return framed ? <div className="table-wrap">{table}</div> : table;
@@ -77,4 +82,14 @@ export function RowButton({ danger = false, ...button }: RowButtonProps) {
       {...button}
     />
   );
+}
+
+/** A row's cell in the actions column; none where its table has no such column (a member sees no buttons). */
+export function ActionsCell({ children }: { children: ReactNode }) {
+  return useContext(Columns).actions ? <td className="cell-actions">{children}</td> : null;
+}
+
+/** A cell across every column of its table: a row that belongs to the one above it. */
+export function FullRowCell({ children }: { children: ReactNode }) {
+  return <td colSpan={useContext(Columns).count}>{children}</td>;
 }

@@ -45,7 +45,6 @@ export function KeysPage() {
               apiKey={key}
               successor={key.replaced_by ? byId.get(key.replaced_by) : undefined}
               now={now}
-              isAdmin={isAdmin}
               onRotate={() => setRotating(key)}
               onRevoke={() => setRevoking(key)}
             />

@@ -7,7 +7,7 @@ import { FormError } from '../components/FormError.tsx';
 import { Modal, ModalActions } from '../components/Modal.tsx';
 import { ShownOnce } from '../components/ShownOnce.tsx';
 import { EmptyState, ErrorState, Loading, Notice, PageHeader } from '../components/States.tsx';
-import { RowButton, Table } from '../components/Table.tsx';
+import { ActionsCell, RowButton, Table } from '../components/Table.tsx';
 import { formatDate, formatDateTime } from '../format.ts';
 import { type Outcome, useIsAdmin, useMe, useOutcome, usePageTitle, useRequest } from '../hooks.ts';
 
@@ -172,13 +172,11 @@ export function TeamPage() {
                     {isAdmin ? <RoleSelect member={member} outcome={outcome} /> : ROLE_LABELS[member.role]}
                   </td>
                   <td data-label="Joined">{formatDate(member.created_at)}</td>
-                  {isAdmin && (
-                    <td className="cell-actions">
-                      <RowButton danger onClick={() => setRemoving(member)}>
-                        Remove
-                      </RowButton>
-                    </td>
-                  )}
+                  <ActionsCell>
+                    <RowButton danger onClick={() => setRemoving(member)}>
+                      Remove
+                    </RowButton>
+                  </ActionsCell>
                 </tr>
               ))}
             </tbody>
@@ -206,13 +204,11 @@ export function TeamPage() {
                     </td>
                     <td data-label="Created">{formatDateTime(inv.created_at)}</td>
                     <td data-label="Expires">{formatDateTime(inv.expires_at)}</td>
-                    {isAdmin && (
-                      <td className="cell-actions">
-                        <RowButton danger onClick={() => setRevoking(inv)}>
-                          Revoke
-                        </RowButton>
-                      </td>
-                    )}
+                    <ActionsCell>
+                      <RowButton danger onClick={() => setRevoking(inv)}>
+                        Revoke
+                      </RowButton>
+                    </ActionsCell>
                   </tr>
                 ))}
               </tbody>

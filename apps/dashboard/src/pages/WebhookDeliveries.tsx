@@ -5,7 +5,7 @@ import { api, DELIVERY_STATUSES, type Delivery, type DeliveryStatus, queries } f
 import { ActiveBadge, DeliveryStatusBadge, deliveryStatusLabel } from '../components/Badges.tsx';
 import { Pager } from '../components/Pager.tsx';
 import { EmptyState, ErrorState, Loading, Notice, PageHeader } from '../components/States.tsx';
-import { RowButton, Table } from '../components/Table.tsx';
+import { ActionsCell, FullRowCell, RowButton, Table } from '../components/Table.tsx';
 import { formatDuration, formatNumber, formatPreciseDateTime } from '../format.ts';
 import { useAction, useIsAdmin, useOutcome, usePageTitle } from '../hooks.ts';
 import { useWebhookActions, WebhookActionButtons } from './WebhookActions.tsx';
@@ -124,18 +124,16 @@ export function WebhookDeliveriesPage() {
                 </td>
                 <td data-label="Created">{formatPreciseDateTime(delivery.created_at)}</td>
                 <td data-label="Next attempt">{formatPreciseDateTime(delivery.next_attempt_at)}</td>
-                {isAdmin && (
-                  <td className="cell-actions">
-                    <RowButton disabled={replay.isPending} onClick={() => replay.mutate(delivery)}>
-                      Replay
-                    </RowButton>
-                  </td>
-                )}
+                <ActionsCell>
+                  <RowButton disabled={replay.isPending} onClick={() => replay.mutate(delivery)}>
+                    Replay
+                  </RowButton>
+                </ActionsCell>
               </tr>
               <tr className="attempts-row">
-                <td colSpan={isAdmin ? 6 : 5}>
+                <FullRowCell>
                   <Attempts delivery={delivery} />
-                </td>
+                </FullRowCell>
               </tr>
             </tbody>
           ))}

@@ -10,7 +10,7 @@ import { FormError } from '../components/FormError.tsx';
 import { Modal, ModalActions } from '../components/Modal.tsx';
 import { ShownOnce } from '../components/ShownOnce.tsx';
 import { EmptyState, ErrorState, Loading, Notice, PageHeader } from '../components/States.tsx';
-import { RowButton, Table } from '../components/Table.tsx';
+import { ActionsCell, RowButton, Table } from '../components/Table.tsx';
 import { formatDateTime, formatNumber } from '../format.ts';
 import { useCheckedSet, useIsAdmin, useOutcome, usePageTitle, useRequest } from '../hooks.ts';
 import { useWebhookActions, WebhookActionButtons } from './WebhookActions.tsx';
@@ -167,7 +167,7 @@ export function WebhooksPage() {
                   <span className="muted">None yet</span>
                 )}
               </td>
-              <td className="cell-actions">
+              <ActionsCell>
                 <Link href={`/webhooks/${webhook.id}`} className="btn btn-small">
                   Deliveries
                 </Link>
@@ -179,7 +179,7 @@ export function WebhooksPage() {
                     </RowButton>
                   </>
                 )}
-              </td>
+              </ActionsCell>
             </tr>
           ))}
         </tbody>

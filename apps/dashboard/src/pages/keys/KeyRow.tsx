@@ -1,5 +1,5 @@
 import type { ApiKey } from '../../api.ts';
-import { RowButton } from '../../components/Table.tsx';
+import { ActionsCell, RowButton } from '../../components/Table.tsx';
 import { DateTime, isPast, ScopeList } from './KeyFacts.tsx';
 
 function KeyStatus({ apiKey, successor, now }: { apiKey: ApiKey; successor?: ApiKey; now: number }) {
@@ -56,13 +56,12 @@ type Props = {
   /** The key that replaced it, if it was rotated (and that key is still listed). */
   successor: ApiKey | undefined;
   now: number;
-  isAdmin: boolean;
   onRotate: () => void;
   onRevoke: () => void;
 };
 
-/** A key's row of the keys table (a card below 640 px), with an admin's Rotate and Revoke. */
-export function KeyRow({ apiKey, successor, now, isAdmin, onRotate, onRevoke }: Props) {
+/** A key's row of the keys table (a card below 640 px), with Rotate and Revoke where it has actions. */
+export function KeyRow({ apiKey, successor, now, onRotate, onRevoke }: Props) {
   const usable = !apiKey.revoked_at && !isPast(apiKey.expires_at, now);
   return (
     <tr>
@@ -86,19 +85,17 @@ export function KeyRow({ apiKey, successor, now, isAdmin, onRotate, onRevoke }: 
         <span className="cell-sub">by {apiKey.created_by ?? 'unknown'}</span>
       </td>
       <td data-label="Last used">{apiKey.last_used_at ? <DateTime iso={apiKey.last_used_at} /> : 'Never'}</td>
-      {isAdmin && (
-        <td className="cell-actions">
-          {/* A key is rotated once: again only if its successor was revoked. */}
-          {usable && (!apiKey.replaced_by || successor?.revoked_at) && (
-            <RowButton onClick={onRotate}>Rotate</RowButton>
-          )}
-          {!apiKey.revoked_at && (
-            <RowButton danger onClick={onRevoke}>
-              Revoke
-            </RowButton>
-          )}
-        </td>
-      )}
+      <ActionsCell>
+        {/* A key is rotated once: again only if its successor was revoked. */}
+        {usable && (!apiKey.replaced_by || successor?.revoked_at) && (
+          <RowButton onClick={onRotate}>Rotate</RowButton>
+        )}
+        {!apiKey.revoked_at && (
+          <RowButton danger onClick={onRevoke}>
+            Revoke
+          </RowButton>
+        )}
+      </ActionsCell>
     </tr>
   );
 }
