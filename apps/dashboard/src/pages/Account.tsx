@@ -5,6 +5,7 @@ import { authCall, authClient, authErrorMessage, passwordProblem } from '../auth
 import { InputField, NewPasswordField } from '../components/Field.tsx';
 import { FormError } from '../components/FormError.tsx';
 import { Modal, ModalActions } from '../components/Modal.tsx';
+import { Section } from '../components/Section.tsx';
 import { Notice, PageHeader } from '../components/States.tsx';
 import { type Outcome, useMe, useOutcome, usePageTitle, useRequest } from '../hooks.ts';
 
@@ -115,10 +116,7 @@ export function AccountPage() {
     <>
       <PageHeader title="Account" />
       <Notice outcome={outcome} />
-      <section className="card" aria-labelledby="profile-heading">
-        <h2 id="profile-heading" className="card-title">
-          Profile
-        </h2>
+      <Section id="profile-heading" title="Profile" card>
         <dl className="details-list">
           <dt>Name</dt>
           <dd>{user.name}</dd>
@@ -129,25 +127,19 @@ export function AccountPage() {
             {user.role === 'admin' ? 'Admin' : 'Member'} of {org.name}
           </dd>
         </dl>
-      </section>
-      <section className="card" aria-labelledby="password-heading">
-        <h2 id="password-heading" className="card-title">
-          Change password
-        </h2>
+      </Section>
+      <Section id="password-heading" title="Change password" card>
         <p className="muted">Changing it signs out your other sessions.</p>
         <ChangePasswordForm outcome={outcome} />
-      </section>
-      <section className="card" aria-labelledby="sessions-heading">
-        <h2 id="sessions-heading" className="card-title">
-          Sessions
-        </h2>
+      </Section>
+      <Section id="sessions-heading" title="Sessions" card>
         <p className="muted">
           Lost a device, or signed in on a shared computer? End every session of your account.
         </p>
         <button type="button" className="btn btn-danger-outline" onClick={() => setConfirming(true)}>
           Sign out of all sessions
         </button>
-      </section>
+      </Section>
       {confirming && <SignOutEverywhereDialog onClose={() => setConfirming(false)} />}
     </>
   );

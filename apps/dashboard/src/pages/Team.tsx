@@ -5,6 +5,7 @@ import { ConfirmDialog } from '../components/ConfirmDialog.tsx';
 import { Field, InputField } from '../components/Field.tsx';
 import { FormError } from '../components/FormError.tsx';
 import { Modal, ModalActions } from '../components/Modal.tsx';
+import { Section } from '../components/Section.tsx';
 import { ShownOnce } from '../components/ShownOnce.tsx';
 import { EmptyState, ErrorState, Loading, Notice, PageHeader } from '../components/States.tsx';
 import { ActionsCell, RowButton, Table } from '../components/Table.tsx';
@@ -155,10 +156,7 @@ export function TeamPage() {
     const { members, invitations } = team.data;
     body = (
       <>
-        <section aria-labelledby="members-heading" className="section">
-          <h2 id="members-heading" className="section-title">
-            Members
-          </h2>
+        <Section id="members-heading" title="Members">
           <Table caption="Members" columns={['Name', 'Email', 'Role', 'Joined']} actions={isAdmin}>
             <tbody>
               {members.map((member) => (
@@ -181,11 +179,8 @@ export function TeamPage() {
               ))}
             </tbody>
           </Table>
-        </section>
-        <section aria-labelledby="invitations-heading" className="section">
-          <h2 id="invitations-heading" className="section-title">
-            Pending invitations
-          </h2>
+        </Section>
+        <Section id="invitations-heading" title="Pending invitations">
           {invitations.length === 0 ? (
             <EmptyState title="No pending invitations" />
           ) : (
@@ -214,7 +209,7 @@ export function TeamPage() {
               </tbody>
             </Table>
           )}
-        </section>
+        </Section>
       </>
     );
   }

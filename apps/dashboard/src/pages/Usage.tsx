@@ -1,5 +1,6 @@
 import { useQuery } from '@tanstack/react-query';
 import { queries, type UsageSummary } from '../api.ts';
+import { Section } from '../components/Section.tsx';
 import { ErrorState, Loading, PageHeader } from '../components/States.tsx';
 import { Table } from '../components/Table.tsx';
 import {
@@ -30,10 +31,7 @@ function QuotaCard({ quota, info }: { quota: keyof Quotas; info: Quotas[keyof Qu
   const percent = Math.max(0, info.percent_used);
   const level = percent >= 95 ? 'danger' : percent >= 80 ? 'warning' : 'ok';
   return (
-    <section className="card quota-card" aria-labelledby={headingId}>
-      <h2 id={headingId} className="card-title">
-        {label}
-      </h2>
+    <Section id={headingId} title={label} card className="quota-card">
       <p className="quota-figure">
         <span className="quota-used">{formatNumber(info.used)}</span> of {formatNumber(info.limit)} {label}
       </p>
@@ -50,16 +48,13 @@ function QuotaCard({ quota, info }: { quota: keyof Quotas; info: Quotas[keyof Qu
           {formatNumber(info.remaining)} left · resets on {formatUtcDay(info.reset_at)}
         </span>
       </p>
-    </section>
+    </Section>
   );
 }
 
 function CallsPerDay({ daily }: { daily: UsageSummary['daily'] }) {
   return (
-    <section className="card" aria-labelledby="calls-per-day">
-      <h2 id="calls-per-day" className="card-title">
-        Calls per day
-      </h2>
+    <Section id="calls-per-day" title="Calls per day" card>
       <p className="muted">The last 30 days.</p>
       <UsageChart daily={daily} />
       <details className="table-details">
@@ -81,7 +76,7 @@ function CallsPerDay({ daily }: { daily: UsageSummary['daily'] }) {
           </tbody>
         </Table>
       </details>
-    </section>
+    </Section>
   );
 }
 
@@ -118,10 +113,7 @@ export default function UsagePage() {
       </div>
       <CallsPerDay daily={daily} />
       <div className="two-columns">
-        <section className="card" aria-labelledby="rate-limits">
-          <h2 id="rate-limits" className="card-title">
-            Rate limits
-          </h2>
+        <Section id="rate-limits" title="Rate limits" card>
           {usage.rate_limits.length === 0 ? (
             <p className="muted">No rate limits apply.</p>
           ) : (
@@ -145,11 +137,8 @@ export default function UsagePage() {
               </tbody>
             </Table>
           )}
-        </section>
-        <section className="card" aria-labelledby="alerts">
-          <h2 id="alerts" className="card-title">
-            Alerts this month
-          </h2>
+        </Section>
+        <Section id="alerts" title="Alerts this month" card>
           {usage.alerts.length === 0 ? (
             <p className="muted">No alerts this month.</p>
           ) : (
@@ -164,7 +153,7 @@ export default function UsagePage() {
               ))}
             </ul>
           )}
-        </section>
+        </Section>
       </div>
     </>
   );
