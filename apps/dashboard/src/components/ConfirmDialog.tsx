@@ -1,7 +1,7 @@
-import { useMutation } from '@tanstack/react-query';
 import type { ReactNode } from 'react';
-import { errorMessage } from '../api.ts';
-import { Modal } from './Modal.tsx';
+import { useRequest } from '../hooks.ts';
+import { FormError } from './FormError.tsx';
+import { Modal, ModalActions } from './Modal.tsx';
 
 type Props = {
   title: string;
@@ -14,35 +14,22 @@ type Props = {
 
 /** "Are you sure?" for a destructive action; shows the server's message if the action fails. */
 export function ConfirmDialog({ title, children, confirmLabel, onConfirm, onConfirmed, onClose }: Props) {
-  const mutation = useMutation({ mutationFn: onConfirm, gcTime: 0 });
+  const { pending, error, run } = useRequest();
   return (
-    <Modal title={title} onClose={onClose} busy={mutation.isPending}>
+    <Modal title={title} onClose={onClose} busy={pending}>
       {(close) => (
         <form
           onSubmit={(event) => {
             event.preventDefault();
-            mutation.mutate(undefined, {
-              onSuccess: () => {
-                onConfirmed?.();
-                close();
-              },
+            void run(onConfirm, () => {
+              onConfirmed?.();
+              close();
             });
           }}
         >
           <div className="modal-body">{children}</div>
-          {mutation.isError && (
-            <p className="form-error" role="alert">
-              {errorMessage(mutation.error)}
-            </p>
-          )}
-          <div className="modal-actions">
-            <button type="button" className="btn" onClick={close} disabled={mutation.isPending}>
-              Cancel
-            </button>
-            <button type="submit" className="btn btn-danger" disabled={mutation.isPending}>
-              {confirmLabel}
-            </button>
-          </div>
+          <FormError error={error} />
+          <ModalActions onCancel={close} pending={pending} label={confirmLabel} danger />
         </form>
       )}
     </Modal>

@@ -43,3 +43,41 @@ export function Modal({ title, onClose, busy = false, wide = false, children }: 
     </dialog>
   );
 }
+
+type ActionsProps = {
+  onCancel: () => void;
+  /** A request is under way: both buttons wait, and the action shows `pendingLabel` ("Creating…"). */
+  pending: boolean;
+  /** The submit button of the dialog's form: what the dialog is for. */
+  label: string;
+  pendingLabel?: string;
+  /** Red, for what cannot be undone. */
+  danger?: boolean;
+  /** Not yet: the form lacks something the button needs. */
+  disabled?: boolean;
+};
+
+/** A dialog's footer: Cancel, then the action it asks for. */
+export function ModalActions({
+  onCancel,
+  pending,
+  label,
+  pendingLabel = label,
+  danger = false,
+  disabled = false,
+}: ActionsProps) {
+  return (
+    <div className="modal-actions">
+      <button type="button" className="btn" onClick={onCancel} disabled={pending}>
+        Cancel
+      </button>
+      <button
+        type="submit"
+        className={danger ? 'btn btn-danger' : 'btn btn-primary'}
+        disabled={pending || disabled}
+      >
+        {pending ? pendingLabel : label}
+      </button>
+    </div>
+  );
+}

@@ -1,23 +1,21 @@
 import { formatNumber } from '../format.ts';
 
-/** Previous/Next over an offset-paged list (`meta: { total, limit, offset }`). */
+/** One page of an offset-paged list, as the server answers it. */
+type Page = { data: readonly unknown[]; meta: { total: number; limit: number; offset: number } };
+
+/** Previous/Next over an offset-paged list, and which of its items are shown. */
 export function Pager({
-  offset,
-  limit,
-  total,
-  shown,
+  page,
   onChange,
   busy,
 }: {
-  offset: number;
-  limit: number;
-  total: number;
-  shown: number;
+  page: Page;
   onChange: (offset: number) => void;
   busy?: boolean;
 }) {
+  const { offset, limit, total } = page.meta;
   const first = total === 0 ? 0 : offset + 1;
-  const last = offset + shown;
+  const last = offset + page.data.length;
   return (
     <nav className="pager" aria-label="Pages">
       <p className="muted" aria-live="polite">

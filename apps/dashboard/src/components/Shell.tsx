@@ -1,9 +1,9 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
-import { type ReactNode, useState } from 'react';
+import { Fragment, type ReactNode } from 'react';
 import { Link, useLocation } from 'wouter';
 import { queries } from '../api.ts';
-import { authClient, authErrorMessage } from '../auth.ts';
-import { MeContext } from '../hooks.ts';
+import { authCall, authClient, authErrorMessage } from '../auth.ts';
+import { MeContext, useRequest } from '../hooks.ts';
 import { isSignedOut } from '../session.ts';
 import { QuotaBanner } from './QuotaBanner.tsx';
 import { ErrorState, Loading } from './States.tsx';
@@ -22,37 +22,45 @@ function NavLink({ href, children }: { href: string; children: ReactNode }) {
   );
 }
 
+/** The pages of the navigation, in its groups; each group's heading names its list. */
+const NAV = [
+  {
+    id: 'nav-developer',
+    group: 'Developer',
+    links: [
+      { href: '/keys', label: 'API keys' },
+      { href: '/usage', label: 'Usage' },
+      { href: '/webhooks', label: 'Webhooks' },
+    ],
+  },
+  {
+    id: 'nav-settings',
+    group: 'Settings',
+    links: [
+      { href: '/team', label: 'Team' },
+      { href: '/audit', label: 'Audit log' },
+      { href: '/account', label: 'Account' },
+    ],
+  },
+];
+
 function Nav() {
   return (
     <nav className="sidebar" aria-label="Main">
-      <p className="nav-group" id="nav-developer">
-        Developer
-      </p>
-      <ul className="nav-list" aria-labelledby="nav-developer">
-        <li>
-          <NavLink href="/keys">API keys</NavLink>
-        </li>
-        <li>
-          <NavLink href="/usage">Usage</NavLink>
-        </li>
-        <li>
-          <NavLink href="/webhooks">Webhooks</NavLink>
-        </li>
-      </ul>
-      <p className="nav-group" id="nav-settings">
-        Settings
-      </p>
-      <ul className="nav-list" aria-labelledby="nav-settings">
-        <li>
-          <NavLink href="/team">Team</NavLink>
-        </li>
-        <li>
-          <NavLink href="/audit">Audit log</NavLink>
-        </li>
-        <li>
-          <NavLink href="/account">Account</NavLink>
-        </li>
-      </ul>
+      {NAV.map(({ id, group, links }) => (
+        <Fragment key={id}>
+          <p className="nav-group" id={id}>
+            {group}
+          </p>
+          <ul className="nav-list" aria-labelledby={id}>
+            {links.map(({ href, label }) => (
+              <li key={href}>
+                <NavLink href={href}>{label}</NavLink>
+              </li>
+            ))}
+          </ul>
+        </Fragment>
+      ))}
     </nav>
   );
 }
@@ -60,28 +68,23 @@ function Nav() {
 function SignOutButton() {
   const queryClient = useQueryClient();
   const [, navigate] = useLocation();
-  const [pending, setPending] = useState(false);
-  const [error, setError] = useState<string | null>(null);
+  const { pending, error, run } = useRequest();
   return (
     <>
       <button
         type="button"
         className="btn btn-small"
         disabled={pending}
-        onClick={async () => {
-          setPending(true);
-          setError(null);
-          const result = await authClient
-            .signOut()
-            .catch(() => ({ error: { status: 0, message: undefined } }));
-          setPending(false);
-          if (result.error) {
-            setError(authErrorMessage(result.error, 'Could not sign out. Try again.'));
-            return;
-          }
-          queryClient.clear();
-          navigate('/sign-in', { replace: true });
-        }}
+        onClick={() =>
+          run(
+            () =>
+              authCall(authClient.signOut(), (e) => authErrorMessage(e, 'Could not sign out. Try again.')),
+            () => {
+              queryClient.clear();
+              navigate('/sign-in', { replace: true });
+            },
+          )
+        }
       >
         Sign out
       </button>

@@ -1,5 +1,6 @@
 import { type ReactNode, useEffect, useRef } from 'react';
 import { errorMessage } from '../api.ts';
+import type { Outcome } from '../hooks.ts';
 
 export function Loading({ label = 'Loading…' }: { label?: string }) {
   return (
@@ -29,10 +30,8 @@ export function EmptyState({ title, children }: { title: string; children?: Reac
   );
 }
 
-export type NoticeMessage = { kind: 'success' | 'error'; text: ReactNode };
-
 /** The outcome of the last action on a page: a success note, or the server's message when it failed. */
-export function Notice({ notice, onDismiss }: { notice: NoticeMessage | null; onDismiss: () => void }) {
+export function Notice({ outcome: { notice, dismiss } }: { outcome: Outcome }) {
   const ref = useRef<HTMLDivElement>(null);
   // Focus goes to the outcome: a confirmed Revoke or Remove takes away the button its dialog handed
   // focus back to, and a keyboard user was left at the top of the page with nothing focused.
@@ -48,7 +47,7 @@ export function Notice({ notice, onDismiss }: { notice: NoticeMessage | null; on
       role={notice.kind === 'error' ? 'alert' : 'status'}
     >
       <p>{notice.text}</p>
-      <button type="button" className="btn btn-small btn-ghost" onClick={onDismiss}>
+      <button type="button" className="btn btn-small btn-ghost" onClick={dismiss}>
         Dismiss
       </button>
     </div>

@@ -1,95 +1,68 @@
 import { useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { useLocation } from 'wouter';
-import { authClient, authErrorMessage, MIN_PASSWORD_LENGTH } from '../auth.ts';
-import { Modal } from '../components/Modal.tsx';
-import { Notice, type NoticeMessage, PageHeader } from '../components/States.tsx';
-import { useMe, usePageTitle } from '../hooks.ts';
+import { authCall, authClient, authErrorMessage, passwordProblem } from '../auth.ts';
+import { InputField, NewPasswordField } from '../components/Field.tsx';
+import { FormError } from '../components/FormError.tsx';
+import { Modal, ModalActions } from '../components/Modal.tsx';
+import { Section } from '../components/Section.tsx';
+import { Notice, PageHeader } from '../components/States.tsx';
+import { type Outcome, useMe, useOutcome, usePageTitle, useRequest } from '../hooks.ts';
 
-const NETWORK_ERROR = { status: 0, message: undefined };
-
-function ChangePasswordForm({ onNotice }: { onNotice: (n: NoticeMessage) => void }) {
+function ChangePasswordForm({ outcome }: { outcome: Outcome }) {
   const [current, setCurrent] = useState('');
   const [next, setNext] = useState('');
   const [confirm, setConfirm] = useState('');
-  const [pending, setPending] = useState(false);
-  const [error, setError] = useState<string | null>(null);
+  const { pending, error, setError, run } = useRequest();
 
-  async function onSubmit(event: FormEvent<HTMLFormElement>) {
+  function onSubmit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
-    if (next.length < MIN_PASSWORD_LENGTH) {
-      setError(`The new password needs at least ${MIN_PASSWORD_LENGTH} characters.`);
-      return;
-    }
-    if (next !== confirm) {
-      setError('The two new passwords do not match.');
-      return;
-    }
-    setPending(true);
-    setError(null);
-    const result = await authClient
-      .changePassword({ currentPassword: current, newPassword: next, revokeOtherSessions: true })
-      .catch(() => ({ error: NETWORK_ERROR }));
-    setPending(false);
-    if (result.error) {
-      setError(authErrorMessage(result.error, 'Could not change the password.'));
-      return;
-    }
-    setCurrent('');
-    setNext('');
-    setConfirm('');
-    onNotice({ kind: 'success', text: 'Password changed. Your other sessions have been signed out.' });
+    const problem = passwordProblem(next, confirm, 'new password');
+    if (problem) return setError(problem);
+    void run(
+      () =>
+        authCall(
+          authClient.changePassword({
+            currentPassword: current,
+            newPassword: next,
+            revokeOtherSessions: true,
+          }),
+          (e) => authErrorMessage(e, 'Could not change the password.'),
+        ),
+      () => {
+        setCurrent('');
+        setNext('');
+        setConfirm('');
+        outcome.succeeded('Password changed. Your other sessions have been signed out.');
+      },
+    );
   }
 
   return (
     <form className="form form-narrow" onSubmit={onSubmit}>
-      <div className="field">
-        <label htmlFor="current-password">Current password</label>
-        <input
-          id="current-password"
-          className="input"
-          type="password"
-          autoComplete="current-password"
-          required
-          value={current}
-          onChange={(e) => setCurrent(e.target.value)}
-        />
-      </div>
-      <div className="field">
-        <label htmlFor="new-password">New password</label>
-        <input
-          id="new-password"
-          className="input"
-          type="password"
-          autoComplete="new-password"
-          required
-          minLength={MIN_PASSWORD_LENGTH}
-          aria-describedby="new-password-hint"
-          value={next}
-          onChange={(e) => setNext(e.target.value)}
-        />
-        <p className="hint" id="new-password-hint">
-          At least {MIN_PASSWORD_LENGTH} characters.
-        </p>
-      </div>
-      <div className="field">
-        <label htmlFor="confirm-password">Confirm new password</label>
-        <input
-          id="confirm-password"
-          className="input"
-          type="password"
-          autoComplete="new-password"
-          required
-          minLength={MIN_PASSWORD_LENGTH}
-          value={confirm}
-          onChange={(e) => setConfirm(e.target.value)}
-        />
-      </div>
-      {error && (
-        <p className="form-error" role="alert">
-          {error}
-        </p>
-      )}
+      <InputField
+        id="current-password"
+        label="Current password"
+        type="password"
+        autoComplete="current-password"
+        required
+        value={current}
+        onChange={(e) => setCurrent(e.target.value)}
+      />
+      <NewPasswordField
+        id="new-password"
+        label="New password"
+        value={next}
+        onChange={(e) => setNext(e.target.value)}
+      />
+      <NewPasswordField
+        id="confirm-password"
+        label="Confirm new password"
+        confirms
+        value={confirm}
+        onChange={(e) => setConfirm(e.target.value)}
+      />
+      <FormError error={error} />
       <div>
         <button type="submit" className="btn btn-primary" disabled={pending}>
           {pending ? 'Changing…' : 'Change password'}
@@ -102,43 +75,32 @@ function ChangePasswordForm({ onNotice }: { onNotice: (n: NoticeMessage) => void
 function SignOutEverywhereDialog({ onClose }: { onClose: () => void }) {
   const queryClient = useQueryClient();
   const [, navigate] = useLocation();
-  const [pending, setPending] = useState(false);
-  const [error, setError] = useState<string | null>(null);
+  const { pending, error, run } = useRequest();
 
-  async function confirm() {
-    setPending(true);
-    setError(null);
-    const result = await authClient.revokeSessions().catch(() => ({ error: NETWORK_ERROR }));
-    setPending(false);
-    if (result.error) {
-      setError(authErrorMessage(result.error, 'Could not sign out of all sessions.'));
-      return;
-    }
-    queryClient.clear();
-    navigate('/sign-in', { replace: true });
+  function onSubmit(event: FormEvent<HTMLFormElement>) {
+    event.preventDefault();
+    void run(
+      () =>
+        authCall(authClient.revokeSessions(), (e) =>
+          authErrorMessage(e, 'Could not sign out of all sessions.'),
+        ),
+      () => {
+        queryClient.clear();
+        navigate('/sign-in', { replace: true });
+      },
+    );
   }
 
   return (
     <Modal title="Sign out of all sessions" onClose={onClose} busy={pending}>
       {(close) => (
-        <>
+        <form onSubmit={onSubmit}>
           <div className="modal-body">
             <p>Every session of your account is ended, on every device, including this one.</p>
-            {error && (
-              <p className="form-error" role="alert">
-                {error}
-              </p>
-            )}
+            <FormError error={error} />
           </div>
-          <div className="modal-actions">
-            <button type="button" className="btn" onClick={close} disabled={pending}>
-              Cancel
-            </button>
-            <button type="button" className="btn btn-danger" onClick={confirm} disabled={pending}>
-              Sign out everywhere
-            </button>
-          </div>
-        </>
+          <ModalActions onCancel={close} pending={pending} label="Sign out everywhere" danger />
+        </form>
       )}
     </Modal>
   );
@@ -147,17 +109,14 @@ function SignOutEverywhereDialog({ onClose }: { onClose: () => void }) {
 export function AccountPage() {
   usePageTitle('Account');
   const { user, org } = useMe();
-  const [notice, setNotice] = useState<NoticeMessage | null>(null);
+  const outcome = useOutcome();
   const [confirming, setConfirming] = useState(false);
 
   return (
     <>
       <PageHeader title="Account" />
-      <Notice notice={notice} onDismiss={() => setNotice(null)} />
-      <section className="card" aria-labelledby="profile-heading">
-        <h2 id="profile-heading" className="card-title">
-          Profile
-        </h2>
+      <Notice outcome={outcome} />
+      <Section id="profile-heading" title="Profile" card>
         <dl className="details-list">
           <dt>Name</dt>
           <dd>{user.name}</dd>
@@ -168,25 +127,19 @@ export function AccountPage() {
             {user.role === 'admin' ? 'Admin' : 'Member'} of {org.name}
           </dd>
         </dl>
-      </section>
-      <section className="card" aria-labelledby="password-heading">
-        <h2 id="password-heading" className="card-title">
-          Change password
-        </h2>
+      </Section>
+      <Section id="password-heading" title="Change password" card>
         <p className="muted">Changing it signs out your other sessions.</p>
-        <ChangePasswordForm onNotice={setNotice} />
-      </section>
-      <section className="card" aria-labelledby="sessions-heading">
-        <h2 id="sessions-heading" className="card-title">
-          Sessions
-        </h2>
+        <ChangePasswordForm outcome={outcome} />
+      </Section>
+      <Section id="sessions-heading" title="Sessions" card>
         <p className="muted">
           Lost a device, or signed in on a shared computer? End every session of your account.
         </p>
         <button type="button" className="btn btn-danger-outline" onClick={() => setConfirming(true)}>
           Sign out of all sessions
         </button>
-      </section>
+      </Section>
       {confirming && <SignOutEverywhereDialog onClose={() => setConfirming(false)} />}
     </>
   );

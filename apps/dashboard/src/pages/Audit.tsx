@@ -3,6 +3,7 @@ import { type ReactNode, useState } from 'react';
 import { queries } from '../api.ts';
 import { Pager } from '../components/Pager.tsx';
 import { EmptyState, ErrorState, Loading, PageHeader } from '../components/States.tsx';
+import { Table } from '../components/Table.tsx';
 import { formatDateTime, formatDetails } from '../format.ts';
 import { usePageTitle } from '../hooks.ts';
 
@@ -21,50 +22,31 @@ export function AuditPage() {
   else if (audit.isError) body = <ErrorState error={audit.error} onRetry={() => audit.refetch()} />;
   else if (audit.data.data.length === 0 && offset === 0) body = <EmptyState title="Nothing recorded yet" />;
   else {
-    const { data, meta } = audit.data;
+    const { data } = audit.data;
     body = (
       <>
-        <div className="table-wrap">
-          <table className="table table-stack">
-            <caption className="visually-hidden">Audit log</caption>
-            <thead>
-              <tr>
-                <th scope="col">Time</th>
-                <th scope="col">Actor</th>
-                <th scope="col">Action</th>
-                <th scope="col">Target</th>
-                <th scope="col">Details</th>
+        <Table caption="Audit log" columns={['Time', 'Actor', 'Action', 'Target', 'Details']}>
+          <tbody>
+            {data.map((entry) => (
+              <tr key={entry.id}>
+                <th scope="row" className="nowrap">
+                  {formatDateTime(entry.at)}
+                </th>
+                <td data-label="Actor">{entry.actor}</td>
+                <td data-label="Action">
+                  <code className="nowrap">{entry.action}</code>
+                </td>
+                <td className="break" data-label="Target">
+                  {entry.target ?? <span className="muted">—</span>}
+                </td>
+                <td className="break" data-label="Details">
+                  {entry.details ? formatDetails(entry.details) : <span className="muted">—</span>}
+                </td>
               </tr>
-            </thead>
-            <tbody>
-              {data.map((entry) => (
-                <tr key={entry.id}>
-                  <th scope="row" className="nowrap">
-                    {formatDateTime(entry.at)}
-                  </th>
-                  <td data-label="Actor">{entry.actor}</td>
-                  <td data-label="Action">
-                    <code className="nowrap">{entry.action}</code>
-                  </td>
-                  <td className="break" data-label="Target">
-                    {entry.target ?? <span className="muted">—</span>}
-                  </td>
-                  <td className="break" data-label="Details">
-                    {entry.details ? formatDetails(entry.details) : <span className="muted">—</span>}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-        <Pager
-          offset={meta.offset}
-          limit={meta.limit}
-          total={meta.total}
-          shown={data.length}
-          onChange={setOffset}
-          busy={audit.isPlaceholderData}
-        />
+            ))}
+          </tbody>
+        </Table>
+        <Pager page={audit.data} onChange={setOffset} busy={audit.isPlaceholderData} />
       </>
     );
   }

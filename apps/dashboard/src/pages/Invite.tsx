@@ -1,11 +1,13 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, type ReactNode, useState } from 'react';
 import { Link, useLocation, useParams } from 'wouter';
-import { api, errorMessage, httpStatusOf, type Outputs, queries } from '../api.ts';
-import { MIN_PASSWORD_LENGTH } from '../auth.ts';
+import { api, httpStatusOf, type Outputs, queries } from '../api.ts';
+import { passwordProblem } from '../auth.ts';
+import { InputField, NewPasswordField } from '../components/Field.tsx';
+import { FormError } from '../components/FormError.tsx';
 import { ErrorState, Loading } from '../components/States.tsx';
 import { formatDateTime } from '../format.ts';
-import { usePageTitle } from '../hooks.ts';
+import { usePageTitle, useRequest } from '../hooks.ts';
 import { HOME } from '../session.ts';
 
 type Invitation = Outputs['invitation']['get'];
@@ -17,105 +19,68 @@ function AcceptForm({ token, invitation }: { token: string; invitation: Invitati
   const [email, setEmail] = useState(invitation.email ?? '');
   const [password, setPassword] = useState('');
   const [confirm, setConfirm] = useState('');
-  const [problem, setProblem] = useState<string | null>(null);
-  const accept = useMutation({
-    mutationFn: (input: { token: string; name: string; email: string; password: string }) =>
-      api.invitation.accept.mutate(input),
-    gcTime: 0,
-    onSuccess: () => {
-      queryClient.clear();
-      navigate(HOME, { replace: true });
-    },
-  });
+  const { pending, error, setError, run } = useRequest();
 
   function onSubmit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
-    if (password.length < MIN_PASSWORD_LENGTH) {
-      setProblem(`The password needs at least ${MIN_PASSWORD_LENGTH} characters.`);
-      return;
-    }
-    if (password !== confirm) {
-      setProblem('The two passwords do not match.');
-      return;
-    }
-    setProblem(null);
-    accept.mutate({ token, name: name.trim(), email: (invitation.email ?? email).trim(), password });
+    const problem = passwordProblem(password, confirm, 'password');
+    if (problem) return setError(problem);
+    void run(
+      () =>
+        api.invitation.accept.mutate({
+          token,
+          name: name.trim(),
+          email: (invitation.email ?? email).trim(),
+          password,
+        }),
+      () => {
+        queryClient.clear();
+        navigate(HOME, { replace: true });
+      },
+    );
   }
 
-  const error = problem ?? (accept.isError ? errorMessage(accept.error) : null);
   return (
     <form onSubmit={onSubmit} className="form">
-      <div className="field">
-        <label htmlFor="invite-name">Your name</label>
-        <input
-          id="invite-name"
-          className="input"
-          name="name"
-          autoComplete="name"
-          required
-          maxLength={200}
-          value={name}
-          onChange={(e) => setName(e.target.value)}
-        />
-      </div>
-      <div className="field">
-        <label htmlFor="invite-email">Email</label>
-        <input
-          id="invite-email"
-          className="input"
-          type="email"
-          name="email"
-          autoComplete="username"
-          required
-          readOnly={invitation.email !== null}
-          aria-describedby={invitation.email !== null ? 'invite-email-hint' : undefined}
-          value={email}
-          onChange={(e) => setEmail(e.target.value)}
-        />
-        {invitation.email !== null && (
-          <p className="hint" id="invite-email-hint">
-            This invitation is for this address.
-          </p>
-        )}
-      </div>
-      <div className="field">
-        <label htmlFor="invite-password">Password</label>
-        <input
-          id="invite-password"
-          className="input"
-          type="password"
-          name="password"
-          autoComplete="new-password"
-          required
-          minLength={MIN_PASSWORD_LENGTH}
-          aria-describedby="invite-password-hint"
-          value={password}
-          onChange={(e) => setPassword(e.target.value)}
-        />
-        <p className="hint" id="invite-password-hint">
-          At least {MIN_PASSWORD_LENGTH} characters.
-        </p>
-      </div>
-      <div className="field">
-        <label htmlFor="invite-confirm">Confirm password</label>
-        <input
-          id="invite-confirm"
-          className="input"
-          type="password"
-          name="confirm-password"
-          autoComplete="new-password"
-          required
-          minLength={MIN_PASSWORD_LENGTH}
-          value={confirm}
-          onChange={(e) => setConfirm(e.target.value)}
-        />
-      </div>
-      {error && (
-        <p className="form-error" role="alert">
-          {error}
-        </p>
-      )}
-      <button type="submit" className="btn btn-primary btn-block" disabled={accept.isPending}>
+      <InputField
+        id="invite-name"
+        label="Your name"
+        name="name"
+        autoComplete="name"
+        required
+        maxLength={200}
+        value={name}
+        onChange={(e) => setName(e.target.value)}
+      />
+      <InputField
+        id="invite-email"
+        label="Email"
+        hint={invitation.email !== null ? 'This invitation is for this address.' : undefined}
+        type="email"
+        name="email"
+        autoComplete="username"
+        required
+        readOnly={invitation.email !== null}
+        value={email}
+        onChange={(e) => setEmail(e.target.value)}
+      />
+      <NewPasswordField
+        id="invite-password"
+        label="Password"
+        name="password"
+        value={password}
+        onChange={(e) => setPassword(e.target.value)}
+      />
+      <NewPasswordField
+        id="invite-confirm"
+        label="Confirm password"
+        confirms
+        name="confirm-password"
+        value={confirm}
+        onChange={(e) => setConfirm(e.target.value)}
+      />
+      <FormError error={error} />
+      <button type="submit" className="btn btn-primary btn-block" disabled={pending}>
         Join {invitation.org_name}
       </button>
     </form>

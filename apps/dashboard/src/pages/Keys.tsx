@@ -1,491 +1,25 @@
-import type { Scope } from '@crm/api';
-import { useQuery, useQueryClient } from '@tanstack/react-query';
-import { type FormEvent, type ReactNode, useEffect, useId, useState } from 'react';
-import { type ApiKey, api, errorMessage, queries } from '../api.ts';
+import { useQuery } from '@tanstack/react-query';
+import { type ReactNode, useState } from 'react';
+import { type ApiKey, api, queries } from '../api.ts';
 import { ConfirmDialog } from '../components/ConfirmDialog.tsx';
-import { Modal } from '../components/Modal.tsx';
-import { SecretField } from '../components/SecretField.tsx';
-import {
-  EmptyState,
-  ErrorState,
-  Loading,
-  Notice,
-  type NoticeMessage,
-  PageHeader,
-} from '../components/States.tsx';
-import { formatDateTime, localDateTimeToIso, localTimeZone } from '../format.ts';
-import { useIsAdmin, usePageTitle } from '../hooks.ts';
-import { isSignedOut, redirectToSignIn } from '../session.ts';
-
-/** What a key holds for "every scope, now and later" (ALL_SCOPES in packages/api/src/scopes.ts). */
-const FULL_ACCESS = '*';
-
-/**
- * The scopes a key can be limited to, in the server's order: SCOPES in packages/api/src/scopes.ts. The
- * dashboard imports only types from @crm/api, so the list is repeated here; typing it as a Record over
- * the server's Scope type makes a scope added (or renamed) there fail to compile until it is described.
- */
-const SCOPE_INFO: Record<Scope, { group: string; description: string }> = {
-  'deals:read': { group: 'Deals', description: 'read deals' },
-  'deals:write': { group: 'Deals', description: 'create, change, delete deals' },
-  'contacts:read': { group: 'Contacts', description: 'read contacts' },
-  'contacts:write': { group: 'Contacts', description: 'create and change contacts' },
-  'pipeline:read': { group: 'Pipeline, search and AI', description: 'read pipeline stages and health' },
-  search: { group: 'Pipeline, search and AI', description: 'search deals and contacts' },
-  ai: { group: 'Pipeline, search and AI', description: 'use the AI features (analysis, briefing, coaching)' },
-  'usage:read': { group: 'Usage', description: 'read usage and quotas' },
-  'webhooks:read': { group: 'Webhooks and events', description: 'read webhooks and deliveries' },
-  'webhooks:write': { group: 'Webhooks and events', description: 'manage webhooks, replay deliveries' },
-  'events:read': { group: 'Webhooks and events', description: 'read the event feed' },
-};
-const SCOPES = Object.keys(SCOPE_INFO) as Scope[];
-const SCOPE_GROUPS = [...new Set(SCOPES.map((s) => SCOPE_INFO[s].group))].map((group) => ({
-  group,
-  scopes: SCOPES.filter((s) => SCOPE_INFO[s].group === group),
-}));
-
-/** How long a rotated key keeps working next to its successor; the server's default is 24 hours. */
-const OVERLAPS = [
-  { hours: 0, label: 'No overlap: stop it now' },
-  { hours: 1, label: '1 hour' },
-  { hours: 24, label: '24 hours (recommended)' },
-  { hours: 24 * 7, label: '7 days' },
-] as const;
-const DEFAULT_OVERLAP_HOURS = 24;
-
-function keyLabel(key: Pick<ApiKey, 'name' | 'prefix'>): string {
-  return key.name ? `${key.name} (${key.prefix}…)` : `${key.prefix}…`;
-}
-
-const isPast = (iso: string | null, now: number) => iso !== null && Date.parse(iso) <= now;
-
-/** Renders again every `ms`, so expiries pass on an open page (each render reads the clock itself). */
-function useRerenderEvery(ms: number): void {
-  const [, setTick] = useState(0);
-  useEffect(() => {
-    const timer = setInterval(() => setTick((n) => n + 1), ms);
-    return () => clearInterval(timer);
-  }, [ms]);
-}
-
-function DateTime({ iso }: { iso: string }) {
-  return <time dateTime={iso}>{formatDateTime(iso)}</time>;
-}
-
-/** "Full access", or the key's scopes. */
-function ScopeList({ scopes }: { scopes: readonly string[] }) {
-  if (scopes.includes(FULL_ACCESS)) return <>Full access</>;
-  return (
-    <ul className="tag-list">
-      {scopes.map((scope) => (
-        <li key={scope}>
-          <code>{scope}</code>
-        </li>
-      ))}
-    </ul>
-  );
-}
-
-type IssuedKey = { apiKey: string; scopes: string[]; expiresAt: string | null };
-
-/**
- * A new key's plaintext, shown once, with what it may do and until when. The plaintext lives only in the
- * state of the dialog that got it (never in the query cache): closing the dialog unmounts it.
- */
-function ShownOnceKey({
-  issued,
-  onDone,
-  children,
-}: {
-  issued: IssuedKey;
-  onDone: () => void;
-  children: ReactNode;
-}) {
-  return (
-    <div>
-      <div className="modal-body">
-        {children}
-        <SecretField label="API key" value={issued.apiKey} />
-        <dl className="details-list key-details">
-          <dt>Access</dt>
-          <dd>
-            <ScopeList scopes={issued.scopes} />
-          </dd>
-          <dt>Expires</dt>
-          <dd>{issued.expiresAt ? <DateTime iso={issued.expiresAt} /> : 'Never'}</dd>
-        </dl>
-        <p className="warning-text">
-          This key will not be shown again. Copy it now and store it somewhere safe.
-        </p>
-      </div>
-      <div className="modal-actions">
-        <button type="button" className="btn btn-primary" onClick={onDone}>
-          Done
-        </button>
-      </div>
-    </div>
-  );
-}
-
-/** Asks a name, what the key may do and until when, creates it, then shows it once. */
-function CreateKeyDialog({ onClose }: { onClose: () => void }) {
-  const queryClient = useQueryClient();
-  const [name, setName] = useState('');
-  const [access, setAccess] = useState<'full' | 'scoped'>('full');
-  const [scopes, setScopes] = useState<ReadonlySet<Scope>>(new Set());
-  const [expires, setExpires] = useState('');
-  const [pending, setPending] = useState(false);
-  const [error, setError] = useState<string | null>(null);
-  const [created, setCreated] = useState<(IssuedKey & { name: string }) | null>(null);
-
-  function toggle(scope: Scope, on: boolean) {
-    setScopes((current) => {
-      const next = new Set(current);
-      if (on) next.add(scope);
-      else next.delete(scope);
-      return next;
-    });
-  }
-
-  async function onSubmit(event: FormEvent<HTMLFormElement>) {
-    event.preventDefault();
-    if (access === 'scoped' && scopes.size === 0) {
-      setError('Choose at least one scope, or give the key full access.');
-      return;
-    }
-    let expiresAt: string | null = null;
-    if (expires) {
-      const iso = localDateTimeToIso(expires);
-      if (!iso) {
-        setError('Enter the expiry as a date and time, or leave it empty.');
-        return;
-      }
-      if (Date.parse(iso) <= Date.now()) {
-        setError('The expiry must be in the future. Leave it empty for a key that does not expire.');
-        return;
-      }
-      expiresAt = iso;
-    }
-    setPending(true);
-    setError(null);
-    try {
-      const result = await api.keys.create.mutate({
-        name: name.trim(),
-        scopes: access === 'full' ? [FULL_ACCESS] : SCOPES.filter((s) => scopes.has(s)),
-        expires_at: expiresAt,
-      });
-      setCreated({
-        apiKey: result.api_key,
-        name: result.name,
-        scopes: result.scopes,
-        expiresAt: result.expires_at,
-      });
-      void queryClient.invalidateQueries({ queryKey: queries.keys().queryKey });
-    } catch (e) {
-      if (isSignedOut(e)) redirectToSignIn();
-      setError(errorMessage(e));
-    } finally {
-      setPending(false);
-    }
-  }
-
-  return (
-    <Modal
-      title={created ? 'Your new API key' : 'Create API key'}
-      onClose={onClose}
-      busy={pending}
-      wide={!created && access === 'scoped'}
-    >
-      {(close) =>
-        created ? (
-          <ShownOnceKey issued={created} onDone={close}>
-            <p>
-              The key <strong>{created.name}</strong> is ready. Send it in the <code>Authorization</code>{' '}
-              header as <code>Bearer &lt;key&gt;</code>.
-            </p>
-          </ShownOnceKey>
-        ) : (
-          <form onSubmit={onSubmit}>
-            <div className="modal-body">
-              <div className="field">
-                <label htmlFor="key-name">Name</label>
-                <input
-                  id="key-name"
-                  className="input"
-                  required
-                  maxLength={100}
-                  autoComplete="off"
-                  aria-describedby="key-name-hint"
-                  value={name}
-                  onChange={(e) => setName(e.target.value)}
-                />
-                <p className="hint" id="key-name-hint">
-                  Say where it is used, e.g. "Website backend".
-                </p>
-              </div>
-              <fieldset className="fieldset">
-                <legend>Access</legend>
-                <div className="radio-list">
-                  <label className="checkbox">
-                    <input
-                      type="radio"
-                      name="access"
-                      value="full"
-                      checked={access === 'full'}
-                      onChange={() => setAccess('full')}
-                      aria-describedby="key-access-full-hint"
-                    />
-                    Full access
-                  </label>
-                  <p className="hint choice-hint" id="key-access-full-hint">
-                    Every operation, including those added later.
-                  </p>
-                  <label className="checkbox">
-                    <input
-                      type="radio"
-                      name="access"
-                      value="scoped"
-                      checked={access === 'scoped'}
-                      onChange={() => setAccess('scoped')}
-                    />
-                    Only these scopes
-                  </label>
-                </div>
-                {access === 'scoped' && (
-                  <fieldset className="fieldset scope-fieldset">
-                    <legend className="visually-hidden">Scopes</legend>
-                    <div className="scope-groups">
-                      {SCOPE_GROUPS.map(({ group, scopes: inGroup }) => (
-                        <fieldset key={group} className="scope-group">
-                          <legend>{group}</legend>
-                          {inGroup.map((scope) => (
-                            <label key={scope} className="checkbox">
-                              <input
-                                type="checkbox"
-                                name="scopes"
-                                value={scope}
-                                checked={scopes.has(scope)}
-                                onChange={(e) => toggle(scope, e.target.checked)}
-                              />
-                              <span>
-                                <code>{scope}</code> — {SCOPE_INFO[scope].description}
-                              </span>
-                            </label>
-                          ))}
-                        </fieldset>
-                      ))}
-                    </div>
-                  </fieldset>
-                )}
-              </fieldset>
-              <div className="field field-spaced">
-                <label htmlFor="key-expires">Expires (optional)</label>
-                <input
-                  id="key-expires"
-                  className="input input-datetime"
-                  type="datetime-local"
-                  aria-describedby="key-expires-hint"
-                  value={expires}
-                  onChange={(e) => setExpires(e.target.value)}
-                />
-                <p className="hint" id="key-expires-hint">
-                  In your time zone ({localTimeZone()}). Leave it empty for a key that does not expire.
-                </p>
-              </div>
-              {error && (
-                <p className="form-error" role="alert">
-                  {error}
-                </p>
-              )}
-            </div>
-            <div className="modal-actions">
-              <button type="button" className="btn" onClick={close} disabled={pending}>
-                Cancel
-              </button>
-              <button type="submit" className="btn btn-primary" disabled={pending || name.trim() === ''}>
-                {pending ? 'Creating…' : 'Create'}
-              </button>
-            </div>
-          </form>
-        )
-      }
-    </Modal>
-  );
-}
-
-/**
- * Asks how long the old key keeps working, rotates it, then shows the successor once (same name, scopes
- * and expiry as the old key).
- */
-function RotateKeyDialog({ apiKey, onClose }: { apiKey: ApiKey; onClose: () => void }) {
-  const queryClient = useQueryClient();
-  const overlapName = useId();
-  const [overlapHours, setOverlapHours] = useState<number>(DEFAULT_OVERLAP_HOURS);
-  const [pending, setPending] = useState(false);
-  const [error, setError] = useState<string | null>(null);
-  const [rotated, setRotated] = useState<(IssuedKey & { oldKeyExpiresAt: string; overlap: number }) | null>(
-    null,
-  );
-
-  async function onSubmit(event: FormEvent<HTMLFormElement>) {
-    event.preventDefault();
-    setPending(true);
-    setError(null);
-    try {
-      const result = await api.keys.rotate.mutate({ key_id: apiKey.key_id, overlap_hours: overlapHours });
-      setRotated({
-        apiKey: result.api_key,
-        scopes: result.scopes,
-        expiresAt: result.expires_at,
-        oldKeyExpiresAt: result.old_key_expires_at,
-        overlap: overlapHours,
-      });
-      void queryClient.invalidateQueries({ queryKey: queries.keys().queryKey });
-    } catch (e) {
-      if (isSignedOut(e)) redirectToSignIn();
-      setError(errorMessage(e));
-    } finally {
-      setPending(false);
-    }
-  }
-
-  return (
-    <Modal title={rotated ? 'Your new API key' : 'Rotate API key'} onClose={onClose} busy={pending}>
-      {(close) =>
-        rotated ? (
-          <ShownOnceKey issued={rotated} onDone={close}>
-            <p>
-              <strong>{keyLabel(apiKey)}</strong> has a successor with the same name, access and expiry. Put
-              it in your applications in place of the old key.
-            </p>
-            <p>
-              {rotated.overlap === 0 ? (
-                <>
-                  The old key <code className="key-prefix">{apiKey.prefix}…</code> has stopped working.
-                </>
-              ) : (
-                <>
-                  The old key <code className="key-prefix">{apiKey.prefix}…</code> keeps working until{' '}
-                  <strong>
-                    <DateTime iso={rotated.oldKeyExpiresAt} />
-                  </strong>
-                  , then stops.
-                </>
-              )}
-            </p>
-          </ShownOnceKey>
-        ) : (
-          <form onSubmit={onSubmit}>
-            <div className="modal-body">
-              <p>
-                Rotate <strong>{keyLabel(apiKey)}</strong>? You get a new key with the same access and expiry,
-                shown once. The old key keeps working for the time you choose, so your applications can switch
-                over without an outage; then it stops.
-              </p>
-              <fieldset className="fieldset">
-                <legend>Keep the old key working for</legend>
-                <div className="radio-list">
-                  {OVERLAPS.map(({ hours, label }) => (
-                    <label key={hours} className="checkbox">
-                      <input
-                        type="radio"
-                        name={overlapName}
-                        value={hours}
-                        checked={overlapHours === hours}
-                        onChange={() => setOverlapHours(hours)}
-                      />
-                      {label}
-                    </label>
-                  ))}
-                </div>
-              </fieldset>
-              {apiKey.expires_at && (
-                <p className="hint field-spaced">
-                  The old key stops at its own expiry (<DateTime iso={apiKey.expires_at} />) if that comes
-                  first.
-                </p>
-              )}
-              {error && (
-                <p className="form-error field-spaced" role="alert">
-                  {error}
-                </p>
-              )}
-            </div>
-            <div className="modal-actions">
-              <button type="button" className="btn" onClick={close} disabled={pending}>
-                Cancel
-              </button>
-              <button type="submit" className="btn btn-primary" disabled={pending}>
-                {pending ? 'Rotating…' : 'Rotate'}
-              </button>
-            </div>
-          </form>
-        )
-      }
-    </Modal>
-  );
-}
-
-function KeyStatus({ apiKey, successor, now }: { apiKey: ApiKey; successor?: ApiKey; now: number }) {
-  const replaced = apiKey.replaced_by && (
-    <span className="cell-sub">
-      Replaced by {successor ? <code className="key-prefix">{successor.prefix}…</code> : 'a new key'}
-      {successor?.revoked_at && ', since revoked: rotate it again'}
-    </span>
-  );
-  if (apiKey.revoked_at)
-    return (
-      <>
-        <span className="badge badge-neutral">Revoked</span>
-        <span className="cell-sub">
-          <DateTime iso={apiKey.revoked_at} />
-        </span>
-      </>
-    );
-  if (isPast(apiKey.expires_at, now))
-    return (
-      <>
-        <span className="badge badge-neutral">Expired</span>
-        {replaced}
-      </>
-    );
-  if (apiKey.replaced_by && apiKey.expires_at)
-    return (
-      <>
-        <span className="badge badge-warning">Rotated</span>
-        <span className="cell-sub">
-          Works until <DateTime iso={apiKey.expires_at} />
-        </span>
-        {replaced}
-      </>
-    );
-  return <span className="badge badge-success">Active</span>;
-}
-
-function KeyExpiry({ iso, now }: { iso: string | null; now: number }) {
-  if (!iso) return <>Never</>;
-  if (!isPast(iso, now)) return <DateTime iso={iso} />;
-  return (
-    <>
-      <span className="text-danger text-strong">Expired</span>
-      <span className="cell-sub">
-        <DateTime iso={iso} />
-      </span>
-    </>
-  );
-}
+import { EmptyState, ErrorState, Loading, Notice, PageHeader } from '../components/States.tsx';
+import { Table } from '../components/Table.tsx';
+import { useIsAdmin, useOutcome, usePageTitle, useRerenderEvery } from '../hooks.ts';
+import { CreateKeyDialog } from './keys/CreateKeyDialog.tsx';
+import { keyLabel } from './keys/KeyFacts.tsx';
+import { KeyRow } from './keys/KeyRow.tsx';
+import { RotateKeyDialog } from './keys/RotateKeyDialog.tsx';
 
 export function KeysPage() {
   usePageTitle('API keys');
   const isAdmin = useIsAdmin();
-  const queryClient = useQueryClient();
   const keys = useQuery(queries.keys());
   useRerenderEvery(30_000);
   const now = Date.now();
   const [creating, setCreating] = useState(false);
   const [rotating, setRotating] = useState<ApiKey | null>(null);
   const [revoking, setRevoking] = useState<ApiKey | null>(null);
-  const [notice, setNotice] = useState<NoticeMessage | null>(null);
+  const outcome = useOutcome();
 
   let body: ReactNode;
   if (keys.isPending) body = <Loading />;
@@ -499,80 +33,24 @@ export function KeysPage() {
   else {
     const byId = new Map(keys.data.map((key) => [key.key_id, key]));
     body = (
-      <div className="table-wrap">
-        <table className="table table-stack">
-          <caption className="visually-hidden">API keys</caption>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Key</th>
-              <th scope="col">Status</th>
-              <th scope="col">Access</th>
-              <th scope="col">Expires</th>
-              <th scope="col">Created</th>
-              <th scope="col">Last used</th>
-              {isAdmin && (
-                <th scope="col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
-              )}
-            </tr>
-          </thead>
-          <tbody>
-            {keys.data.map((key) => {
-              const usable = !key.revoked_at && !isPast(key.expires_at, now);
-              return (
-                <tr key={key.key_id}>
-                  <th scope="row" className="cell-strong">
-                    {key.name ?? <span className="muted">Unnamed</span>}
-                  </th>
-                  <td data-label="Key">
-                    <code className="key-prefix">{key.prefix}…</code>
-                  </td>
-                  <td data-label="Status">
-                    <KeyStatus
-                      apiKey={key}
-                      successor={key.replaced_by ? byId.get(key.replaced_by) : undefined}
-                      now={now}
-                    />
-                  </td>
-                  <td className="cell-scopes" data-label="Access">
-                    <ScopeList scopes={key.scopes} />
-                  </td>
-                  <td data-label="Expires">
-                    <KeyExpiry iso={key.expires_at} now={now} />
-                  </td>
-                  <td data-label="Created">
-                    <DateTime iso={key.created_at} />
-                    <span className="cell-sub">by {key.created_by ?? 'unknown'}</span>
-                  </td>
-                  <td data-label="Last used">
-                    {key.last_used_at ? <DateTime iso={key.last_used_at} /> : 'Never'}
-                  </td>
-                  {isAdmin && (
-                    <td className="cell-actions">
-                      {usable && (!key.replaced_by || byId.get(key.replaced_by)?.revoked_at) && (
-                        <button type="button" className="btn btn-small" onClick={() => setRotating(key)}>
-                          Rotate
-                        </button>
-                      )}
-                      {!key.revoked_at && (
-                        <button
-                          type="button"
-                          className="btn btn-small btn-danger-outline"
-                          onClick={() => setRevoking(key)}
-                        >
-                          Revoke
-                        </button>
-                      )}
-                    </td>
-                  )}
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
-      </div>
+      <Table
+        caption="API keys"
+        columns={['Name', 'Key', 'Status', 'Access', 'Expires', 'Created', 'Last used']}
+        actions={isAdmin}
+      >
+        <tbody>
+          {keys.data.map((key) => (
+            <KeyRow
+              key={key.key_id}
+              apiKey={key}
+              successor={key.replaced_by ? byId.get(key.replaced_by) : undefined}
+              now={now}
+              onRotate={() => setRotating(key)}
+              onRevoke={() => setRevoking(key)}
+            />
+          ))}
+        </tbody>
+      </Table>
     );
   }
 
@@ -589,7 +67,7 @@ export function KeysPage() {
           )
         }
       />
-      <Notice notice={notice} onDismiss={() => setNotice(null)} />
+      <Notice outcome={outcome} />
       {body}
       {creating && <CreateKeyDialog onClose={() => setCreating(false)} />}
       {rotating && <RotateKeyDialog apiKey={rotating} onClose={() => setRotating(null)} />}
@@ -598,10 +76,7 @@ export function KeysPage() {
           title="Revoke API key"
           confirmLabel="Revoke"
           onConfirm={() => api.keys.revoke.mutate({ key_id: revoking.key_id })}
-          onConfirmed={() => {
-            setNotice({ kind: 'success', text: `Revoked ${keyLabel(revoking)}.` });
-            void queryClient.invalidateQueries({ queryKey: queries.keys().queryKey });
-          }}
+          onConfirmed={() => outcome.succeeded(`Revoked ${keyLabel(revoking)}.`, queries.keys().queryKey)}
           onClose={() => setRevoking(null)}
         >
           <p>

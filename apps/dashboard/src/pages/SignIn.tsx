@@ -1,9 +1,21 @@
 import { useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { useLocation, useSearch } from 'wouter';
-import { authClient } from '../auth.ts';
-import { usePageTitle } from '../hooks.ts';
+import { type AuthError, authCall, authClient } from '../auth.ts';
+import { InputField } from '../components/Field.tsx';
+import { FormError } from '../components/FormError.tsx';
+import { usePageTitle, useRequest } from '../hooks.ts';
 import { safeNext } from '../session.ts';
+
+function signInProblem(error: AuthError): string {
+  const { status, message } = error ?? {};
+  if (status === 429) return message || 'Too many attempts. Try again in a minute.';
+  if (status === 0) return 'Could not reach the server. Check your connection and try again.';
+  // A server or database in trouble is not a wrong password (503 while the database is down).
+  if (status !== undefined && status >= 500)
+    return 'The server could not sign you in right now. Try again shortly.';
+  return 'Wrong email or password';
+}
 
 export function SignInPage() {
   usePageTitle('Sign in');
@@ -12,29 +24,18 @@ export function SignInPage() {
   const search = useSearch();
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
-  const [pending, setPending] = useState(false);
-  const [error, setError] = useState<string | null>(null);
+  const { pending, error, run } = useRequest();
 
-  async function onSubmit(event: FormEvent<HTMLFormElement>) {
+  function onSubmit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
-    setPending(true);
-    setError(null);
-    const result = await authClient.signIn
-      .email({ email: email.trim(), password })
-      .catch(() => ({ error: { status: 0, message: undefined } }));
-    setPending(false);
-    if (result.error) {
-      const { status, message } = result.error;
-      if (status === 429) setError(message || 'Too many attempts. Try again in a minute.');
-      else if (status === 0) setError('Could not reach the server. Check your connection and try again.');
-      // A server or database in trouble is not a wrong password (503 while the database is down).
-      else if (status >= 500) setError('The server could not sign you in right now. Try again shortly.');
-      else setError('Wrong email or password');
-      return;
-    }
-    // Whatever a previous session left in the cache belongs to someone else.
-    queryClient.clear();
-    navigate(safeNext(new URLSearchParams(search).get('next')), { replace: true });
+    void run(
+      () => authCall(authClient.signIn.email({ email: email.trim(), password }), signInProblem),
+      () => {
+        // Whatever a previous session left in the cache belongs to someone else.
+        queryClient.clear();
+        navigate(safeNext(new URLSearchParams(search).get('next')), { replace: true });
+      },
+    );
   }
 
   return (
@@ -43,37 +44,27 @@ export function SignInPage() {
         <p className="auth-brand">Headless CRM</p>
         <h1>Sign in</h1>
         <form onSubmit={onSubmit} className="form">
-          <div className="field">
-            <label htmlFor="sign-in-email">Email</label>
-            <input
-              id="sign-in-email"
-              className="input"
-              type="email"
-              name="email"
-              autoComplete="username"
-              required
-              value={email}
-              onChange={(e) => setEmail(e.target.value)}
-            />
-          </div>
-          <div className="field">
-            <label htmlFor="sign-in-password">Password</label>
-            <input
-              id="sign-in-password"
-              className="input"
-              type="password"
-              name="password"
-              autoComplete="current-password"
-              required
-              value={password}
-              onChange={(e) => setPassword(e.target.value)}
-            />
-          </div>
-          {error && (
-            <p className="form-error" role="alert">
-              {error}
-            </p>
-          )}
+          <InputField
+            id="sign-in-email"
+            label="Email"
+            type="email"
+            name="email"
+            autoComplete="username"
+            required
+            value={email}
+            onChange={(e) => setEmail(e.target.value)}
+          />
+          <InputField
+            id="sign-in-password"
+            label="Password"
+            type="password"
+            name="password"
+            autoComplete="current-password"
+            required
+            value={password}
+            onChange={(e) => setPassword(e.target.value)}
+          />
+          <FormError error={error} />
           <button type="submit" className="btn btn-primary btn-block" disabled={pending}>
             Sign in
           </button>

@@ -1,20 +1,16 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, type ReactNode, useState } from 'react';
-import { api, errorMessage, type Invitation, type Member, queries, type Role } from '../api.ts';
+import { api, type Invitation, type Member, queries, type Role } from '../api.ts';
 import { ConfirmDialog } from '../components/ConfirmDialog.tsx';
-import { Modal } from '../components/Modal.tsx';
-import { SecretField } from '../components/SecretField.tsx';
-import {
-  EmptyState,
-  ErrorState,
-  Loading,
-  Notice,
-  type NoticeMessage,
-  PageHeader,
-} from '../components/States.tsx';
+import { Field, InputField } from '../components/Field.tsx';
+import { FormError } from '../components/FormError.tsx';
+import { Modal, ModalActions } from '../components/Modal.tsx';
+import { Section } from '../components/Section.tsx';
+import { ShownOnce } from '../components/ShownOnce.tsx';
+import { EmptyState, ErrorState, Loading, Notice, PageHeader } from '../components/States.tsx';
+import { ActionsCell, RowButton, Table } from '../components/Table.tsx';
 import { formatDate, formatDateTime } from '../format.ts';
-import { useIsAdmin, useMe, usePageTitle } from '../hooks.ts';
-import { isSignedOut, redirectToSignIn } from '../session.ts';
+import { type Outcome, useIsAdmin, useMe, useOutcome, usePageTitle, useRequest } from '../hooks.ts';
 
 const ROLE_LABELS: Record<Role, string> = { admin: 'Admin', member: 'Member' };
 
@@ -23,95 +19,76 @@ function InviteDialog({ onClose }: { onClose: () => void }) {
   const queryClient = useQueryClient();
   const [role, setRole] = useState<Role>('member');
   const [email, setEmail] = useState('');
-  const [pending, setPending] = useState(false);
-  const [error, setError] = useState<string | null>(null);
+  const { pending, error, run } = useRequest();
   const [created, setCreated] = useState<{ url: string; expiresAt: string } | null>(null);
 
-  async function onSubmit(event: FormEvent<HTMLFormElement>) {
+  function onSubmit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
-    setPending(true);
-    setError(null);
-    try {
-      const trimmed = email.trim();
-      const result = await api.team.invite.mutate(trimmed ? { role, email: trimmed } : { role });
-      // The server may answer with a path; show a full link that can be sent as it is.
-      setCreated({ url: new URL(result.url, window.location.origin).href, expiresAt: result.expires_at });
-      void queryClient.invalidateQueries({ queryKey: queries.team().queryKey });
-    } catch (e) {
-      if (isSignedOut(e)) redirectToSignIn();
-      setError(errorMessage(e));
-    } finally {
-      setPending(false);
-    }
+    const trimmed = email.trim();
+    void run(
+      () => api.team.invite.mutate(trimmed ? { role, email: trimmed } : { role }),
+      (result) => {
+        // The server may answer with a path; show a full link that can be sent as it is.
+        setCreated({ url: new URL(result.url, window.location.origin).href, expiresAt: result.expires_at });
+        void queryClient.invalidateQueries({ queryKey: queries.team().queryKey });
+      },
+    );
   }
 
   return (
     <Modal title={created ? 'Invitation link' : 'Invite a teammate'} onClose={onClose} busy={pending}>
       {(close) =>
         created ? (
-          <div>
-            <div className="modal-body">
-              <p>Send this link to the person you invite. Opening it lets them create their account.</p>
-              <SecretField label="Invitation link" value={created.url} />
-              <p className="warning-text">
+          <ShownOnce
+            label="Invitation link"
+            secret={created.url}
+            warning={
+              <>
                 Valid until {formatDateTime(created.expiresAt)}, for one use. The link is shown once: copy it
                 now.
-              </p>
-            </div>
-            <div className="modal-actions">
-              <button type="button" className="btn btn-primary" onClick={close}>
-                Done
-              </button>
-            </div>
-          </div>
+              </>
+            }
+            onDone={close}
+          >
+            <p>Send this link to the person you invite. Opening it lets them create their account.</p>
+          </ShownOnce>
         ) : (
           <form onSubmit={onSubmit}>
             <div className="modal-body">
-              <div className="field">
-                <label htmlFor="invitation-role">Role</label>
-                <select
-                  id="invitation-role"
-                  className="input select"
-                  value={role}
-                  onChange={(e) => setRole(e.target.value as Role)}
-                  aria-describedby="invitation-role-hint"
-                >
-                  <option value="member">Member</option>
-                  <option value="admin">Admin</option>
-                </select>
-                <p className="hint" id="invitation-role-hint">
-                  Members can see everything; only admins can create, revoke, delete, invite and change roles.
-                </p>
-              </div>
-              <div className="field">
-                <label htmlFor="invitation-email">Email (optional)</label>
-                <input
-                  id="invitation-email"
-                  className="input"
-                  type="email"
-                  autoComplete="off"
-                  aria-describedby="invitation-email-hint"
-                  value={email}
-                  onChange={(e) => setEmail(e.target.value)}
-                />
-                <p className="hint" id="invitation-email-hint">
-                  If set, only this address can accept the invitation.
-                </p>
-              </div>
-              {error && (
-                <p className="form-error" role="alert">
-                  {error}
-                </p>
-              )}
+              <Field
+                id="invitation-role"
+                label="Role"
+                hint="Members can see everything; only admins can create, revoke, delete, invite and change roles."
+              >
+                {(control) => (
+                  <select
+                    {...control}
+                    className="input select"
+                    value={role}
+                    onChange={(e) => setRole(e.target.value as Role)}
+                  >
+                    <option value="member">Member</option>
+                    <option value="admin">Admin</option>
+                  </select>
+                )}
+              </Field>
+              <InputField
+                id="invitation-email"
+                label="Email (optional)"
+                hint="If set, only this address can accept the invitation."
+                type="email"
+                autoComplete="off"
+                value={email}
+                onChange={(e) => setEmail(e.target.value)}
+              />
+              <FormError error={error} />
             </div>
-            <div className="modal-actions">
-              <button type="button" className="btn" onClick={close} disabled={pending}>
-                Cancel
-              </button>
-              <button type="submit" className="btn btn-primary" disabled={pending}>
-                {pending ? 'Creating…' : 'Create invitation'}
-              </button>
-            </div>
+            <ModalActions
+              onCancel={close}
+              pending={pending}
+              label="Create invitation"
+              pendingLabel="Creating…"
+            />
           </form>
         )
       }
@@ -123,8 +100,7 @@ function InviteDialog({ onClose }: { onClose: () => void }) {
  * A member's role: choosing another one asks first. A select fires a change on every arrow key, so a
  * change applied at once let a keyboard user grant or take admin rights by moving through the options.
  */
-function RoleSelect({ member, onNotice }: { member: Member; onNotice: (n: NoticeMessage) => void }) {
-  const queryClient = useQueryClient();
+function RoleSelect({ member, outcome }: { member: Member; outcome: Outcome }) {
   const [asked, setAsked] = useState<Role | null>(null);
   const id = `role-${member.user_id}`;
   return (
@@ -146,14 +122,9 @@ function RoleSelect({ member, onNotice }: { member: Member; onNotice: (n: Notice
           title="Change role"
           confirmLabel={`Make ${ROLE_LABELS[asked].toLowerCase()}`}
           onConfirm={() => api.team.setRole.mutate({ user_id: member.user_id, role: asked })}
-          onConfirmed={() => {
-            onNotice({
-              kind: 'success',
-              text: `${member.email} is now ${ROLE_LABELS[asked].toLowerCase()}.`,
-            });
-            void queryClient.invalidateQueries({ queryKey: ['team'] });
-            void queryClient.invalidateQueries({ queryKey: ['me'] });
-          }}
+          onConfirmed={() =>
+            outcome.succeeded(`${member.email} is now ${ROLE_LABELS[asked].toLowerCase()}.`, ['team'], ['me'])
+          }
           onClose={() => setAsked(null)}
         >
           <p>
@@ -172,12 +143,11 @@ export function TeamPage() {
   usePageTitle('Team');
   const me = useMe();
   const isAdmin = useIsAdmin();
-  const queryClient = useQueryClient();
   const team = useQuery(queries.team());
   const [inviting, setInviting] = useState(false);
   const [removing, setRemoving] = useState<Member | null>(null);
   const [revoking, setRevoking] = useState<Invitation | null>(null);
-  const [notice, setNotice] = useState<NoticeMessage | null>(null);
+  const outcome = useOutcome();
 
   let body: ReactNode;
   if (team.isPending) body = <Loading />;
@@ -186,111 +156,60 @@ export function TeamPage() {
     const { members, invitations } = team.data;
     body = (
       <>
-        <section aria-labelledby="members-heading" className="section">
-          <h2 id="members-heading" className="section-title">
-            Members
-          </h2>
-          <div className="table-wrap">
-            <table className="table table-stack">
-              <caption className="visually-hidden">Members</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Email</th>
-                  <th scope="col">Role</th>
-                  <th scope="col">Joined</th>
-                  {isAdmin && (
-                    <th scope="col">
-                      <span className="visually-hidden">Actions</span>
-                    </th>
-                  )}
+        <Section id="members-heading" title="Members">
+          <Table caption="Members" columns={['Name', 'Email', 'Role', 'Joined']} actions={isAdmin}>
+            <tbody>
+              {members.map((member) => (
+                <tr key={member.user_id}>
+                  <th scope="row" className="cell-strong">
+                    {member.name}
+                    {member.user_id === me.user.id && <span className="muted"> (you)</span>}
+                  </th>
+                  <td data-label="Email">{member.email}</td>
+                  <td data-label="Role">
+                    {isAdmin ? <RoleSelect member={member} outcome={outcome} /> : ROLE_LABELS[member.role]}
+                  </td>
+                  <td data-label="Joined">{formatDate(member.created_at)}</td>
+                  <ActionsCell>
+                    <RowButton danger onClick={() => setRemoving(member)}>
+                      Remove
+                    </RowButton>
+                  </ActionsCell>
                 </tr>
-              </thead>
-              <tbody>
-                {members.map((member) => (
-                  <tr key={member.user_id}>
-                    <th scope="row" className="cell-strong">
-                      {member.name}
-                      {member.user_id === me.user.id && <span className="muted"> (you)</span>}
-                    </th>
-                    <td data-label="Email">{member.email}</td>
-                    <td data-label="Role">
-                      {isAdmin ? (
-                        <RoleSelect member={member} onNotice={setNotice} />
-                      ) : (
-                        ROLE_LABELS[member.role]
-                      )}
-                    </td>
-                    <td data-label="Joined">{formatDate(member.created_at)}</td>
-                    {isAdmin && (
-                      <td className="cell-actions">
-                        <button
-                          type="button"
-                          className="btn btn-small btn-danger-outline"
-                          onClick={() => setRemoving(member)}
-                        >
-                          Remove
-                        </button>
-                      </td>
-                    )}
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-        </section>
-        <section aria-labelledby="invitations-heading" className="section">
-          <h2 id="invitations-heading" className="section-title">
-            Pending invitations
-          </h2>
+              ))}
+            </tbody>
+          </Table>
+        </Section>
+        <Section id="invitations-heading" title="Pending invitations">
           {invitations.length === 0 ? (
             <EmptyState title="No pending invitations" />
           ) : (
-            <div className="table-wrap">
-              <table className="table table-stack">
-                <caption className="visually-hidden">Invitations</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">For</th>
-                    <th scope="col">Role</th>
-                    <th scope="col">Invited by</th>
-                    <th scope="col">Created</th>
-                    <th scope="col">Expires</th>
-                    {isAdmin && (
-                      <th scope="col">
-                        <span className="visually-hidden">Actions</span>
-                      </th>
-                    )}
+            <Table
+              caption="Invitations"
+              columns={['For', 'Role', 'Invited by', 'Created', 'Expires']}
+              actions={isAdmin}
+            >
+              <tbody>
+                {invitations.map((inv) => (
+                  <tr key={inv.id}>
+                    <th scope="row">{inv.email ?? <span className="muted">Anyone with the link</span>}</th>
+                    <td data-label="Role">{ROLE_LABELS[inv.role]}</td>
+                    <td data-label="Invited by">
+                      {inv.invited_by ?? <span className="muted">Unknown</span>}
+                    </td>
+                    <td data-label="Created">{formatDateTime(inv.created_at)}</td>
+                    <td data-label="Expires">{formatDateTime(inv.expires_at)}</td>
+                    <ActionsCell>
+                      <RowButton danger onClick={() => setRevoking(inv)}>
+                        Revoke
+                      </RowButton>
+                    </ActionsCell>
                   </tr>
-                </thead>
-                <tbody>
-                  {invitations.map((inv) => (
-                    <tr key={inv.id}>
-                      <th scope="row">{inv.email ?? <span className="muted">Anyone with the link</span>}</th>
-                      <td data-label="Role">{ROLE_LABELS[inv.role]}</td>
-                      <td data-label="Invited by">
-                        {inv.invited_by ?? <span className="muted">Unknown</span>}
-                      </td>
-                      <td data-label="Created">{formatDateTime(inv.created_at)}</td>
-                      <td data-label="Expires">{formatDateTime(inv.expires_at)}</td>
-                      {isAdmin && (
-                        <td className="cell-actions">
-                          <button
-                            type="button"
-                            className="btn btn-small btn-danger-outline"
-                            onClick={() => setRevoking(inv)}
-                          >
-                            Revoke
-                          </button>
-                        </td>
-                      )}
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+                ))}
+              </tbody>
+            </Table>
           )}
-        </section>
+        </Section>
       </>
     );
   }
@@ -308,7 +227,7 @@ export function TeamPage() {
           )
         }
       />
-      <Notice notice={notice} onDismiss={() => setNotice(null)} />
+      <Notice outcome={outcome} />
       {body}
       {inviting && <InviteDialog onClose={() => setInviting(false)} />}
       {removing && (
@@ -316,10 +235,7 @@ export function TeamPage() {
           title="Remove member"
           confirmLabel="Remove"
           onConfirm={() => api.team.remove.mutate({ user_id: removing.user_id })}
-          onConfirmed={() => {
-            setNotice({ kind: 'success', text: `Removed ${removing.email}.` });
-            void queryClient.invalidateQueries({ queryKey: ['team'] });
-          }}
+          onConfirmed={() => outcome.succeeded(`Removed ${removing.email}.`, ['team'])}
           onClose={() => setRemoving(null)}
         >
           <p>
@@ -333,10 +249,7 @@ export function TeamPage() {
           title="Revoke invitation"
           confirmLabel="Revoke"
           onConfirm={() => api.team.revokeInvitation.mutate({ id: revoking.id })}
-          onConfirmed={() => {
-            setNotice({ kind: 'success', text: 'Invitation revoked.' });
-            void queryClient.invalidateQueries({ queryKey: ['team'] });
-          }}
+          onConfirmed={() => outcome.succeeded('Invitation revoked.', ['team'])}
           onClose={() => setRevoking(null)}
         >
           <p>

@@ -1,6 +1,8 @@
 import { useQuery } from '@tanstack/react-query';
 import { queries, type UsageSummary } from '../api.ts';
+import { Section } from '../components/Section.tsx';
 import { ErrorState, Loading, PageHeader } from '../components/States.tsx';
+import { Table } from '../components/Table.tsx';
 import {
   formatDateTime,
   formatDay,
@@ -29,10 +31,7 @@ function QuotaCard({ quota, info }: { quota: keyof Quotas; info: Quotas[keyof Qu
   const percent = Math.max(0, info.percent_used);
   const level = percent >= 95 ? 'danger' : percent >= 80 ? 'warning' : 'ok';
   return (
-    <section className="card quota-card" aria-labelledby={headingId}>
-      <h2 id={headingId} className="card-title">
-        {label}
-      </h2>
+    <Section id={headingId} title={label} card className="quota-card">
       <p className="quota-figure">
         <span className="quota-used">{formatNumber(info.used)}</span> of {formatNumber(info.limit)} {label}
       </p>
@@ -49,47 +48,35 @@ function QuotaCard({ quota, info }: { quota: keyof Quotas; info: Quotas[keyof Qu
           {formatNumber(info.remaining)} left · resets on {formatUtcDay(info.reset_at)}
         </span>
       </p>
-    </section>
+    </Section>
   );
 }
 
 function CallsPerDay({ daily }: { daily: UsageSummary['daily'] }) {
   return (
-    <section className="card" aria-labelledby="calls-per-day">
-      <h2 id="calls-per-day" className="card-title">
-        Calls per day
-      </h2>
+    <Section id="calls-per-day" title="Calls per day" card>
       <p className="muted">The last 30 days.</p>
       <UsageChart daily={daily} />
       <details className="table-details">
         <summary>Show as table</summary>
-        <div className="table-wrap">
-          <table className="table table-compact">
-            <caption className="visually-hidden">Calls per day</caption>
-            <thead>
-              <tr>
-                <th scope="col">Day</th>
-                <th scope="col" className="num">
-                  API calls
-                </th>
-                <th scope="col" className="num">
-                  AI calls
-                </th>
+        <Table
+          caption="Calls per day"
+          columns={['Day', { label: 'API calls', num: true }, { label: 'AI calls', num: true }]}
+          compact
+          cards={false}
+        >
+          <tbody>
+            {daily.map((d) => (
+              <tr key={d.day}>
+                <th scope="row">{formatDay(d.day, 'long')}</th>
+                <td className="num">{formatNumber(d.api_calls)}</td>
+                <td className="num">{formatNumber(d.ai_calls)}</td>
               </tr>
-            </thead>
-            <tbody>
-              {daily.map((d) => (
-                <tr key={d.day}>
-                  <th scope="row">{formatDay(d.day, 'long')}</th>
-                  <td className="num">{formatNumber(d.api_calls)}</td>
-                  <td className="num">{formatNumber(d.ai_calls)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+            ))}
+          </tbody>
+        </Table>
       </details>
-    </section>
+    </Section>
   );
 }
 
@@ -126,44 +113,32 @@ export default function UsagePage() {
       </div>
       <CallsPerDay daily={daily} />
       <div className="two-columns">
-        <section className="card" aria-labelledby="rate-limits">
-          <h2 id="rate-limits" className="card-title">
-            Rate limits
-          </h2>
+        <Section id="rate-limits" title="Rate limits" card>
           {usage.rate_limits.length === 0 ? (
             <p className="muted">No rate limits apply.</p>
           ) : (
-            <div className="table-wrap">
-              <table className="table table-compact">
-                <caption className="visually-hidden">Rate limits</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Group</th>
-                    <th scope="col" className="num">
-                      Limit
+            <Table
+              caption="Rate limits"
+              columns={['Group', { label: 'Limit', num: true }]}
+              compact
+              cards={false}
+            >
+              <tbody>
+                {usage.rate_limits.map((r) => (
+                  <tr key={r.group}>
+                    <th scope="row">
+                      <code>{r.group}</code>
                     </th>
+                    <td className="num">
+                      {formatNumber(r.limit)} per {formatWindow(r.window_seconds)}
+                    </td>
                   </tr>
-                </thead>
-                <tbody>
-                  {usage.rate_limits.map((r) => (
-                    <tr key={r.group}>
-                      <th scope="row">
-                        <code>{r.group}</code>
-                      </th>
-                      <td className="num">
-                        {formatNumber(r.limit)} per {formatWindow(r.window_seconds)}
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+                ))}
+              </tbody>
+            </Table>
           )}
-        </section>
-        <section className="card" aria-labelledby="alerts">
-          <h2 id="alerts" className="card-title">
-            Alerts this month
-          </h2>
+        </Section>
+        <Section id="alerts" title="Alerts this month" card>
           {usage.alerts.length === 0 ? (
             <p className="muted">No alerts this month.</p>
           ) : (
@@ -178,7 +153,7 @@ export default function UsagePage() {
               ))}
             </ul>
           )}
-        </section>
+        </Section>
       </div>
     </>
   );

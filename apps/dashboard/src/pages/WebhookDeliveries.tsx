@@ -1,20 +1,14 @@
-import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { type ReactNode, useState } from 'react';
 import { Link, useParams } from 'wouter';
-import { api, DELIVERY_STATUSES, type Delivery, type DeliveryStatus, errorMessage, queries } from '../api.ts';
+import { api, DELIVERY_STATUSES, type Delivery, type DeliveryStatus, queries } from '../api.ts';
 import { ActiveBadge, DeliveryStatusBadge, deliveryStatusLabel } from '../components/Badges.tsx';
 import { Pager } from '../components/Pager.tsx';
-import {
-  EmptyState,
-  ErrorState,
-  Loading,
-  Notice,
-  type NoticeMessage,
-  PageHeader,
-} from '../components/States.tsx';
+import { EmptyState, ErrorState, Loading, Notice, PageHeader } from '../components/States.tsx';
+import { ActionsCell, FullRowCell, RowButton, Table } from '../components/Table.tsx';
 import { formatDuration, formatNumber, formatPreciseDateTime } from '../format.ts';
-import { useIsAdmin, usePageTitle } from '../hooks.ts';
-import { useWebhookActions } from './Webhooks.tsx';
+import { useAction, useIsAdmin, useOutcome, usePageTitle } from '../hooks.ts';
+import { useWebhookActions, WebhookActionButtons } from './WebhookActions.tsx';
 
 const PAGE_SIZE = 20;
 const EXCERPT_LENGTH = 300;
@@ -35,19 +29,13 @@ function Attempts({ delivery }: { delivery: Delivery }) {
     );
   }
   return (
-    <table className="table table-compact table-stack attempts">
-      <caption className="visually-hidden">Attempts of delivery {delivery.id}</caption>
-      <thead>
-        <tr>
-          <th scope="col">Attempt</th>
-          <th scope="col">Time</th>
-          <th scope="col">HTTP status</th>
-          <th scope="col" className="num">
-            Duration
-          </th>
-          <th scope="col">Response</th>
-        </tr>
-      </thead>
+    <Table
+      caption={`Attempts of delivery ${delivery.id}`}
+      columns={['Attempt', 'Time', 'HTTP status', { label: 'Duration', num: true }, 'Response']}
+      compact
+      framed={false}
+      className="attempts"
+    >
       <tbody>
         {delivery.attempts.map((a) => (
           <tr key={a.attempt}>
@@ -75,7 +63,7 @@ function Attempts({ delivery }: { delivery: Delivery }) {
           </tr>
         ))}
       </tbody>
-    </table>
+    </Table>
   );
 }
 
@@ -83,24 +71,20 @@ export function WebhookDeliveriesPage() {
   usePageTitle('Webhook deliveries');
   const { id = '' } = useParams<{ id: string }>();
   const isAdmin = useIsAdmin();
-  const queryClient = useQueryClient();
   const [status, setStatus] = useState<DeliveryStatus | ''>('');
   const [offset, setOffset] = useState(0);
-  const [notice, setNotice] = useState<NoticeMessage | null>(null);
+  const outcome = useOutcome();
   const webhooks = useQuery(queries.webhooks());
   const webhook = webhooks.data?.find((w) => w.id === id);
   const deliveries = useQuery({
     ...queries.deliveries({ id, limit: PAGE_SIZE, offset, ...(status ? { status } : {}) }),
     placeholderData: keepPreviousData,
   });
-  const { sendTest, activate } = useWebhookActions(setNotice);
-  const replay = useMutation({
-    mutationFn: (delivery: Delivery) => api.webhooks.replay.mutate({ id, delivery_id: delivery.id }),
-    onSuccess: (_result, delivery) => {
-      setNotice({ kind: 'success', text: `Replayed the ${delivery.event_type} event.` });
-      void queryClient.invalidateQueries({ queryKey: ['webhooks'] });
-    },
-    onError: (error) => setNotice({ kind: 'error', text: errorMessage(error) }),
+  const actions = useWebhookActions(outcome);
+  const replay = useAction(outcome, {
+    run: (delivery: Delivery) => api.webhooks.replay.mutate({ id, delivery_id: delivery.id }),
+    done: (delivery) => `Replayed the ${delivery.event_type} event.`,
+    changes: ['webhooks'],
   });
 
   let body: ReactNode;
@@ -116,73 +100,45 @@ export function WebhookDeliveriesPage() {
       </EmptyState>
     );
   else {
-    const { data, meta } = deliveries.data;
+    const { data } = deliveries.data;
     body = (
       <>
-        <div className="table-wrap">
-          <table className="table table-stack deliveries">
-            <caption className="visually-hidden">Deliveries</caption>
-            <thead>
-              <tr>
-                <th scope="col">Event</th>
-                <th scope="col">Status</th>
-                <th scope="col" className="num">
-                  Attempts
+        <Table
+          caption="Deliveries"
+          columns={['Event', 'Status', { label: 'Attempts', num: true }, 'Created', 'Next attempt']}
+          actions={isAdmin}
+          className="deliveries"
+        >
+          {data.map((delivery) => (
+            <tbody key={delivery.id} className="delivery-group">
+              <tr className="delivery-row">
+                <th scope="row" className="cell-strong">
+                  <code>{delivery.event_type}</code>
+                  <span className="cell-sub">Event {delivery.event_id}</span>
                 </th>
-                <th scope="col">Created</th>
-                <th scope="col">Next attempt</th>
-                {isAdmin && (
-                  <th scope="col">
-                    <span className="visually-hidden">Actions</span>
-                  </th>
-                )}
+                <td data-label="Status">
+                  <DeliveryStatusBadge status={delivery.status} />
+                </td>
+                <td className="num" data-label="Attempts">
+                  {formatNumber(delivery.attempt_count)}
+                </td>
+                <td data-label="Created">{formatPreciseDateTime(delivery.created_at)}</td>
+                <td data-label="Next attempt">{formatPreciseDateTime(delivery.next_attempt_at)}</td>
+                <ActionsCell>
+                  <RowButton disabled={replay.isPending} onClick={() => replay.mutate(delivery)}>
+                    Replay
+                  </RowButton>
+                </ActionsCell>
               </tr>
-            </thead>
-            {data.map((delivery) => (
-              <tbody key={delivery.id} className="delivery-group">
-                <tr className="delivery-row">
-                  <th scope="row" className="cell-strong">
-                    <code>{delivery.event_type}</code>
-                    <span className="cell-sub">Event {delivery.event_id}</span>
-                  </th>
-                  <td data-label="Status">
-                    <DeliveryStatusBadge status={delivery.status} />
-                  </td>
-                  <td className="num" data-label="Attempts">
-                    {formatNumber(delivery.attempt_count)}
-                  </td>
-                  <td data-label="Created">{formatPreciseDateTime(delivery.created_at)}</td>
-                  <td data-label="Next attempt">{formatPreciseDateTime(delivery.next_attempt_at)}</td>
-                  {isAdmin && (
-                    <td className="cell-actions">
-                      <button
-                        type="button"
-                        className="btn btn-small"
-                        disabled={replay.isPending}
-                        onClick={() => replay.mutate(delivery)}
-                      >
-                        Replay
-                      </button>
-                    </td>
-                  )}
-                </tr>
-                <tr className="attempts-row">
-                  <td colSpan={isAdmin ? 6 : 5}>
-                    <Attempts delivery={delivery} />
-                  </td>
-                </tr>
-              </tbody>
-            ))}
-          </table>
-        </div>
-        <Pager
-          offset={meta.offset}
-          limit={meta.limit}
-          total={meta.total}
-          shown={data.length}
-          onChange={setOffset}
-          busy={deliveries.isPlaceholderData}
-        />
+              <tr className="attempts-row">
+                <FullRowCell>
+                  <Attempts delivery={delivery} />
+                </FullRowCell>
+              </tr>
+            </tbody>
+          ))}
+        </Table>
+        <Pager page={deliveries.data} onChange={setOffset} busy={deliveries.isPlaceholderData} />
       </>
     );
   }
@@ -204,32 +160,10 @@ export function WebhookDeliveriesPage() {
           ) : undefined
         }
         actions={
-          isAdmin &&
-          webhook && (
-            <>
-              {!webhook.is_active && (
-                <button
-                  type="button"
-                  className="btn"
-                  disabled={activate.isPending}
-                  onClick={() => activate.mutate(webhook)}
-                >
-                  Re-activate
-                </button>
-              )}
-              <button
-                type="button"
-                className="btn btn-primary"
-                disabled={sendTest.isPending}
-                onClick={() => sendTest.mutate(webhook)}
-              >
-                Send test event
-              </button>
-            </>
-          )
+          isAdmin && webhook && <WebhookActionButtons webhook={webhook} actions={actions} place="page" />
         }
       />
-      <Notice notice={notice} onDismiss={() => setNotice(null)} />
+      <Notice outcome={outcome} />
       <div className="toolbar">
         <div className="field field-inline">
           <label htmlFor="delivery-status">Status</label>

@@ -1,92 +1,41 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, type ReactNode, useState } from 'react';
 import { Link } from 'wouter';
-import { api, errorMessage, type Outputs, queries, type Webhook } from '../api.ts';
+import { api, type Outputs, queries, type Webhook } from '../api.ts';
 import { ActiveBadge, DeliveryStatusBadge } from '../components/Badges.tsx';
+import { CodeList } from '../components/CodeList.tsx';
 import { ConfirmDialog } from '../components/ConfirmDialog.tsx';
-import { Modal } from '../components/Modal.tsx';
-import { SecretField } from '../components/SecretField.tsx';
-import {
-  EmptyState,
-  ErrorState,
-  Loading,
-  Notice,
-  type NoticeMessage,
-  PageHeader,
-} from '../components/States.tsx';
+import { InputField } from '../components/Field.tsx';
+import { FormError } from '../components/FormError.tsx';
+import { Modal, ModalActions } from '../components/Modal.tsx';
+import { ShownOnce } from '../components/ShownOnce.tsx';
+import { EmptyState, ErrorState, Loading, Notice, PageHeader } from '../components/States.tsx';
+import { ActionsCell, RowButton, Table } from '../components/Table.tsx';
 import { formatDateTime, formatNumber } from '../format.ts';
-import { useIsAdmin, usePageTitle } from '../hooks.ts';
-import { isSignedOut, redirectToSignIn } from '../session.ts';
+import { useCheckedSet, useIsAdmin, useOutcome, usePageTitle, useRequest } from '../hooks.ts';
+import { useWebhookActions, WebhookActionButtons } from './WebhookActions.tsx';
 
 type EventType = Outputs['webhooks']['eventTypes'][number];
-
-/** Send test event / Re-activate, shared by the endpoint list and an endpoint's delivery log. */
-export function useWebhookActions(setNotice: (notice: NoticeMessage) => void) {
-  const queryClient = useQueryClient();
-  const refresh = () => queryClient.invalidateQueries({ queryKey: ['webhooks'] });
-  const sendTest = useMutation({
-    mutationFn: (webhook: Webhook) => api.webhooks.sendTest.mutate({ id: webhook.id }),
-    onSuccess: (_delivery, webhook) => {
-      setNotice({
-        kind: 'success',
-        text: (
-          <>
-            Test event sent to {webhook.url}. <Link href={`/webhooks/${webhook.id}`}>See its delivery</Link>.
-          </>
-        ),
-      });
-      void refresh();
-    },
-    onError: (error) => setNotice({ kind: 'error', text: errorMessage(error) }),
-  });
-  const activate = useMutation({
-    mutationFn: (webhook: Webhook) => api.webhooks.activate.mutate({ id: webhook.id }),
-    onSuccess: (_result, webhook) => {
-      setNotice({ kind: 'success', text: `${webhook.url} is active again.` });
-      void refresh();
-    },
-    onError: (error) => setNotice({ kind: 'error', text: errorMessage(error) }),
-  });
-  return { sendTest, activate };
-}
 
 /** Asks the URL and events, creates the endpoint, then shows its signing secret once (component state only). */
 function CreateWebhookDialog({ onClose }: { onClose: () => void }) {
   const queryClient = useQueryClient();
   const eventTypes = useQuery(queries.eventTypes());
   const [url, setUrl] = useState('');
-  const [events, setEvents] = useState<ReadonlySet<EventType>>(new Set());
-  const [pending, setPending] = useState(false);
-  const [error, setError] = useState<string | null>(null);
+  const [events, toggle, setEvents] = useCheckedSet<EventType>();
+  const { pending, error, setError, run } = useRequest();
   const [created, setCreated] = useState<{ secret: string; url: string } | null>(null);
 
-  function toggle(event: EventType, on: boolean) {
-    setEvents((current) => {
-      const next = new Set(current);
-      if (on) next.add(event);
-      else next.delete(event);
-      return next;
-    });
-  }
-
-  async function onSubmit(event: FormEvent<HTMLFormElement>) {
+  function onSubmit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
-    if (events.size === 0) {
-      setError('Choose at least one event.');
-      return;
-    }
-    setPending(true);
-    setError(null);
-    try {
-      const result = await api.webhooks.create.mutate({ url: url.trim(), events: [...events] });
-      setCreated({ secret: result.secret, url: result.url });
-      void queryClient.invalidateQueries({ queryKey: queries.webhooks().queryKey });
-    } catch (e) {
-      if (isSignedOut(e)) redirectToSignIn();
-      setError(errorMessage(e));
-    } finally {
-      setPending(false);
-    }
+    if (events.size === 0) return setError('Choose at least one event.');
+    void run(
+      () => api.webhooks.create.mutate({ url: url.trim(), events: [...events] }),
+      (result) => {
+        setCreated({ secret: result.secret, url: result.url });
+        void queryClient.invalidateQueries({ queryKey: queries.webhooks().queryKey });
+      },
+    );
   }
 
   let eventChoices: ReactNode;
@@ -126,58 +75,38 @@ function CreateWebhookDialog({ onClose }: { onClose: () => void }) {
     <Modal title={created ? 'Webhook created' : 'Create webhook'} onClose={onClose} busy={pending}>
       {(close) =>
         created ? (
-          <div>
-            <div className="modal-body">
-              <p>
-                Deliveries to <strong className="break">{created.url}</strong> are signed with this secret.
-                Use it to check the <code>webhook-signature</code> header of each request.
-              </p>
-              <SecretField label="Signing secret" value={created.secret} />
-              <p className="warning-text">
-                This secret will not be shown again. Copy it now and store it somewhere safe.
-              </p>
-            </div>
-            <div className="modal-actions">
-              <button type="button" className="btn btn-primary" onClick={close}>
-                Done
-              </button>
-            </div>
-          </div>
+          <ShownOnce
+            label="Signing secret"
+            secret={created.secret}
+            warning="This secret will not be shown again. Copy it now and store it somewhere safe."
+            onDone={close}
+          >
+            <p>
+              Deliveries to <strong className="break">{created.url}</strong> are signed with this secret. Use
+              it to check the <code>webhook-signature</code> header of each request.
+            </p>
+          </ShownOnce>
         ) : (
           <form onSubmit={onSubmit}>
             <div className="modal-body">
-              <div className="field">
-                <label htmlFor="webhook-url">Endpoint URL</label>
-                <input
-                  id="webhook-url"
-                  className="input"
-                  type="url"
-                  inputMode="url"
-                  placeholder="https://example.com/webhooks/crm"
-                  required
-                  autoComplete="off"
-                  value={url}
-                  onChange={(e) => setUrl(e.target.value)}
-                />
-              </div>
+              <InputField
+                id="webhook-url"
+                label="Endpoint URL"
+                type="url"
+                inputMode="url"
+                placeholder="https://example.com/webhooks/crm"
+                required
+                autoComplete="off"
+                value={url}
+                onChange={(e) => setUrl(e.target.value)}
+              />
               <fieldset className="fieldset">
                 <legend>Events to send</legend>
                 {eventChoices}
               </fieldset>
-              {error && (
-                <p className="form-error" role="alert">
-                  {error}
-                </p>
-              )}
+              <FormError error={error} />
             </div>
-            <div className="modal-actions">
-              <button type="button" className="btn" onClick={close} disabled={pending}>
-                Cancel
-              </button>
-              <button type="submit" className="btn btn-primary" disabled={pending}>
-                {pending ? 'Creating…' : 'Create'}
-              </button>
-            </div>
+            <ModalActions onCancel={close} pending={pending} label="Create" pendingLabel="Creating…" />
           </form>
         )
       }
@@ -188,12 +117,11 @@ function CreateWebhookDialog({ onClose }: { onClose: () => void }) {
 export function WebhooksPage() {
   usePageTitle('Webhooks');
   const isAdmin = useIsAdmin();
-  const queryClient = useQueryClient();
   const webhooks = useQuery(queries.webhooks());
   const [creating, setCreating] = useState(false);
   const [deleting, setDeleting] = useState<Webhook | null>(null);
-  const [notice, setNotice] = useState<NoticeMessage | null>(null);
-  const { sendTest, activate } = useWebhookActions(setNotice);
+  const outcome = useOutcome();
+  const actions = useWebhookActions(outcome);
 
   let body: ReactNode;
   if (webhooks.isPending) body = <Loading />;
@@ -207,96 +135,55 @@ export function WebhooksPage() {
     );
   else
     body = (
-      <div className="table-wrap">
-        <table className="table table-stack">
-          <caption className="visually-hidden">Webhook endpoints</caption>
-          <thead>
-            <tr>
-              <th scope="col">Endpoint</th>
-              <th scope="col">Events</th>
-              <th scope="col">Status</th>
-              <th scope="col">Last delivery</th>
-              <th scope="col">
-                <span className="visually-hidden">Actions</span>
+      <Table caption="Webhook endpoints" columns={['Endpoint', 'Events', 'Status', 'Last delivery']} actions>
+        <tbody>
+          {webhooks.data.map((webhook) => (
+            <tr key={webhook.id}>
+              <th scope="row" className="cell-strong cell-url">
+                <Link href={`/webhooks/${webhook.id}`} className="break">
+                  {webhook.url}
+                </Link>
+                <span className="cell-sub">Created {formatDateTime(webhook.created_at)}</span>
               </th>
+              <td data-label="Events">
+                <CodeList items={webhook.events} />
+              </td>
+              <td data-label="Status">
+                <ActiveBadge active={webhook.is_active} />
+                {webhook.failure_count > 0 && (
+                  <span className="cell-sub">
+                    {formatNumber(webhook.failure_count)} failure{webhook.failure_count === 1 ? '' : 's'} in a
+                    row
+                  </span>
+                )}
+              </td>
+              <td data-label="Last delivery">
+                {webhook.last_delivery ? (
+                  <>
+                    <DeliveryStatusBadge status={webhook.last_delivery.status} />
+                    <span className="cell-sub">{formatDateTime(webhook.last_delivery.at)}</span>
+                  </>
+                ) : (
+                  <span className="muted">None yet</span>
+                )}
+              </td>
+              <ActionsCell>
+                <Link href={`/webhooks/${webhook.id}`} className="btn btn-small">
+                  Deliveries
+                </Link>
+                {isAdmin && (
+                  <>
+                    <WebhookActionButtons webhook={webhook} actions={actions} place="row" />
+                    <RowButton danger onClick={() => setDeleting(webhook)}>
+                      Delete
+                    </RowButton>
+                  </>
+                )}
+              </ActionsCell>
             </tr>
-          </thead>
-          <tbody>
-            {webhooks.data.map((webhook) => (
-              <tr key={webhook.id}>
-                <th scope="row" className="cell-strong cell-url">
-                  <Link href={`/webhooks/${webhook.id}`} className="break">
-                    {webhook.url}
-                  </Link>
-                  <span className="cell-sub">Created {formatDateTime(webhook.created_at)}</span>
-                </th>
-                <td data-label="Events">
-                  <ul className="tag-list">
-                    {webhook.events.map((e) => (
-                      <li key={e}>
-                        <code>{e}</code>
-                      </li>
-                    ))}
-                  </ul>
-                </td>
-                <td data-label="Status">
-                  <ActiveBadge active={webhook.is_active} />
-                  {webhook.failure_count > 0 && (
-                    <span className="cell-sub">
-                      {formatNumber(webhook.failure_count)} failure{webhook.failure_count === 1 ? '' : 's'} in
-                      a row
-                    </span>
-                  )}
-                </td>
-                <td data-label="Last delivery">
-                  {webhook.last_delivery ? (
-                    <>
-                      <DeliveryStatusBadge status={webhook.last_delivery.status} />
-                      <span className="cell-sub">{formatDateTime(webhook.last_delivery.at)}</span>
-                    </>
-                  ) : (
-                    <span className="muted">None yet</span>
-                  )}
-                </td>
-                <td className="cell-actions">
-                  <Link href={`/webhooks/${webhook.id}`} className="btn btn-small">
-                    Deliveries
-                  </Link>
-                  {isAdmin && (
-                    <>
-                      {!webhook.is_active && (
-                        <button
-                          type="button"
-                          className="btn btn-small"
-                          disabled={activate.isPending}
-                          onClick={() => activate.mutate(webhook)}
-                        >
-                          Re-activate
-                        </button>
-                      )}
-                      <button
-                        type="button"
-                        className="btn btn-small"
-                        disabled={sendTest.isPending}
-                        onClick={() => sendTest.mutate(webhook)}
-                      >
-                        Send test event
-                      </button>
-                      <button
-                        type="button"
-                        className="btn btn-small btn-danger-outline"
-                        onClick={() => setDeleting(webhook)}
-                      >
-                        Delete
-                      </button>
-                    </>
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+          ))}
+        </tbody>
+      </Table>
     );
 
   return (
@@ -312,7 +199,7 @@ export function WebhooksPage() {
           )
         }
       />
-      <Notice notice={notice} onDismiss={() => setNotice(null)} />
+      <Notice outcome={outcome} />
       {body}
       {creating && <CreateWebhookDialog onClose={() => setCreating(false)} />}
       {deleting && (
@@ -320,10 +207,7 @@ export function WebhooksPage() {
           title="Delete webhook"
           confirmLabel="Delete"
           onConfirm={() => api.webhooks.delete.mutate({ id: deleting.id })}
-          onConfirmed={() => {
-            setNotice({ kind: 'success', text: `Deleted the webhook to ${deleting.url}.` });
-            void queryClient.invalidateQueries({ queryKey: ['webhooks'] });
-          }}
+          onConfirmed={() => outcome.succeeded(`Deleted the webhook to ${deleting.url}.`, ['webhooks'])}
           onClose={() => setDeleting(null)}
         >
           <p>
