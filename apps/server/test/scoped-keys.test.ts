@@ -8,32 +8,13 @@ import {
   rotateApiKey,
   SCOPES,
 } from '@crm/api';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DRIVERS, MISSING_ID, startTestServer, type TestServer } from './harness.ts';
 import { mcpClient } from './mcp-client.ts';
+import { mcpErrorCode, viaMcp, viaRest, viaTrpc } from './operation-doors.ts';
 
-/** The operation's path with every parameter filled with an id nobody has. */
-const pathOf = (op: Operation) => op.path.replace(/\{[^}]+\}/g, MISSING_ID);
-const takesBody = (op: Operation) => op.method === 'POST' || op.method === 'PATCH';
-
-async function rest(s: TestServer, key: string, op: Operation) {
-  return s.api(pathOf(op), { method: op.method, key, ...(takesBody(op) ? { json: {} } : {}) });
-}
-
-/** The same call through tRPC: queries as GET with `input`, mutations as POST. */
-async function trpc(s: TestServer, key: string, op: Operation) {
-  const input = Object.fromEntries(op.pathParams.map((p) => [p, MISSING_ID]));
-  const isQuery = op.method === 'GET';
-  const url = `${s.url}/trpc/${op.procedure}${isQuery && op.pathParams.length > 0 ? `?input=${encodeURIComponent(JSON.stringify(input))}` : ''}`;
-  const res = await fetch(url, {
-    method: isQuery ? 'GET' : 'POST',
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    ...(isQuery ? {} : { body: JSON.stringify(input) }),
-  });
-  const body = (await res.json()) as { error?: { data?: { body?: { code?: string; error?: string } } } };
-  return { status: res.status, code: body.error?.data?.body?.code, message: body.error?.data?.body?.error };
-}
+/** The operation's input with every path parameter an id nobody has. */
+const missingIds = (op: Operation) => Object.fromEntries(op.pathParams.map((p) => [p, MISSING_ID]));
 
 const usedApiCalls = async (s: TestServer, key: string) =>
   (await s.api('/usage', { key })).body.data.quotas.api_calls.used as number;
@@ -65,25 +46,21 @@ for (const { driver, label, skip } of DRIVERS) {
           );
           for (const op of OPERATIONS) {
             const what = `${scope} → ${op.method} ${op.path}`;
-            const viaRest = await rest(s, key, op);
-            const viaTrpc = await trpc(s, key, op);
-            const viaMcp = (await client.callTool({
-              name: op.operationId,
-              arguments: Object.fromEntries(op.pathParams.map((p) => [p, MISSING_ID])),
-            })) as CallToolResult;
-            const mcpCode = (viaMcp._meta as { error?: { code?: string } } | undefined)?.error?.code;
+            const rest = await viaRest(s, key, op, missingIds(op));
+            const trpc = await viaTrpc(s, key, op, missingIds(op));
+            const mcpCode = mcpErrorCode(await viaMcp(client, op, missingIds(op)));
             if (op.scope === scope) {
-              expect(viaRest.status, what).not.toBe(403);
-              expect(viaTrpc.code, what).not.toBe('insufficient_scope');
+              expect(rest.status, what).not.toBe(403);
+              expect(trpc.code, what).not.toBe('insufficient_scope');
               expect(mcpCode, what).not.toBe('insufficient_scope');
             } else {
-              expect(viaRest.status, what).toBe(403);
-              expect(viaRest.body, what).toEqual({
+              expect(rest.status, what).toBe(403);
+              expect(rest.body, what).toEqual({
                 error: expect.stringContaining(`lacks the scope ${op.scope}`),
                 code: 'insufficient_scope',
               });
-              expect(viaTrpc, what).toMatchObject({ status: 403, code: 'insufficient_scope' });
-              expect(viaTrpc.message, what).toContain(op.scope);
+              expect(trpc, what).toMatchObject({ status: 403, code: 'insufficient_scope' });
+              expect(trpc.message, what).toContain(op.scope);
               expect(mcpCode, what).toBe('insufficient_scope');
             }
           }
