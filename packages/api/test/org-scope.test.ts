@@ -300,7 +300,7 @@ describe('organization scope of the service’s SQL (source)', () => {
     expect(matches(/getKysely\(|getConnection\(/g)).toEqual([]);
   });
 
-  it('reads through the ORM only entities its organization filter scopes', () => {
+  it('reads through the ORM only entities its organization filter scopes, with the filter on', () => {
     const entities = new Map(
       Object.entries(dbModule).flatMap(([name, value]) => {
         const meta = (value as { meta?: { tableName?: string; filters?: Record<string, unknown> } }).meta;
@@ -317,6 +317,10 @@ describe('organization scope of the service’s SQL (source)', () => {
       return entities.has(entity) && !entities.get(entity);
     });
     expect(unscoped).toEqual([]);
+    // Nor with the filter turned off or given other parameters for one call.
+    expect(matches(/\bfilters\s*:/g)).toEqual([]);
+    // The organization is set on a unit of work by scopeToOrg alone.
+    expect(matches(/setFilterParams\(|ORG_FILTER/g)).toEqual([]);
   });
 
   it('crosses organizations only through unscopedDb, each use listed with its reason', () => {
