@@ -687,7 +687,9 @@ describeOnEachDatabase(
           const before = await state();
           const foreign = await failure(
             c.call(otherAdmin, input(theirs[DASHBOARD_IDS[c.kind] as string] as string)),
-          );
+          ).catch((err: Error) => {
+            throw new Error(`${what}: ${err.message}`);
+          });
           const missing = await failure(c.call(otherAdmin, input(MISSING_ID)));
           expect(missing, what).toMatchObject({ status: 404, code: 'not_found' });
           expect(foreign, what).toEqual(missing);

@@ -273,7 +273,7 @@ describe('organization scope of the service’s SQL (source)', () => {
   });
 
   it('takes no optional organization that would mean every organization when left out', () => {
-    expect(matches(/\borgId\?\s*:|\borgId\s*:\s*string\s*\|\s*undefined/g)).toEqual([]);
+    expect(matches(/\w*[oO]rgId\?\s*:|\w*[oO]rgId\s*:\s*string\s*\|\s*undefined/g)).toEqual([]);
   });
 
   it('runs raw SQL only where listed, for the reason given', () => {
