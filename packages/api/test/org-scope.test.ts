@@ -236,6 +236,7 @@ describe('organization scope of the service’s SQL (source)', () => {
     ['admin/invitations.ts', 'an invitation link is opened before anyone signs in: found by its token'],
     ['admin/organizations.ts', 'crm org delete: the organization itself (its rows cascade)'],
     ['admin/organizations.ts', 'crm org list: every organization'],
+    ['admin/organizations.ts', 'first start: whether any organization exists yet'],
     [
       'admin/organizations.ts',
       'whether the organization a caller names exists (organizations has no org_id)',

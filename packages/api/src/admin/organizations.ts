@@ -61,6 +61,16 @@ export async function listOrganizations(
   return orgs.map((o) => ({ org_id: o.id, name: o.name, created_at: new Date(o.created_at).toISOString() }));
 }
 
+/** Whether any organization exists (the first start makes one when none does). */
+export async function anyOrganizationExists(em: EntityManager): Promise<boolean> {
+  const org = await unscopedDb(em, 'first start: whether any organization exists yet')
+    .selectFrom('organizations')
+    .select('id')
+    .limit(1)
+    .executeTakeFirst();
+  return org !== undefined;
+}
+
 /** Whether the organization a caller names (`--org`, a new key's or person's) exists. */
 export async function organizationExists(em: EntityManager, orgId: string): Promise<boolean> {
   const org = await unscopedDb(
