@@ -34,12 +34,12 @@ export class UsageStore {
   }
 
   /** The builder scoped to one organization: each read below is of the organization it is asked about. */
-  private orgDb(orgId: string) {
+  private scoped(orgId: string) {
     return orgDb(orgFork(this.orm.em, orgId));
   }
 
   async counts(orgId: string, period: string): Promise<Counts> {
-    const rows = await this.orgDb(orgId)
+    const rows = await this.scoped(orgId)
       .selectFrom('usage_counters')
       .select(['quota', 'used'])
       .where('period', '=', period)
@@ -102,7 +102,7 @@ export class UsageStore {
   ): Promise<Array<{ day: string; api_calls: number; ai_calls: number }>> {
     const end = Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), today.getUTCDate());
     const first = new Date(end - (days - 1) * 86_400_000).toISOString().slice(0, 10);
-    const rows = await this.orgDb(orgId)
+    const rows = await this.scoped(orgId)
       .selectFrom('usage_daily')
       .select((eb) => [eb.fn<string>('to_char', ['day', eb.val('YYYY-MM-DD')]).as('day'), 'quota', 'used'])
       .where('day', '>=', first)
@@ -121,7 +121,7 @@ export class UsageStore {
   }
 
   async ownQuotas(orgId: string): Promise<OwnQuotas> {
-    const row = await this.orgDb(orgId)
+    const row = await this.scoped(orgId)
       .selectFrom('organization_quotas')
       .select(['api_calls_per_month', 'ai_calls_per_month'])
       .executeTakeFirst();
