@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
+  anyOrganizationExists,
   createInvitation,
   createOrganizationWithKey,
   createServices,
@@ -12,7 +13,7 @@ import {
   type Services,
 } from '@crm/api';
 import type { Config } from '@crm/config';
-import { type Database, Organization, openDatabase, transaction } from '@crm/db';
+import { type Database, openDatabase, transaction } from '@crm/db';
 import type { WebhookWorker } from '@crm/webhooks';
 import { type AppState, buildApp } from './app.ts';
 import type { Logger } from './logger.ts';
@@ -41,7 +42,7 @@ export interface RunningServer {
  */
 async function bootstrapOrganization(db: Database, logger: Logger, url: string): Promise<void> {
   const em = db.orm.em.fork();
-  if ((await em.count(Organization, {})) > 0) return;
+  if (await anyOrganizationExists(em)) return;
   const acting = { actor: 'first start' };
   const { created, invitation } = await transaction(em, async (tx) => {
     const created = await createOrganizationWithKey(tx, 'Default organization', acting);

@@ -1,6 +1,7 @@
-import { deleteOrganization, setOrgQuota } from '@crm/api';
+import { adminRouter, deleteOrganization, setOrgQuota } from '@crm/api';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ZodType } from 'zod';
 import {
   addPerson,
   type DashboardUser,
@@ -19,6 +20,45 @@ import {
   type TestServer,
 } from './harness.ts';
 import { eventually, type Receiver, startReceiver } from './webhook-receiver.ts';
+
+/**
+ * The table of the record each id of a dashboard call's input names, by the call's router and the field
+ * (`team.id` is an invitation's). A new call that takes an id fails the test below until it is named here.
+ */
+const DASHBOARD_IDS: Record<string, string> = {
+  'keys.key_id': 'api_keys',
+  'team.id': 'invitations',
+  'team.user_id': 'users',
+  'webhooks.delivery_id': 'webhook_deliveries',
+  'webhooks.id': 'webhook_endpoints',
+};
+/** What a call needs beside its ids to pass its input's checks. */
+const BESIDE_IDS: Record<string, Record<string, unknown>> = { 'team.setRole': { role: 'member' } };
+
+type AdminProcedure = {
+  _def: { type: 'query' | 'mutation'; inputs: Array<{ shape?: Record<string, unknown> } & ZodType> };
+};
+type Callable = { query(input: unknown): Promise<unknown>; mutate(input: unknown): Promise<unknown> };
+
+/** Every dashboard call whose input takes an id (`id` or `…_id`), once for each such field. */
+const ID_CALLS = Object.entries(
+  adminRouter._def.procedures as unknown as Record<string, AdminProcedure>,
+).flatMap(([path, procedure]) => {
+  const input = procedure._def.inputs[0];
+  const idFields = Object.keys(input?.shape ?? {}).filter((f) => /(^|_)id$/.test(f));
+  const kindOf = (field: string) => `${path.split('.')[0]}.${field}`;
+  const call = (user: DashboardUser, value: unknown) => {
+    const callable = path
+      .split('.')
+      .reduce<unknown>((at, key) => (at as Record<string, unknown>)[key], user.trpc);
+    return procedure._def.type === 'query'
+      ? (callable as Callable).query(value)
+      : (callable as Callable).mutate(value);
+  };
+  return input
+    ? idFields.map((field) => ({ path, field, kind: kindOf(field), kindOf, idFields, input, call }))
+    : [];
+});
 
 describeOnEachDatabase(
   (label) => `the dashboard's server side on ${label}`,
@@ -586,6 +626,75 @@ describeOnEachDatabase(
           ?.user_id as string;
         await admin.trpc.team.remove.mutate({ user_id: id });
         expect(await failure(person.trpc.me.query())).toMatchObject({ status: 401 });
+      });
+    });
+
+    describe("another organization's ids", () => {
+      it('every dashboard call that takes an id answers another organization’s record as a missing one, and changes nothing', async () => {
+        const unknown = ID_CALLS.filter((c) => !(c.kind in DASHBOARD_IDS)).map(
+          (c) => `${c.path} takes ${c.field}: say in DASHBOARD_IDS which table its record is kept in`,
+        );
+        expect(unknown).toEqual([]);
+        expect(ID_CALLS.length).toBeGreaterThanOrEqual(11);
+        /** A fresh record of each kind, in the organization `user` administers, by table. */
+        const records = async (user: DashboardUser, orgId: string): Promise<Record<string, string>> => {
+          const webhook = await user.trpc.webhooks.create.mutate({
+            url: receiver.url(`/ids-${orgId}`),
+            events: ['deal.won'],
+          });
+          const delivery = await user.trpc.webhooks.sendTest.mutate({ id: webhook.id });
+          await eventually('the test delivery done', async () => {
+            const page = await user.trpc.webhooks.deliveries.query({ id: webhook.id });
+            return page.data[0]?.status === 'succeeded' ? true : undefined;
+          });
+          return {
+            api_keys: (await user.trpc.keys.create.mutate({ name: 'isolation' })).key_id,
+            webhook_endpoints: webhook.id,
+            webhook_deliveries: delivery.id,
+            users: (await addPerson(s, orgId, 'member')).user_id,
+            invitations: (await user.trpc.team.invite.mutate({ role: 'member' })).id,
+          };
+        };
+        // Org B's admin calls with org A's ids; a call's other ids are B's own.
+        const theirs = await records(admin, s.orgA.orgId);
+        const own = await records(otherAdmin, s.orgB.orgId);
+        const tables = [...new Set([...Object.values(DASHBOARD_IDS), 'audit_log'])];
+        /** Org A's records as they are, and how many rows each table holds of either organization. */
+        const state = async () => ({
+          rows: await Promise.all(
+            Object.entries(theirs).map(([table, id]) => s.sql(`select * from ${table} where id = ?`, [id])),
+          ),
+          counts: await Promise.all(
+            tables.map((table) =>
+              s.sql(`select count(*)::int as n from ${table} where org_id in (?, ?)`, [
+                s.orgA.orgId,
+                s.orgB.orgId,
+              ]),
+            ),
+          ),
+        });
+        for (const c of ID_CALLS) {
+          const what = `${c.path} with org A's ${c.field}`;
+          const input = (id: string) => ({
+            ...BESIDE_IDS[c.path],
+            ...Object.fromEntries(c.idFields.map((f) => [f, own[DASHBOARD_IDS[c.kindOf(f)] as string]])),
+            [c.field]: id,
+          });
+          expect(
+            c.input.safeParse(input(MISSING_ID)).success,
+            `${what}: add what else it needs to BESIDE_IDS`,
+          ).toBe(true);
+          const before = await state();
+          const foreign = await failure(
+            c.call(otherAdmin, input(theirs[DASHBOARD_IDS[c.kind] as string] as string)),
+          ).catch((err: Error) => {
+            throw new Error(`${what}: ${err.message}`);
+          });
+          const missing = await failure(c.call(otherAdmin, input(MISSING_ID)));
+          expect(missing, what).toMatchObject({ status: 404, code: 'not_found' });
+          expect(foreign, what).toEqual(missing);
+          expect(await state(), what).toEqual(before);
+        }
       });
     });
 

@@ -1,5 +1,5 @@
 import { gzipSync } from 'node:zlib';
-import { issueApiKey, revokeApiKey } from '@crm/api';
+import { issueApiKey, orgFork, revokeApiKey } from '@crm/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ApiResponse, DRIVERS, MISSING_ID, startTestServer, type TestServer } from './harness.ts';
 
@@ -767,7 +767,7 @@ for (const { driver, label, skip } of DRIVERS) {
       it('a revoked key answers 401 invalid_api_key', async () => {
         const issued = await issueApiKey(s.running.db.orm.em.fork(), s.orgA.orgId, { name: 'to revoke' });
         expect((await api('/deals', { key: issued.api_key })).status).toBe(200);
-        expect(await revokeApiKey(s.running.db.orm.em.fork(), issued.key_id)).toMatchObject({
+        expect(await revokeApiKey(orgFork(s.running.db.orm.em, s.orgA.orgId), issued.key_id)).toMatchObject({
           key_id: issued.key_id,
         });
         expectError(await api('/deals', { key: issued.api_key }), 401, 'invalid_api_key');

@@ -3,36 +3,18 @@ import {
   KEY_CACHE_TTL_MS,
   OPERATIONS,
   type Operation,
+  orgFork,
   revokeApiKey,
   rotateApiKey,
   SCOPES,
 } from '@crm/api';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DRIVERS, MISSING_ID, startTestServer, type TestServer } from './harness.ts';
 import { mcpClient } from './mcp-client.ts';
+import { mcpErrorCode, viaMcp, viaRest, viaTrpc } from './operation-doors.ts';
 
-/** The operation's path with every parameter filled with an id nobody has. */
-const pathOf = (op: Operation) => op.path.replace(/\{[^}]+\}/g, MISSING_ID);
-const takesBody = (op: Operation) => op.method === 'POST' || op.method === 'PATCH';
-
-async function rest(s: TestServer, key: string, op: Operation) {
-  return s.api(pathOf(op), { method: op.method, key, ...(takesBody(op) ? { json: {} } : {}) });
-}
-
-/** The same call through tRPC: queries as GET with `input`, mutations as POST. */
-async function trpc(s: TestServer, key: string, op: Operation) {
-  const input = Object.fromEntries(op.pathParams.map((p) => [p, MISSING_ID]));
-  const isQuery = op.method === 'GET';
-  const url = `${s.url}/trpc/${op.procedure}${isQuery && op.pathParams.length > 0 ? `?input=${encodeURIComponent(JSON.stringify(input))}` : ''}`;
-  const res = await fetch(url, {
-    method: isQuery ? 'GET' : 'POST',
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    ...(isQuery ? {} : { body: JSON.stringify(input) }),
-  });
-  const body = (await res.json()) as { error?: { data?: { body?: { code?: string; error?: string } } } };
-  return { status: res.status, code: body.error?.data?.body?.code, message: body.error?.data?.body?.error };
-}
+/** The operation's input with every path parameter an id nobody has. */
+const missingIds = (op: Operation) => Object.fromEntries(op.pathParams.map((p) => [p, MISSING_ID]));
 
 const usedApiCalls = async (s: TestServer, key: string) =>
   (await s.api('/usage', { key })).body.data.quotas.api_calls.used as number;
@@ -47,6 +29,8 @@ for (const { driver, label, skip } of DRIVERS) {
       await s?.stop();
     });
     const fork = () => s.running.db.orm.em.fork();
+    /** A unit of work of org A's, as the dashboard's (rotation and revocation act in one organization). */
+    const orgA = () => orgFork(s.running.db.orm.em, s.orgA.orgId);
 
     it('the scope matrix: each scope against every operation, over REST, tRPC and MCP', async () => {
       expect(new Set(OPERATIONS.map((op) => op.scope))).toEqual(new Set(SCOPES));
@@ -62,25 +46,21 @@ for (const { driver, label, skip } of DRIVERS) {
           );
           for (const op of OPERATIONS) {
             const what = `${scope} → ${op.method} ${op.path}`;
-            const viaRest = await rest(s, key, op);
-            const viaTrpc = await trpc(s, key, op);
-            const viaMcp = (await client.callTool({
-              name: op.operationId,
-              arguments: Object.fromEntries(op.pathParams.map((p) => [p, MISSING_ID])),
-            })) as CallToolResult;
-            const mcpCode = (viaMcp._meta as { error?: { code?: string } } | undefined)?.error?.code;
+            const rest = await viaRest(s, key, op, missingIds(op));
+            const trpc = await viaTrpc(s, key, op, missingIds(op));
+            const mcpCode = mcpErrorCode(await viaMcp(client, op, missingIds(op)));
             if (op.scope === scope) {
-              expect(viaRest.status, what).not.toBe(403);
-              expect(viaTrpc.code, what).not.toBe('insufficient_scope');
+              expect(rest.status, what).not.toBe(403);
+              expect(trpc.code, what).not.toBe('insufficient_scope');
               expect(mcpCode, what).not.toBe('insufficient_scope');
             } else {
-              expect(viaRest.status, what).toBe(403);
-              expect(viaRest.body, what).toEqual({
+              expect(rest.status, what).toBe(403);
+              expect(rest.body, what).toEqual({
                 error: expect.stringContaining(`lacks the scope ${op.scope}`),
                 code: 'insufficient_scope',
               });
-              expect(viaTrpc, what).toMatchObject({ status: 403, code: 'insufficient_scope' });
-              expect(viaTrpc.message, what).toContain(op.scope);
+              expect(trpc, what).toMatchObject({ status: 403, code: 'insufficient_scope' });
+              expect(trpc.message, what).toContain(op.scope);
               expect(mcpCode, what).toBe('insufficient_scope');
             }
           }
@@ -153,7 +133,7 @@ for (const { driver, label, skip } of DRIVERS) {
         name: 'vendor',
         scopes: ['deals:read', 'search'],
       });
-      const rotated = await rotateApiKey(fork(), old.key_id, 1_500);
+      const rotated = await rotateApiKey(orgA(), old.key_id, 1_500);
       expect(rotated).toMatchObject({
         scopes: ['deals:read', 'search'],
         replaces: old.key_id,
@@ -172,7 +152,7 @@ for (const { driver, label, skip } of DRIVERS) {
         (await s.api('/deals', { method: 'POST', key: rotated?.api_key, json: { title: 'x' } })).status,
       ).toBe(403);
       // A key already rotated is not rotated again (its successor is), and a revoked key is not rotated.
-      await expect(rotateApiKey(fork(), old.key_id, 0)).rejects.toThrow(
+      await expect(rotateApiKey(orgA(), old.key_id, 0)).rejects.toThrow(
         /already rotated: rotate its successor/,
       );
       await expect(issueApiKey(fork(), s.orgA.orgId, { scopes: ['*', 'deals:read'] })).rejects.toMatchObject({
@@ -181,16 +161,16 @@ for (const { driver, label, skip } of DRIVERS) {
       });
       const gone = await issueApiKey(fork(), s.orgA.orgId, {});
       await s.sql('update api_keys set revoked_at = now() where id = ?', [gone.key_id]);
-      expect(await rotateApiKey(fork(), gone.key_id, 0)).toBeUndefined();
+      expect(await rotateApiKey(orgA(), gone.key_id, 0)).toBeUndefined();
     });
 
     it('a key whose successor was revoked may be rotated again, its overlap not lengthened', async () => {
       const old = await issueApiKey(fork(), s.orgA.orgId, { name: 'leaky', scopes: ['deals:read'] });
-      const first = await rotateApiKey(fork(), old.key_id, 3_600_000);
+      const first = await rotateApiKey(orgA(), old.key_id, 3_600_000);
       expect(first).toBeDefined();
       // The successor leaks and is revoked: rotating the old key is the way to a working one again.
-      await revokeApiKey(fork(), first?.key_id as string);
-      const second = await rotateApiKey(fork(), old.key_id, 24 * 3_600_000);
+      await revokeApiKey(orgA(), first?.key_id as string);
+      const second = await rotateApiKey(orgA(), old.key_id, 24 * 3_600_000);
       expect(second).toMatchObject({ replaces: old.key_id, scopes: ['deals:read'] });
       expect(second?.old_key_expires_at).toBe(first?.old_key_expires_at);
       expect((await s.api('/deals', { key: second?.api_key })).status).toBe(200);
@@ -200,7 +180,7 @@ for (const { driver, label, skip } of DRIVERS) {
       ]);
       expect(row?.replaced_by).toBe(second?.key_id);
       // With a live successor it is refused, as before.
-      await expect(rotateApiKey(fork(), old.key_id, 0)).rejects.toThrow(/already rotated/);
+      await expect(rotateApiKey(orgA(), old.key_id, 0)).rejects.toThrow(/already rotated/);
     });
 
     it('last_used_at moves at most once a minute, not on every request', async () => {

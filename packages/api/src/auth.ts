@@ -1,7 +1,7 @@
 import { findActiveKey } from './admin/api-keys.ts';
 import { type Context, headerValue, type Principal } from './context.ts';
 import { ApiError } from './errors.ts';
-import { scopeToOrg } from './org-scope.ts';
+import { orgDb, orgFork, scopeToOrg } from './org-scope.ts';
 
 /**
  * last_used_at is coarse: written at most once a minute per key, never once per request. Each process
@@ -11,18 +11,23 @@ import { scopeToOrg } from './org-scope.ts';
 export const KEY_USE_RESOLUTION_MS = 60_000;
 const keyLastNoted = new Map<string, number>();
 
-function noteKeyUse(ctx: Context, keyId: string): void {
+function noteKeyUse(ctx: Context, key: { id: string; orgId: string }): void {
   const now = Date.now();
-  if (now - (keyLastNoted.get(keyId) ?? Number.NEGATIVE_INFINITY) < KEY_USE_RESOLUTION_MS) return;
-  keyLastNoted.set(keyId, now);
+  if (now - (keyLastNoted.get(key.id) ?? Number.NEGATIVE_INFINITY) < KEY_USE_RESOLUTION_MS) return;
+  keyLastNoted.set(key.id, now);
   // Outside the request's transaction and not awaited: bookkeeping must not fail or slow a call.
-  ctx.services.orm.em
-    .fork()
-    .execute(
-      'update api_keys set last_used_at = ? where id = ? and (last_used_at is null or last_used_at <= ?)',
-      [new Date(now), keyId, new Date(now - KEY_USE_RESOLUTION_MS)],
+  orgDb(orgFork(ctx.services.orm.em, key.orgId))
+    .updateTable('api_keys')
+    .set({ last_used_at: new Date(now) })
+    .where('id', '=', key.id)
+    .where((eb) =>
+      eb.or([
+        eb('last_used_at', 'is', null),
+        eb('last_used_at', '<=', new Date(now - KEY_USE_RESOLUTION_MS)),
+      ]),
     )
-    .catch(() => keyLastNoted.delete(keyId));
+    .execute()
+    .catch(() => keyLastNoted.delete(key.id));
 }
 
 function bearerToken(ctx: Context): string | undefined {
@@ -50,7 +55,7 @@ export async function authenticate(ctx: Context): Promise<Principal> {
       'expired_api_key',
       `This API key expired at ${key.expiresAt.toISOString()}; use its successor or ask for a new key`,
     );
-  noteKeyUse(ctx, key.id);
+  noteKeyUse(ctx, key);
   return actFor(ctx, { orgId: key.orgId, apiKeyId: key.id, scopes: key.scopes });
 }
 

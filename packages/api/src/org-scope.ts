@@ -42,6 +42,14 @@ export function scopeToOrg(em: EntityManager, orgId: string): EntityManager {
 }
 
 /**
+ * A unit of work of `orgId`'s beside `em` (in its transaction, when one is open), `em`'s own scope left as
+ * it is: for code given an organization by its caller (the CLI's `--org`, the limits' store).
+ */
+export function orgFork(em: EntityManager, orgId: string): EntityManager {
+  return scopeToOrg(em.fork({ keepTransactionContext: true }), orgId);
+}
+
+/**
  * The caller's organization in this unit of work: where the ORM's filter reads it too (the request's filter
  * parameters, set at authentication). Read models take it from here, through `orgQuery`/`orgDb`.
  */
@@ -107,6 +115,17 @@ export const UNSCOPED_TABLES: ReadonlySet<string> = new Set([
  */
 export function orgDb(em: EntityManager): Kysely<Tables> {
   return sqlOf(em).withPlugin(new OrgScopePlugin(currentOrg(em)));
+}
+
+/**
+ * The query builder without the organization's scope: every organization's rows. The one door across
+ * organizations, for what crosses them by nature (authentication by a key's hash before any organization
+ * is known, the CLI's listings of every organization, an organization's own row, the usage flush, …).
+ * `reason` says why at the call: the source test (org-scope.test.ts) lists every use with its reason, so
+ * a new one is a decision made there, not a default.
+ */
+export function unscopedDb(em: EntityManager, _reason: string): Kysely<Tables> {
+  return sqlOf(em);
 }
 
 /** Where a prepared query's organization goes, until a call puts its own there. */

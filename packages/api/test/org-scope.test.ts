@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import * as dbModule from '@crm/db';
 import { type Database, ORG_FILTER, openDatabase } from '@crm/db';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -200,34 +201,139 @@ describe('orgDb, the organization-scoped query builder (embedded database)', () 
 });
 
 /**
- * The request paths' SQL goes through the scoped builder: no feature writes `org_id = ?` by hand, and raw
- * SQL stays only in the files listed here, each for its reason (none of them reads one organization's rows
- * on a request).
+ * Every SQL statement of the service (packages/api/src: features, admin and its CLI, limits, MCP, the
+ * request's own machinery) goes through the organization's scope: reads, updates and deletes through the
+ * scoped builder (`orgDb`/`orgQuery`), or the ORM on an entity its filter scopes; inserts name their
+ * organization; and what crosses organizations by nature goes through the one unscoped door, `unscopedDb`,
+ * each use listed here with its reason. Nothing binds an organization by hand, nor takes an optional one
+ * that means every organization when left out.
  */
-describe('organization scope of the features’ SQL (source)', () => {
-  const features = fileURLToPath(new URL('../src/features', import.meta.url));
+describe('organization scope of the service’s SQL (source)', () => {
+  const root = fileURLToPath(new URL('../src', import.meta.url));
+  /** Where the builders and the door are made: the one place their unscoped builder is named. */
+  const MACHINERY = new Set(['org-scope.ts', 'prepared-query.ts']);
   const RAW_SQL_ALLOWED: Record<string, string> = {
-    'ai/kept-analytics.ts': 'hourly upkeep across every organization (fold and prune the kept sums)',
-    'deals/deal-import.ts': 'folds the kept sums and vacuums the tables after an import',
-    'events/event-feed.service.ts': 'the sequencer numbers every organization’s events in one order',
+    'admin/organizations.ts': 'deleting an organization sets the analytics triggers aside for its cascade',
+    'admin/people.ts':
+      'better-auth’s accounts and sessions (no org_id, no typed schema), by a person found scoped',
+    'features/ai/kept-analytics.ts': 'hourly upkeep across every organization (fold and prune the kept sums)',
+    'features/deals/deal-import.ts': 'folds the kept sums and vacuums the tables after an import',
+    'features/events/event-feed.service.ts': 'the sequencer numbers every organization’s events in one order',
+    'idempotency.ts': 'idempotency records belong to an API key (no org_id): stored and replayed by key',
+    'limits/usage-store.ts': 'the usage flush upserts every organization’s counts, one statement a table',
   };
-  const sources = readdirSync(features, { recursive: true, encoding: 'utf8' })
+  /** Every use of the unscoped door, by file, with the reason its call gives. */
+  const UNSCOPED_USES: Array<[file: string, reason: string]> = [
+    ['admin/api-keys.ts', 'authentication: a key is found by its hash, before its organization is known'],
+    ['admin/api-keys.ts', 'crm key list without --org: every organization’s keys'],
+    ['admin/cli/commands.ts', 'the CLI names a key or a person by its id alone: whose it is'],
+    [
+      'admin/dashboard-auth.ts',
+      'sign-in: better-auth finds a person by e-mail and a session by its cookie, before any organization',
+    ],
+    ['admin/dashboard-auth.ts', 'the server’s own secret (server_secrets has no organization)'],
+    ['admin/invitations.ts', 'an invitation link is accepted before anyone signs in: found by its token'],
+    ['admin/invitations.ts', 'an invitation link is opened before anyone signs in: found by its token'],
+    ['admin/organizations.ts', 'crm org delete: the organization itself (its rows cascade)'],
+    ['admin/organizations.ts', 'crm org list: every organization'],
+    ['admin/organizations.ts', 'first start: whether any organization exists yet'],
+    [
+      'admin/organizations.ts',
+      'whether the organization a caller names exists (organizations has no org_id)',
+    ],
+    ['admin/people.ts', 'an e-mail signs in to one account, whatever its organization'],
+    ['admin/people.ts', 'crm user list without --org: every organization’s people'],
+    ['limits/usage-store.ts', 'the usage flush adds up every organization’s counted calls in one statement'],
+  ];
+  const sources = readdirSync(root, { recursive: true, encoding: 'utf8' })
     .filter((f) => f.endsWith('.ts'))
-    .map((f) => ({ file: f.split(path.sep).join('/'), text: readFileSync(path.join(features, f), 'utf8') }));
+    .map((f) => ({ file: f.split(path.sep).join('/'), text: readFileSync(path.join(root, f), 'utf8') }));
+  const code = sources.filter((s) => !MACHINERY.has(s.file));
+  /** `file:line: text` of each match of `pattern` (global) in the code. */
+  const matches = (pattern: RegExp, of = code) =>
+    of.flatMap(({ file, text }) =>
+      [...text.matchAll(pattern)].map((m) => {
+        const line = text.slice(0, m.index).split('\n').length;
+        return `${file}:${line}: ${m[0].replace(/\s+/g, ' ')}`;
+      }),
+    );
 
-  it('binds no organization by hand', () => {
-    expect(sources.length).toBeGreaterThan(20);
-    const byHand = sources
-      .filter(({ text }) => /org_id\s*=\s*(\?|\$\d)|orgRows\(/.test(text))
-      .map((s) => s.file);
-    expect(byHand).toEqual([]);
+  it('reads every folder of the service', () => {
+    for (const folder of ['admin/', 'admin/cli/', 'features/', 'limits/', 'mcp/'])
+      expect(
+        sources.some((s) => s.file.startsWith(folder)),
+        folder,
+      ).toBe(true);
+    expect(sources.length).toBeGreaterThan(60);
+  });
+
+  it('binds no organization by hand: no org_id condition in SQL text, in the builder or through orgRows', () => {
+    expect(matches(/org_id\s*=\s*(\?|\$\d|\$\{)/g, sources)).toEqual([]);
+    expect(matches(/['"](\w+\.)?org_id['"]\s*,\s*['"](=|<>|!=|in|not in|is)['"]/g, sources)).toEqual([]);
+    expect(matches(/orgRows\(/g, sources)).toEqual([]);
+  });
+
+  it('takes no optional organization that would mean every organization when left out', () => {
+    expect(matches(/\w*[oO]rgId\?\s*:|\w*[oO]rgId\s*:\s*string\s*\|\s*undefined/g)).toEqual([]);
   });
 
   it('runs raw SQL only where listed, for the reason given', () => {
-    const raw = sources
-      .filter(({ text }) => /\.execute(<[^>]*>)?\(\s*[`'"]|CompiledQuery\.raw\(/.test(text))
+    const raw = code
+      .filter(({ text }) => /\.execute(<[^>]*>)?\(\s*[`'"]|CompiledQuery\.raw\(|`\s*\.execute\(/.test(text))
       .map((s) => s.file)
       .sort();
     expect(raw).toEqual(Object.keys(RAW_SQL_ALLOWED).sort());
+  });
+
+  it('builds unscoped queries only to insert, whose rows name their organization', () => {
+    // sqlOf, the builder without the scope: each use an insert, in the same expression.
+    const sqlOfs = matches(/sqlOf\(/g);
+    expect(sqlOfs.length).toBeGreaterThan(5);
+    expect(matches(/sqlOf\((?![\w.]+(\(\))?\)\s*\.insertInto\()/g)).toEqual([]);
+    // A statement compiled once without the scope (prepareQuery) is an insert too.
+    expect(matches(/prepareQuery\(/g)).toHaveLength(1);
+    expect(
+      matches(
+        /prepareQuery\(\s*'\w+',\s*\(db\b[^)]*\)\s*=>\s*db\s*(\.with\('\w+',\s*\(q\)\s*=>\s*q\.insertInto\([^)]*\)\.values\([^)]*\)\)\s*)*\.insertInto\(/g,
+      ),
+    ).toHaveLength(1);
+    // Nor any other way to the connection.
+    expect(matches(/getKysely\(|getConnection\(/g)).toEqual([]);
+  });
+
+  it('reads through the ORM only entities its organization filter scopes, with the filter on', () => {
+    const entities = new Map(
+      Object.entries(dbModule).flatMap(([name, value]) => {
+        const meta = (value as { meta?: { tableName?: string; filters?: Record<string, unknown> } }).meta;
+        return meta?.tableName ? [[name, meta.filters?.[ORG_FILTER] !== undefined] as const] : [];
+      }),
+    );
+    expect(entities.get('Deal')).toBe(true);
+    const reads = matches(
+      /\.(find|findOne|findOneOrFail|findAll|findAndCount|findByCursor|count|countBy|nativeUpdate|nativeDelete|upsert|upsertMany|createQueryBuilder|qb|stream)\(\s*(\w+)/g,
+    );
+    expect(reads.length).toBeGreaterThan(5);
+    const unscoped = reads.filter((read) => {
+      const entity = /\(\s*(\w+)$/.exec(read)?.[1] ?? '';
+      return entities.has(entity) && !entities.get(entity);
+    });
+    expect(unscoped).toEqual([]);
+    // Nor with the filter turned off or given other parameters for one call.
+    expect(matches(/\bfilters\s*:/g)).toEqual([]);
+    // The organization is set on a unit of work by scopeToOrg alone.
+    expect(matches(/setFilterParams\(|ORG_FILTER/g)).toEqual([]);
+  });
+
+  it('crosses organizations only through unscopedDb, each use listed with its reason', () => {
+    const calls = matches(/unscopedDb\(/g);
+    const uses = code.flatMap(({ file, text }) =>
+      [...text.matchAll(/unscopedDb\(\s*[\w.]+(\(\))?,\s*(['"])((?:(?!\2).)*)\2,?\s*\)/gs)].map(
+        (m) => [file, m[3]] as [string, string],
+      ),
+    );
+    // Each call gives its reason as written text, so this list is the whole story.
+    expect(uses).toHaveLength(calls.length);
+    const order = (list: Array<[string, string]>) => list.map((u) => u.join(': ')).sort();
+    expect(order(uses)).toEqual(order(UNSCOPED_USES));
   });
 });

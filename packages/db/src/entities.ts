@@ -4,7 +4,8 @@ import { uuidv7 } from './ids.ts';
 /**
  * Every row of tenant data carries `org_id`; this filter is the single place that scopes reads by it.
  * It is on by default and needs the `orgId` parameter, so a query that forgot the organization fails
- * loudly instead of reading across tenants. Admin code (CLI, bootstrap) turns it off explicitly.
+ * loudly instead of reading across tenants. Nothing turns it off: what crosses organizations by nature
+ * goes through one named door (`unscopedDb` in @crm/api's org-scope.ts).
  */
 export const ORG_FILTER = 'org';
 const orgFilter = {

@@ -30,6 +30,7 @@ import {
   listInvitations,
   revokeInvitation,
 } from './invitations.ts';
+import { organizationName } from './organizations.ts';
 import { listPeople, removePerson, setPersonRole } from './people.ts';
 
 /** Days the usage chart covers. */
@@ -104,13 +105,10 @@ export const adminRouter = router({
   me: sessionProcedure.query(async ({ ctx }) => {
     // Reading usage records any alert it calls for, as GET /usage does: the banner is never behind.
     const usage = await usageOf(ctx);
-    const org = await ctx.em
-      .getConnection()
-      .execute<{ name: string }[]>('select name from organizations where id = ?', [ctx.dashboard.orgId]);
     const { userId, email, name, role, orgId } = ctx.dashboard;
     return {
       user: { id: userId, email, name, role },
-      org: { id: orgId, name: org[0]?.name ?? '' },
+      org: { id: orgId, name: await organizationName(ctx.em) },
       // The banner: each quota at a threshold or used up now (the month's recorded alerts are on Usage).
       quota_notices: quotaNotices(usage.quotas),
     };
@@ -118,7 +116,7 @@ export const adminRouter = router({
 
   keys: router({
     list: sessionProcedure.query(async ({ ctx }) =>
-      (await listApiKeys(ctx.em, ctx.dashboard.orgId)).map(({ org_id: _org, ...key }) => key),
+      (await listApiKeys(ctx.em)).map(({ org_id: _org, ...key }) => key),
     ),
     create: adminProcedure
       .input(
@@ -159,16 +157,12 @@ export const adminRouter = router({
       .mutation(async ({ ctx, input }) => {
         const rotated = await rotateApiKey(ctx.em, input.key_id, input.overlap_hours * 3_600_000, {
           actor: ctx.dashboard.email,
-          orgId: ctx.dashboard.orgId,
         });
         if (!rotated) throw notFound('API key');
         return rotated;
       }),
     revoke: adminProcedure.input(z.object({ key_id: z.uuid() })).mutation(async ({ ctx, input }) => {
-      const revoked = await revokeApiKey(ctx.em, input.key_id, {
-        actor: ctx.dashboard.email,
-        orgId: ctx.dashboard.orgId,
-      });
+      const revoked = await revokeApiKey(ctx.em, input.key_id, { actor: ctx.dashboard.email });
       if (!revoked) throw notFound('API key');
       return { key_id: revoked.key_id, revoked_at: revoked.revoked_at as string };
     }),
@@ -234,8 +228,8 @@ export const adminRouter = router({
 
   team: router({
     list: sessionProcedure.query(async ({ ctx }) => ({
-      members: (await listPeople(ctx.em, ctx.dashboard.orgId)).map(({ org_id: _org, ...p }) => p),
-      invitations: await listInvitations(ctx.em, ctx.dashboard.orgId),
+      members: (await listPeople(ctx.em)).map(({ org_id: _org, ...p }) => p),
+      invitations: await listInvitations(ctx.em),
     })),
     invite: adminProcedure
       .input(z.object({ role: z.enum(USER_ROLES), email: z.email().optional() }))
@@ -252,11 +246,11 @@ export const adminRouter = router({
         };
       }),
     revokeInvitation: adminProcedure.input(Id).mutation(async ({ ctx, input }) => {
-      await revokeInvitation(ctx.em, input.id, { actor: ctx.dashboard.email, orgId: ctx.dashboard.orgId });
+      await revokeInvitation(ctx.em, input.id, { actor: ctx.dashboard.email });
       return { success: true as const };
     }),
     remove: adminProcedure.input(z.object({ user_id: z.uuid() })).mutation(async ({ ctx, input }) => {
-      await removePerson(ctx.em, input.user_id, { actor: ctx.dashboard.email, orgId: ctx.dashboard.orgId });
+      await removePerson(ctx.em, input.user_id, { actor: ctx.dashboard.email });
       return { success: true as const };
     }),
     setRole: adminProcedure
@@ -264,7 +258,6 @@ export const adminRouter = router({
       .mutation(async ({ ctx, input }) => {
         const { org_id: _org, ...person } = await setPersonRole(ctx.em, input.user_id, input.role, {
           actor: ctx.dashboard.email,
-          orgId: ctx.dashboard.orgId,
         });
         return person;
       }),
@@ -273,7 +266,7 @@ export const adminRouter = router({
   audit: router({
     list: sessionProcedure
       .input(Page.optional())
-      .query(({ ctx, input }) => listAudit(ctx.em, ctx.dashboard.orgId, input ?? { limit: 25, offset: 0 })),
+      .query(({ ctx, input }) => listAudit(ctx.em, input ?? { limit: 25, offset: 0 })),
   }),
 
   /** Before anyone is signed in: the page an invitation link (or the first admin's link) opens. */

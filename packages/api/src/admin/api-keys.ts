@@ -1,9 +1,11 @@
 import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { ApiKey, type EntityManager, LockMode, Organization, transaction } from '@crm/db';
+import { ApiKey, type EntityManager, transaction } from '@crm/db';
 import { LRUCache } from 'lru-cache';
 import { ApiError } from '../errors.ts';
+import { currentOrg, orgDb, unscopedDb } from '../org-scope.ts';
 import { ALL_SCOPES, parseScopes } from '../scopes.ts';
 import { CLI_ACTOR, recordAudit } from './audit.ts';
+import { organizationExists } from './organizations.ts';
 
 /** Keys look like `ck_` + 32 url-safe characters (192 random bits), matching the contract's `^[a-z]{2}_`. */
 export const API_KEY_PREFIX = 'ck_';
@@ -62,8 +64,7 @@ export async function issueApiKey(
       `expires_at: must be in the future, got ${grant.expiresAt.toISOString()}`,
     );
   return transaction(em, async (tx) => {
-    const org = await tx.findOne(Organization, { id: orgId });
-    if (!org) throw new Error(`Organization ${orgId} does not exist`);
+    if (!(await organizationExists(tx, orgId))) throw new Error(`Organization ${orgId} does not exist`);
     const plaintext = generateApiKey();
     const key = tx.create(ApiKey, {
       orgId,
@@ -85,59 +86,91 @@ export async function issueApiKey(
   });
 }
 
-const issued = (key: ApiKey, plaintext: string): IssuedKey => ({
+const issued = (key: Pick<ApiKey, 'id' | 'scopes' | 'expiresAt'>, plaintext: string): IssuedKey => ({
   key_id: key.id,
   api_key: plaintext,
   scopes: key.scopes,
   expires_at: key.expiresAt?.toISOString() ?? null,
 });
 
+/** A key's row as the summaries and rotation read it. */
+const KEY_COLUMNS = [
+  'id',
+  'org_id',
+  'name',
+  'prefix',
+  'created_at',
+  'created_by',
+  'last_used_at',
+  'revoked_at',
+  'scopes',
+  'expires_at',
+  'replaced_by',
+] as const;
+
 /**
  * Rotation: issues a successor with the same name, scopes and expiry (shown once), and lets the old key
  * work until `overlapMs` from now (or its own earlier expiry), so clients can switch over without an
- * outage. Undefined when no such unrevoked key exists (or it belongs to another organization than
- * `acting.orgId`).
+ * outage. Undefined when the organization `em` is scoped to has no such unrevoked key.
  */
 export async function rotateApiKey(
   em: EntityManager,
   keyId: string,
   overlapMs: number,
-  acting: { actor: string; orgId?: string } = { actor: CLI_ACTOR },
+  acting: { actor: string } = { actor: CLI_ACTOR },
 ): Promise<(IssuedKey & { replaces: string; old_key_expires_at: string }) | undefined> {
   try {
     return await transaction(em, async (tx) => {
-      const old = await tx.findOne(ApiKey, { id: keyId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
-      if (!old || old.revokedAt || (acting.orgId && old.orgId !== acting.orgId)) return undefined;
+      const keys = orgDb(tx);
+      const old = await keys
+        .selectFrom('api_keys')
+        .select(KEY_COLUMNS)
+        .where('id', '=', keyId)
+        .forUpdate()
+        .executeTakeFirst();
+      if (!old || old.revoked_at) return undefined;
       const now = Date.now();
       // A successor that was revoked (leaked, say) replaces nothing: the old key may be rotated again.
       const successorLives =
-        old.replacedBy != null && (await tx.findOne(ApiKey, { id: old.replacedBy }))?.revokedAt == null;
+        old.replaced_by != null &&
+        (
+          await keys
+            .selectFrom('api_keys')
+            .select('revoked_at')
+            .where('id', '=', old.replaced_by)
+            .executeTakeFirst()
+        )?.revoked_at == null;
       if (successorLives)
         throw new ApiError(
           'invalid_request',
-          `API key ${keyId} was already rotated: rotate its successor ${old.replacedBy} instead`,
+          `API key ${keyId} was already rotated: rotate its successor ${old.replaced_by} instead`,
         );
-      if (old.expiresAt && old.expiresAt.getTime() <= now)
+      const oldExpiresAt = old.expires_at == null ? null : new Date(old.expires_at);
+      if (oldExpiresAt && oldExpiresAt.getTime() <= now)
         throw new ApiError(
           'invalid_request',
-          `API key ${keyId} expired at ${old.expiresAt.toISOString()}: issue a new one instead`,
+          `API key ${keyId} expired at ${oldExpiresAt.toISOString()}: issue a new one instead`,
         );
       const plaintext = generateApiKey();
       const successor = tx.create(ApiKey, {
-        orgId: old.orgId,
+        orgId: currentOrg(tx),
         name: old.name ?? null,
         prefix: plaintext.slice(0, 7),
         keyHash: hashApiKey(plaintext),
         createdBy: acting.actor,
         scopes: old.scopes,
-        expiresAt: old.expiresAt ?? null,
+        expiresAt: oldExpiresAt,
       });
-      const overlapEnd = new Date(now + overlapMs);
-      old.expiresAt = old.expiresAt && old.expiresAt < overlapEnd ? old.expiresAt : overlapEnd;
-      old.replacedBy = successor.id;
       await tx.flush();
+      const overlapEnd = new Date(now + overlapMs);
+      const oldKeyExpiresAt = oldExpiresAt && oldExpiresAt < overlapEnd ? oldExpiresAt : overlapEnd;
+      await keys
+        .updateTable('api_keys')
+        .set({ expires_at: oldKeyExpiresAt, replaced_by: successor.id })
+        .where('id', '=', keyId)
+        .execute();
       await recordAudit(tx, {
-        orgId: old.orgId,
+        orgId: currentOrg(tx),
         actor: acting.actor,
         action: 'api_key.rotated',
         target: `${old.prefix}… → ${successor.prefix}… ${old.name ?? ''}`.trim(),
@@ -145,7 +178,7 @@ export async function rotateApiKey(
       return {
         ...issued(successor, plaintext),
         replaces: old.id,
-        old_key_expires_at: old.expiresAt.toISOString(),
+        old_key_expires_at: oldKeyExpiresAt.toISOString(),
       };
     });
   } finally {
@@ -170,52 +203,91 @@ export interface ApiKeySummary {
   replaced_by: string | null;
 }
 
-export async function listApiKeys(em: EntityManager, orgId?: string): Promise<ApiKeySummary[]> {
-  const keys = await em.find(ApiKey, orgId ? { orgId } : {}, { orderBy: { createdAt: 'asc' } });
+/** The keys of the organization `em` is scoped to, oldest first. */
+export async function listApiKeys(em: EntityManager): Promise<ApiKeySummary[]> {
+  const keys = await orgDb(em)
+    .selectFrom('api_keys')
+    .select(KEY_COLUMNS)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
   return keys.map(toSummary);
 }
 
-function toSummary(k: ApiKey): ApiKeySummary {
+/** Every organization's keys, oldest first (`crm key list` without `--org`). */
+export async function listEveryApiKey(em: EntityManager): Promise<ApiKeySummary[]> {
+  const keys = await unscopedDb(em, 'crm key list without --org: every organization’s keys')
+    .selectFrom('api_keys')
+    .select(KEY_COLUMNS)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+  return keys.map(toSummary);
+}
+
+type KeyRow = {
+  id: string;
+  org_id: string;
+  name: string | null;
+  prefix: string;
+  created_at: Date | string;
+  created_by: string | null;
+  last_used_at: Date | string | null;
+  revoked_at: Date | string | null;
+  scopes: string[];
+  expires_at: Date | string | null;
+  replaced_by: string | null;
+};
+
+/** The connection hands timestamps back as strings or Dates, by driver: ISO strings out, as before. */
+const isoOrNull = (at: Date | string | null) => (at == null ? null : new Date(at).toISOString());
+
+function toSummary(k: KeyRow): ApiKeySummary {
   return {
     key_id: k.id,
-    org_id: k.orgId,
+    org_id: k.org_id,
     name: k.name ?? null,
     prefix: k.prefix,
-    created_at: k.createdAt.toISOString(),
-    created_by: k.createdBy ?? null,
-    last_used_at: k.lastUsedAt?.toISOString() ?? null,
-    revoked_at: k.revokedAt?.toISOString() ?? null,
+    created_at: new Date(k.created_at).toISOString(),
+    created_by: k.created_by ?? null,
+    last_used_at: isoOrNull(k.last_used_at),
+    revoked_at: isoOrNull(k.revoked_at),
     scopes: k.scopes,
-    expires_at: k.expiresAt?.toISOString() ?? null,
-    replaced_by: k.replacedBy ?? null,
+    expires_at: isoOrNull(k.expires_at),
+    replaced_by: k.replaced_by ?? null,
   };
 }
 
 /**
- * Revokes a key: it answers 401 from the next request on this process, within KEY_CACHE_TTL_MS on every
- * other instance. Returns undefined when no such key exists, or it belongs to another organization
- * than `acting.orgId`; revoking twice keeps the first revocation time.
+ * Revokes a key of the organization `em` is scoped to: it answers 401 from the next request on this
+ * process, within KEY_CACHE_TTL_MS on every other instance. Undefined when the organization has no such
+ * key; revoking twice keeps the first revocation time.
  */
 export async function revokeApiKey(
   em: EntityManager,
   keyId: string,
-  acting: { actor: string; orgId?: string } = { actor: CLI_ACTOR },
+  acting: { actor: string } = { actor: CLI_ACTOR },
 ): Promise<ApiKeySummary | undefined> {
   try {
     return await transaction(em, async (tx) => {
-      const key = await tx.findOne(ApiKey, { id: keyId });
-      if (!key || (acting.orgId && key.orgId !== acting.orgId)) return undefined;
-      if (!key.revokedAt) {
-        key.revokedAt = new Date();
-        await tx.flush();
-        await recordAudit(tx, {
-          orgId: key.orgId,
-          actor: acting.actor,
-          action: 'api_key.revoked',
-          target: `${key.prefix}… ${key.name ?? ''}`.trim(),
-        });
-      }
-      return toSummary(key);
+      const keys = orgDb(tx);
+      const key = await keys
+        .selectFrom('api_keys')
+        .select(KEY_COLUMNS)
+        .where('id', '=', keyId)
+        .forUpdate()
+        .executeTakeFirst();
+      if (!key) return undefined;
+      if (key.revoked_at) return toSummary(key);
+      const revokedAt = new Date();
+      await keys.updateTable('api_keys').set({ revoked_at: revokedAt }).where('id', '=', keyId).execute();
+      await recordAudit(tx, {
+        orgId: currentOrg(tx),
+        actor: acting.actor,
+        action: 'api_key.revoked',
+        target: `${key.prefix}… ${key.name ?? ''}`.trim(),
+      });
+      return toSummary({ ...key, revoked_at: revokedAt });
     });
   } finally {
     forgetLookedUpKeys();
@@ -279,15 +351,15 @@ export async function findActiveKey(em: EntityManager, plaintext: string): Promi
 
 async function lookUpKey(em: EntityManager, hash: string): Promise<ActiveKey | undefined> {
   const startedAt = generation;
-  const rows = await em
-    .getConnection()
-    .execute<
-      { id: string; org_id: string; key_hash: string; scopes: string[]; expires_at: Date | string | null }[]
-    >(
-      'select id, org_id, key_hash, scopes, expires_at from api_keys where key_hash = ? and revoked_at is null',
-      [hash],
-    );
-  const row = rows[0];
+  const row = await unscopedDb(
+    em,
+    'authentication: a key is found by its hash, before its organization is known',
+  )
+    .selectFrom('api_keys')
+    .select(['id', 'org_id', 'key_hash', 'scopes', 'expires_at'])
+    .where('key_hash', '=', hash)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
   if (!row) return undefined;
   if (!timingSafeEqual(Buffer.from(row.key_hash), Buffer.from(hash))) return undefined;
   const key: ActiveKey = {

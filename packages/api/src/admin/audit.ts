@@ -1,4 +1,5 @@
 import { type EntityManager, sqlOf, uuidv7 } from '@crm/db';
+import { orgDb } from '../org-scope.ts';
 
 /** What the audit log records; the dashboard shows these names as they are. */
 export type AuditAction =
@@ -52,18 +53,16 @@ export interface AuditEntryDto {
   details: string | null;
 }
 
-/** The organization's audit log, newest first. */
+/** The audit log of the organization `em` is scoped to, newest first. */
 export async function listAudit(
   em: EntityManager,
-  orgId: string,
   page: { limit: number; offset: number },
 ): Promise<{ data: AuditEntryDto[]; meta: { total: number; limit: number; offset: number } }> {
-  const db = sqlOf(em);
+  const db = orgDb(em);
   const [rows, counted] = await Promise.all([
     db
       .selectFrom('audit_log')
       .select(['id', 'at', 'actor', 'action', 'target', 'details'])
-      .where('org_id', '=', orgId)
       .orderBy('at', 'desc')
       .orderBy('id', 'desc')
       .limit(page.limit)
@@ -72,7 +71,6 @@ export async function listAudit(
     db
       .selectFrom('audit_log')
       .select((eb) => eb.fn.countAll<string>().as('total'))
-      .where('org_id', '=', orgId)
       .executeTakeFirstOrThrow(),
   ]);
   return {

@@ -5,6 +5,7 @@ import { betterAuth } from 'better-auth';
 import { fromNodeHeaders } from 'better-auth/node';
 import type { KyselyPlugin } from 'kysely';
 import type { Log } from '../limits/log.ts';
+import { unscopedDb } from '../org-scope.ts';
 
 /** Where better-auth's endpoints live (sign-in, sign-out, change-password, revoke-sessions, get-session). */
 export const DASHBOARD_AUTH_PATH = '/admin/auth';
@@ -27,13 +28,13 @@ export interface DashboardSession {
  */
 async function sessionSecret(orm: Orm, configured: string | undefined): Promise<string> {
   if (configured) return configured;
-  const db = sqlOf(orm.em.fork());
-  await db
+  const em = orm.em.fork();
+  await sqlOf(em)
     .insertInto('server_secrets')
     .values({ name: 'auth_secret', value: randomBytes(32).toString('base64url'), created_at: new Date() })
     .onConflict((oc) => oc.column('name').doNothing())
     .execute();
-  const row = await db
+  const row = await unscopedDb(em, 'the server’s own secret (server_secrets has no organization)')
     .selectFrom('server_secrets')
     .select('value')
     .where('name', '=', 'auth_secret')
@@ -77,7 +78,13 @@ function options(orm: Orm, config: Config, secret: string, log: Log) {
     // is opened at; trustedOrigins below then admits only that same origin.
     ...(publicUrl ? { baseURL: publicUrl } : {}),
     secret,
-    database: { db: sqlOf(orm.em.fork()).withPlugin(timestampsAsDates), type: 'postgres' as const },
+    database: {
+      db: unscopedDb(
+        orm.em.fork(),
+        'sign-in: better-auth finds a person by e-mail and a session by its cookie, before any organization',
+      ).withPlugin(timestampsAsDates),
+      type: 'postgres' as const,
+    },
     user: {
       modelName: 'users',
       fields: { emailVerified: 'email_verified', ...timestamps },

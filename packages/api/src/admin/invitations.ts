@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { type EntityManager, sqlOf, transaction, type UserRole, uuidv7 } from '@crm/db';
 import { ApiError, notFound } from '../errors.ts';
+import { currentOrg, orgDb, unscopedDb } from '../org-scope.ts';
 import { recordAudit } from './audit.ts';
 import { createPerson, normalizeEmail } from './people.ts';
 
@@ -58,12 +59,11 @@ export async function createInvitation(
   return { id, token, expires_at: expiresAt.toISOString() };
 }
 
-/** Pending invitations: not accepted, not expired. */
-export async function listInvitations(em: EntityManager, orgId: string): Promise<InvitationDto[]> {
-  const rows = await sqlOf(em)
+/** The pending invitations (not accepted, not expired) of the organization `em` is scoped to. */
+export async function listInvitations(em: EntityManager): Promise<InvitationDto[]> {
+  const rows = await orgDb(em)
     .selectFrom('invitations')
     .select(['id', 'role', 'email', 'created_at', 'expires_at', 'invited_by'])
-    .where('org_id', '=', orgId)
     .where('accepted_at', 'is', null)
     .where('expires_at', '>', new Date())
     .orderBy('created_at', 'desc')
@@ -75,22 +75,22 @@ export async function listInvitations(em: EntityManager, orgId: string): Promise
   }));
 }
 
+/** Revokes a pending invitation of the organization `em` is scoped to (another's is a missing one). */
 export async function revokeInvitation(
   em: EntityManager,
   id: string,
-  acting: { actor: string; orgId: string },
+  acting: { actor: string },
 ): Promise<void> {
   await transaction(em, async (tx) => {
-    const deleted = await sqlOf(tx)
+    const deleted = await orgDb(tx)
       .deleteFrom('invitations')
       .where('id', '=', id)
-      .where('org_id', '=', acting.orgId)
       .where('accepted_at', 'is', null)
       .returning(['email', 'role'])
       .executeTakeFirst();
     if (!deleted) throw notFound('Invitation');
     await recordAudit(tx, {
-      orgId: acting.orgId,
+      orgId: currentOrg(tx),
       actor: acting.actor,
       action: 'invitation.revoked',
       target: deleted.email,
@@ -106,7 +106,7 @@ export async function describeInvitation(
   em: EntityManager,
   token: string,
 ): Promise<{ org_name: string; role: UserRole; email: string | null; expires_at: string }> {
-  const row = await sqlOf(em)
+  const row = await unscopedDb(em, 'an invitation link is opened before anyone signs in: found by its token')
     .selectFrom('invitations as i')
     .innerJoin('organizations as o', 'o.id', 'i.org_id')
     .select(['o.name as org_name', 'i.role', 'i.email', 'i.expires_at'])
@@ -128,7 +128,10 @@ export async function acceptInvitation(
   person: { name: string; email: string; password: string },
 ): Promise<{ user_id: string; email: string; org_id: string }> {
   return transaction(em, async (tx) => {
-    const invitation = await sqlOf(tx)
+    const invitation = await unscopedDb(
+      tx,
+      'an invitation link is accepted before anyone signs in: found by its token',
+    )
       .updateTable('invitations')
       .set({ accepted_at: new Date() })
       .where('token_hash', '=', hashToken(token))

@@ -6,6 +6,7 @@ import {
   type StageType,
   transaction,
 } from '@crm/db';
+import { currentOrg, orgDb, orgFork, unscopedDb } from '../org-scope.ts';
 import { forgetLookedUpKeys, type IssuedKey, issueApiKey } from './api-keys.ts';
 
 /** The stages every new organization starts with; docs/api/deals.md (Pipeline) says what each means. */
@@ -47,11 +48,50 @@ export async function createOrganizationWithKey(
   return { org_id: org.id, ...key };
 }
 
+/** Every organization, oldest first (`crm org list`). */
 export async function listOrganizations(
   em: EntityManager,
 ): Promise<Array<{ org_id: string; name: string; created_at: string }>> {
-  const orgs = await em.find(Organization, {}, { orderBy: { createdAt: 'asc' } });
-  return orgs.map((o) => ({ org_id: o.id, name: o.name, created_at: o.createdAt.toISOString() }));
+  const orgs = await unscopedDb(em, 'crm org list: every organization')
+    .selectFrom('organizations')
+    .select(['id', 'name', 'created_at'])
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+  return orgs.map((o) => ({ org_id: o.id, name: o.name, created_at: new Date(o.created_at).toISOString() }));
+}
+
+/** Whether any organization exists (the first start makes one when none does). */
+export async function anyOrganizationExists(em: EntityManager): Promise<boolean> {
+  const org = await unscopedDb(em, 'first start: whether any organization exists yet')
+    .selectFrom('organizations')
+    .select('id')
+    .limit(1)
+    .executeTakeFirst();
+  return org !== undefined;
+}
+
+/** Whether the organization a caller names (`--org`, a new key's or person's) exists. */
+export async function organizationExists(em: EntityManager, orgId: string): Promise<boolean> {
+  const org = await unscopedDb(
+    em,
+    'whether the organization a caller names exists (organizations has no org_id)',
+  )
+    .selectFrom('organizations')
+    .select('id')
+    .where('id', '=', orgId)
+    .executeTakeFirst();
+  return org !== undefined;
+}
+
+/** The name of the organization `em` is scoped to. */
+export async function organizationName(em: EntityManager): Promise<string> {
+  const org = await orgDb(em)
+    .selectFrom('organizations')
+    .select('name')
+    .where('id', '=', currentOrg(em))
+    .executeTakeFirst();
+  return org?.name ?? '';
 }
 
 /** The tables the database keeps per organization from its rows (docs/api/lists-and-search.md: Lists; docs/api/analytics.md: Analytics at scale). */
@@ -72,14 +112,17 @@ export async function deleteOrganization(em: EntityManager, orgId: string): Prom
     return await transaction(em, async (tx) => {
       // The analytics triggers stand aside while the organization's rows go (its sums are deleted below).
       await tx.execute("select set_config('crm.deleting_org', ?, true)", [orgId]);
-      const rows = await tx.execute<{ id: string }[]>('delete from organizations where id = ? returning id', [
-        orgId,
-      ]);
+      const deleted = await unscopedDb(tx, 'crm org delete: the organization itself (its rows cascade)')
+        .deleteFrom('organizations')
+        .where('id', '=', orgId)
+        .returning('id')
+        .executeTakeFirst();
       // Only for this delete: anything else the transaction writes is counted as usual.
       await tx.execute("select set_config('crm.deleting_org', '', true)");
       // The kept counts and sums have no foreign key (the cascade's triggers wrote the counts while the rows went).
-      for (const table of KEPT_AGGREGATES) await tx.execute(`delete from ${table} where org_id = ?`, [orgId]);
-      return rows.length > 0;
+      const own = orgDb(orgFork(tx, orgId));
+      for (const table of KEPT_AGGREGATES) await own.deleteFrom(table).execute();
+      return deleted !== undefined;
     });
   } finally {
     // Also when the commit's answer was lost: forgetting too much costs a lookup.

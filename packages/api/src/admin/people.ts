@@ -3,8 +3,10 @@ import { type EntityManager, sqlOf, transaction, type UserRole, uuidv7 } from '@
 import { hashPassword } from 'better-auth/crypto';
 import { z } from 'zod';
 import { ApiError, notFound } from '../errors.ts';
+import { currentOrg, orgDb, unscopedDb } from '../org-scope.ts';
 import { type AuditAction, recordAudit } from './audit.ts';
 import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from './dashboard-auth.ts';
+import { organizationExists } from './organizations.ts';
 
 /** better-auth's provider id for e-mail and password accounts. */
 const CREDENTIAL_PROVIDER = 'credential';
@@ -51,10 +53,9 @@ export interface PersonDto {
   created_at: string;
 }
 
-/** Who acts and for which organization; `orgId` unset means any organization (the CLI). */
+/** Who acts: a person's e-mail (dashboard) or "CLI"; the organization is the one `em` is scoped to. */
 export interface Acting {
   actor: string;
-  orgId?: string;
 }
 
 /**
@@ -73,17 +74,15 @@ export async function createPerson(
   const userId = uuidv7();
   await withUniqueEmail(email, () =>
     transaction(em, async (tx) => {
-      const db = sqlOf(tx);
-      const org = await db
-        .selectFrom('organizations')
+      if (!(await organizationExists(tx, input.orgId))) throw notFound('Organization');
+      const taken = await unscopedDb(tx, 'an e-mail signs in to one account, whatever its organization')
+        .selectFrom('users')
         .select('id')
-        .where('id', '=', input.orgId)
+        .where('email', '=', email)
         .executeTakeFirst();
-      if (!org) throw notFound('Organization');
-      const taken = await db.selectFrom('users').select('id').where('email', '=', email).executeTakeFirst();
       if (taken) throw new ApiError('invalid_request', `email: ${email} already has an account`);
       const now = new Date();
-      await db
+      await sqlOf(tx)
         .insertInto('users')
         .values({
           id: userId,
@@ -131,36 +130,44 @@ function toPersonDto(row: {
   };
 }
 
-export async function listPeople(em: EntityManager, orgId?: string): Promise<PersonDto[]> {
-  let query = sqlOf(em)
+const PERSON_COLUMNS = ['id', 'org_id', 'email', 'name', 'role', 'created_at'] as const;
+
+/** The people of the organization `em` is scoped to, in the order they joined. */
+export async function listPeople(em: EntityManager): Promise<PersonDto[]> {
+  const people = await orgDb(em)
     .selectFrom('users')
-    .select(['id', 'org_id', 'email', 'name', 'role', 'created_at'])
+    .select(PERSON_COLUMNS)
     .orderBy('created_at')
-    .orderBy('id');
-  if (orgId) query = query.where('org_id', '=', orgId);
-  return (await query.execute()).map(toPersonDto);
+    .orderBy('id')
+    .execute();
+  return people.map(toPersonDto);
+}
+
+/** Every organization's people (`crm user list` without `--org`). */
+export async function listEveryPerson(em: EntityManager): Promise<PersonDto[]> {
+  const people = await unscopedDb(em, 'crm user list without --org: every organization’s people')
+    .selectFrom('users')
+    .select(PERSON_COLUMNS)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+  return people.map(toPersonDto);
 }
 
 /**
- * The person, locked for the rest of the transaction together with their organization's admins, so two
+ * The person, of the organization `tx` is scoped to (another organization's answers exactly like a
+ * missing one), locked for the rest of the transaction together with the organization's admins, so two
  * admins removing or demoting each other at once cannot leave the organization without one.
  */
-async function lockPerson(tx: EntityManager, userId: string, orgId: string | undefined) {
-  const db = sqlOf(tx);
+async function lockPerson(tx: EntityManager, userId: string) {
+  const db = orgDb(tx);
   const person = await db
     .selectFrom('users')
-    .select(['id', 'org_id', 'email', 'name', 'role', 'created_at'])
+    .select(PERSON_COLUMNS)
     .where('id', '=', userId)
     .executeTakeFirst();
-  // Another organization's person answers exactly like a missing one.
-  if (!person || (orgId && person.org_id !== orgId)) throw notFound('Person');
-  const admins = await db
-    .selectFrom('users')
-    .select('id')
-    .where('org_id', '=', person.org_id)
-    .where('role', '=', 'admin')
-    .forUpdate()
-    .execute();
+  if (!person) throw notFound('Person');
+  const admins = await db.selectFrom('users').select('id').where('role', '=', 'admin').forUpdate().execute();
   return { person, admins: admins.length };
 }
 
@@ -168,12 +175,12 @@ const LAST_ADMIN = 'An organization needs at least one admin: make someone else 
 
 export async function removePerson(em: EntityManager, userId: string, acting: Acting): Promise<PersonDto> {
   return transaction(em, async (tx) => {
-    const { person, admins } = await lockPerson(tx, userId, acting.orgId);
+    const { person, admins } = await lockPerson(tx, userId);
     if (person.role === 'admin' && admins <= 1) throw new ApiError('last_admin', LAST_ADMIN);
     // Their sessions and password go with them (foreign keys cascade).
-    await sqlOf(tx).deleteFrom('users').where('id', '=', userId).execute();
+    await orgDb(tx).deleteFrom('users').where('id', '=', userId).execute();
     await recordAudit(tx, {
-      orgId: person.org_id,
+      orgId: currentOrg(tx),
       actor: acting.actor,
       action: 'member.removed',
       target: person.email,
@@ -189,16 +196,16 @@ export async function setPersonRole(
   acting: Acting,
 ): Promise<PersonDto> {
   return transaction(em, async (tx) => {
-    const { person, admins } = await lockPerson(tx, userId, acting.orgId);
+    const { person, admins } = await lockPerson(tx, userId);
     if (person.role === role) return toPersonDto(person);
     if (person.role === 'admin' && admins <= 1) throw new ApiError('last_admin', LAST_ADMIN);
-    await sqlOf(tx)
+    await orgDb(tx)
       .updateTable('users')
       .set({ role, updated_at: new Date() })
       .where('id', '=', userId)
       .execute();
     await recordAudit(tx, {
-      orgId: person.org_id,
+      orgId: currentOrg(tx),
       actor: acting.actor,
       action: 'member.role_changed',
       target: person.email,
@@ -217,15 +224,13 @@ export async function resetPassword(
   const password = generatePassword();
   const hash = await hashPassword(password);
   return transaction(em, async (tx) => {
-    const { person } = await lockPerson(tx, userId, acting.orgId);
+    const { person } = await lockPerson(tx, userId);
     const now = new Date();
-    const updated = await sqlOf(tx)
-      .updateTable('accounts' as never)
-      .set({ password: hash, updated_at: now } as never)
-      .where('user_id' as never, '=', userId as never)
-      .where('provider_id' as never, '=', CREDENTIAL_PROVIDER as never)
-      .executeTakeFirst();
-    if (updated.numUpdatedRows === 0n)
+    const updated = await tx.execute<{ id: string }[]>(
+      'update accounts set password = ?, updated_at = ? where user_id = ? and provider_id = ? returning id',
+      [hash, now, userId, CREDENTIAL_PROVIDER],
+    );
+    if (updated.length === 0)
       await tx.execute(
         `insert into accounts (id, user_id, account_id, provider_id, password, created_at, updated_at)
          values (?, ?, ?, ?, ?, ?, ?)`,
@@ -233,7 +238,7 @@ export async function resetPassword(
       );
     await tx.execute('delete from sessions where user_id = ?', [userId]);
     await recordAudit(tx, {
-      orgId: person.org_id,
+      orgId: currentOrg(tx),
       actor: acting.actor,
       action: 'member.password_reset',
       target: person.email,

@@ -1,5 +1,7 @@
 import type { Config } from '@crm/config';
-import { type EntityManager, Organization, sqlOf } from '@crm/db';
+import { type EntityManager, sqlOf } from '@crm/db';
+import { organizationExists } from '../admin/organizations.ts';
+import { orgDb, orgFork } from '../org-scope.ts';
 import { periodOf } from './period.ts';
 
 /** What `crm org quota` shows: each quota's limit this month, whether it is the organization's own, and the stored use. */
@@ -21,7 +23,7 @@ export class UnknownOrganizationError extends Error {
 }
 
 async function requireOrganization(em: EntityManager, orgId: string): Promise<void> {
-  if (!(await em.findOne(Organization, { id: orgId })))
+  if (!(await organizationExists(em, orgId)))
     throw new UnknownOrganizationError(`organization ${orgId} does not exist`);
 }
 
@@ -56,16 +58,14 @@ export async function orgQuotaReport(
 ): Promise<OrgQuotaReport> {
   await requireOrganization(em, orgId);
   const period = periodOf(now).key;
-  const db = sqlOf(em);
+  const db = orgDb(orgFork(em, orgId));
   const own = await db
     .selectFrom('organization_quotas')
     .select(['api_calls_per_month', 'ai_calls_per_month'])
-    .where('org_id', '=', orgId)
     .executeTakeFirst();
   const counts = await db
     .selectFrom('usage_counters')
     .select(['quota', 'used'])
-    .where('org_id', '=', orgId)
     .where('period', '=', period)
     .execute();
   const used = (quota: string) => Number(counts.find((c) => c.quota === quota)?.used ?? 0);

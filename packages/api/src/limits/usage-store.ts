@@ -1,5 +1,6 @@
 import { type Orm, type Quota, sqlOf, uuidv7 } from '@crm/db';
 import { sql } from 'kysely';
+import { orgDb, orgFork, unscopedDb } from '../org-scope.ts';
 import type { Counts } from './quota-counters.ts';
 
 export interface CountRow {
@@ -32,15 +33,15 @@ export class UsageStore {
     this.orm = orm;
   }
 
-  private db() {
-    return sqlOf(this.orm.em.fork());
+  /** The builder scoped to one organization: each read below is of the organization it is asked about. */
+  private scoped(orgId: string) {
+    return orgDb(orgFork(this.orm.em, orgId));
   }
 
   async counts(orgId: string, period: string): Promise<Counts> {
-    const rows = await this.db()
+    const rows = await this.scoped(orgId)
       .selectFrom('usage_counters')
       .select(['quota', 'used'])
-      .where('org_id', '=', orgId)
       .where('period', '=', period)
       .execute();
     const counts: Counts = { api_calls: 0, ai_calls: 0 };
@@ -66,7 +67,10 @@ export class UsageStore {
       else daily.set(key, { orgId: r.orgId, quota: r.quota, used: r.used });
     }
     const totals = await this.orm.em.fork().transactional(async (em) => {
-      const db = sqlOf(em);
+      const db = unscopedDb(
+        em,
+        'the usage flush adds up every organization’s counted calls in one statement',
+      );
       const dayValues = sql.join(
         [...daily.values()].map((d) => sql`(${d.orgId}::uuid, ${d.quota}, ${d.used}::bigint)`),
       );
@@ -98,10 +102,9 @@ export class UsageStore {
   ): Promise<Array<{ day: string; api_calls: number; ai_calls: number }>> {
     const end = Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), today.getUTCDate());
     const first = new Date(end - (days - 1) * 86_400_000).toISOString().slice(0, 10);
-    const rows = await this.db()
+    const rows = await this.scoped(orgId)
       .selectFrom('usage_daily')
       .select((eb) => [eb.fn<string>('to_char', ['day', eb.val('YYYY-MM-DD')]).as('day'), 'quota', 'used'])
-      .where('org_id', '=', orgId)
       .where('day', '>=', first)
       .execute();
     const series = Array.from({ length: days }, (_, i) => ({
@@ -118,10 +121,9 @@ export class UsageStore {
   }
 
   async ownQuotas(orgId: string): Promise<OwnQuotas> {
-    const row = await this.db()
+    const row = await this.scoped(orgId)
       .selectFrom('organization_quotas')
       .select(['api_calls_per_month', 'ai_calls_per_month'])
-      .where('org_id', '=', orgId)
       .executeTakeFirst();
     const num = (v: unknown) => (v == null ? null : Number(v));
     return { api_calls: num(row?.api_calls_per_month), ai_calls: num(row?.ai_calls_per_month) };
@@ -131,7 +133,7 @@ export class UsageStore {
   async recordAlerts(alerts: readonly AlertRow[]): Promise<void> {
     if (alerts.length === 0) return;
     const now = new Date();
-    await this.db()
+    await sqlOf(this.orm.em.fork())
       .insertInto('usage_alerts')
       .values(
         alerts.map((a) => ({

@@ -1,13 +1,19 @@
 import type { Config } from '@crm/config';
-import { type EntityManager, Organization, USER_ROLES, type UserRole } from '@crm/db';
+import { type EntityManager, USER_ROLES, type UserRole } from '@crm/db';
 import { z } from 'zod';
-import { ApiError } from '../../errors.ts';
+import { ApiError, notFound } from '../../errors.ts';
 import { orgQuotaReport, setOrgQuota, UnknownOrganizationError } from '../../limits/org-quotas.ts';
+import { orgFork, unscopedDb } from '../../org-scope.ts';
 import { parseScopes } from '../../scopes.ts';
-import { issueApiKey, listApiKeys, revokeApiKey, rotateApiKey } from '../api-keys.ts';
+import { issueApiKey, listApiKeys, listEveryApiKey, revokeApiKey, rotateApiKey } from '../api-keys.ts';
 import { CLI_ACTOR } from '../audit.ts';
-import { createOrganizationWithKey, deleteOrganization, listOrganizations } from '../organizations.ts';
-import { createPerson, listPeople, removePerson, resetPassword } from '../people.ts';
+import {
+  createOrganizationWithKey,
+  deleteOrganization,
+  listOrganizations,
+  organizationExists,
+} from '../organizations.ts';
+import { createPerson, listEveryPerson, listPeople, removePerson, resetPassword } from '../people.ts';
 import { CliError, UsageError } from './errors.ts';
 import { runImport } from './import-command.ts';
 import type { Io } from './io.ts';
@@ -102,8 +108,38 @@ async function asCliMessage<T>(run: () => Promise<T>): Promise<T> {
 }
 
 async function requireOrganization(em: EntityManager, orgId: string): Promise<void> {
-  const org = await em.findOne(Organization, { id: orgId });
-  if (!org) throw new CliError(`organization ${orgId} does not exist`);
+  if (!(await organizationExists(em, orgId))) throw new CliError(`organization ${orgId} does not exist`);
+}
+
+/** A unit of work scoped to the organization `--org` names; a CliError when there is none. */
+async function scopedToOrg(em: EntityManager, orgId: string): Promise<EntityManager> {
+  await requireOrganization(em, orgId);
+  return orgFork(em, orgId);
+}
+
+/**
+ * A command that names a key or a person by its id alone acts in that record's organization, through the
+ * same scoped code as the dashboard: a unit of work scoped to it, or undefined when no organization holds
+ * the id.
+ */
+async function scopedToOwnerOf(
+  em: EntityManager,
+  table: 'api_keys' | 'users',
+  id: string,
+): Promise<EntityManager | undefined> {
+  const owner = await unscopedDb(em, 'the CLI names a key or a person by its id alone: whose it is')
+    .selectFrom(table)
+    .select('org_id')
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return owner && orgFork(em, owner.org_id);
+}
+
+/** The person's organization's unit of work; a missing person is shown as the dashboard's 404 says it. */
+async function personsUnitOfWork(em: EntityManager, userId: string): Promise<EntityManager> {
+  const scoped = await scopedToOwnerOf(em, 'users', userId);
+  if (!scoped) throw new CliError(notFound('Person').message);
+  return scoped;
 }
 
 export const COMMANDS: CommandSpec[] = [
@@ -224,7 +260,8 @@ export const COMMANDS: CommandSpec[] = [
       const keyId = uuidArg(positionals[0] ?? '', 'key_id');
       const overlapMs = durationArg(options.overlap ?? '24h', '--overlap');
       return async (em) => {
-        const rotated = await asCliMessage(() => rotateApiKey(em, keyId, overlapMs));
+        const scoped = await scopedToOwnerOf(em, 'api_keys', keyId);
+        const rotated = scoped && (await asCliMessage(() => rotateApiKey(scoped, keyId, overlapMs)));
         if (!rotated) throw new CliError(`API key ${keyId} does not exist or is revoked`);
         return [rotated];
       };
@@ -237,10 +274,7 @@ export const COMMANDS: CommandSpec[] = [
     summary: 'List API keys, one per line (never the keys themselves)',
     prepare({ options }) {
       const orgId = options.org === undefined ? undefined : uuidArg(options.org, '--org');
-      return async (em) => {
-        if (orgId) await requireOrganization(em, orgId);
-        return listApiKeys(em, orgId);
-      };
+      return async (em) => (orgId ? listApiKeys(await scopedToOrg(em, orgId)) : listEveryApiKey(em));
     },
   },
   {
@@ -251,7 +285,9 @@ export const COMMANDS: CommandSpec[] = [
     prepare({ positionals }) {
       const keyId = uuidArg(positionals[0] ?? '', 'key_id');
       return async (em) => {
-        if (!(await revokeApiKey(em, keyId))) throw new CliError(`API key ${keyId} does not exist`);
+        const scoped = await scopedToOwnerOf(em, 'api_keys', keyId);
+        if (!scoped || !(await revokeApiKey(scoped, keyId)))
+          throw new CliError(`API key ${keyId} does not exist`);
         return [{ key_id: keyId, revoked: true }];
       };
     },
@@ -293,10 +329,7 @@ export const COMMANDS: CommandSpec[] = [
     summary: 'List people, one per line (never their passwords)',
     prepare({ options }) {
       const orgId = options.org === undefined ? undefined : uuidArg(options.org, '--org');
-      return async (em) => {
-        if (orgId) await requireOrganization(em, orgId);
-        return listPeople(em, orgId);
-      };
+      return async (em) => (orgId ? listPeople(await scopedToOrg(em, orgId)) : listEveryPerson(em));
     },
   },
   {
@@ -307,7 +340,8 @@ export const COMMANDS: CommandSpec[] = [
     prepare({ positionals }) {
       const userId = uuidArg(positionals[0] ?? '', 'user_id');
       return async (em) => {
-        const removed = await asCliMessage(() => removePerson(em, userId, { actor: CLI_ACTOR }));
+        const scoped = await personsUnitOfWork(em, userId);
+        const removed = await asCliMessage(() => removePerson(scoped, userId, { actor: CLI_ACTOR }));
         return [{ user_id: removed.user_id, email: removed.email, removed: true }];
       };
     },
@@ -319,7 +353,10 @@ export const COMMANDS: CommandSpec[] = [
     summary: 'Give a person a new generated password (printed once) and end their sessions',
     prepare({ positionals }) {
       const userId = uuidArg(positionals[0] ?? '', 'user_id');
-      return async (em) => [await asCliMessage(() => resetPassword(em, userId, { actor: CLI_ACTOR }))];
+      return async (em) => {
+        const scoped = await personsUnitOfWork(em, userId);
+        return [await asCliMessage(() => resetPassword(scoped, userId, { actor: CLI_ACTOR }))];
+      };
     },
   },
   {

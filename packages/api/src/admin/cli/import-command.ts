@@ -1,6 +1,7 @@
 import { type FileHandle, open } from 'node:fs/promises';
-import { type EntityManager, Organization } from '@crm/db';
+import type { EntityManager } from '@crm/db';
 import { ImportStopped, importDeals } from '../../features/deals/deal-import.ts';
+import { organizationExists } from '../organizations.ts';
 import { CliError } from './errors.ts';
 import { openImportFile } from './import-file.ts';
 import type { Io } from './io.ts';
@@ -15,8 +16,8 @@ export async function runImport(
   job: { file: string; orgId: string; rejectsPath: string },
   io: Io,
 ): Promise<Record<string, unknown>> {
-  const org = await em.findOne(Organization, { id: job.orgId }, { filters: false });
-  if (!org) throw new CliError(`organization ${job.orgId} does not exist`);
+  if (!(await organizationExists(em, job.orgId)))
+    throw new CliError(`organization ${job.orgId} does not exist`);
   const file = await openImportFile(job.file);
   const started = performance.now();
   let rejects: FileHandle | undefined;

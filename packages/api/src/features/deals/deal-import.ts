@@ -199,12 +199,11 @@ async function writeChunk(em: EntityManager, chunk: Chunk): Promise<void> {
   for (let attempt = 1; ; attempt++) {
     try {
       await transaction(em, async (tx) => {
-        const db = sqlOf(tx);
         for (const [table, rows] of tables) {
           const columns = Object.keys(rows[0] ?? {}).length || 1;
           const per = Math.floor(MAX_PARAMETERS / columns);
           for (let i = 0; i < rows.length; i += per)
-            await db
+            await sqlOf(tx)
               .insertInto(table)
               .values(rows.slice(i, i + per) as never)
               .execute();
