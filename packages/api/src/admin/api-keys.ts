@@ -108,6 +108,10 @@ const KEY_COLUMNS = [
   'replaced_by',
 ] as const;
 
+/** The organization's key `keyId`, locked for the rest of the transaction (undefined: none such). */
+const lockedKey = (keys: ReturnType<typeof orgDb>, keyId: string) =>
+  keys.selectFrom('api_keys').select(KEY_COLUMNS).where('id', '=', keyId).forUpdate().executeTakeFirst();
+
 /**
  * Rotation: issues a successor with the same name, scopes and expiry (shown once), and lets the old key
  * work until `overlapMs` from now (or its own earlier expiry), so clients can switch over without an
@@ -122,12 +126,7 @@ export async function rotateApiKey(
   try {
     return await transaction(em, async (tx) => {
       const keys = orgDb(tx);
-      const old = await keys
-        .selectFrom('api_keys')
-        .select(KEY_COLUMNS)
-        .where('id', '=', keyId)
-        .forUpdate()
-        .executeTakeFirst();
+      const old = await lockedKey(keys, keyId);
       if (!old || old.revoked_at) return undefined;
       const now = Date.now();
       // A successor that was revoked (leaked, say) replaces nothing: the old key may be rotated again.
@@ -271,12 +270,7 @@ export async function revokeApiKey(
   try {
     return await transaction(em, async (tx) => {
       const keys = orgDb(tx);
-      const key = await keys
-        .selectFrom('api_keys')
-        .select(KEY_COLUMNS)
-        .where('id', '=', keyId)
-        .forUpdate()
-        .executeTakeFirst();
+      const key = await lockedKey(keys, keyId);
       if (!key) return undefined;
       if (key.revoked_at) return toSummary(key);
       const revokedAt = new Date();

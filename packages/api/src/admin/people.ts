@@ -133,19 +133,18 @@ function toPersonDto(row: {
 const PERSON_COLUMNS = ['id', 'org_id', 'email', 'name', 'role', 'created_at'] as const;
 
 /** The people of the organization `em` is scoped to, in the order they joined. */
-export async function listPeople(em: EntityManager): Promise<PersonDto[]> {
-  const people = await orgDb(em)
-    .selectFrom('users')
-    .select(PERSON_COLUMNS)
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute();
-  return people.map(toPersonDto);
+export function listPeople(em: EntityManager): Promise<PersonDto[]> {
+  return peopleIn(orgDb(em));
 }
 
 /** Every organization's people (`crm user list` without `--org`). */
-export async function listEveryPerson(em: EntityManager): Promise<PersonDto[]> {
-  const people = await unscopedDb(em, 'crm user list without --org: every organization’s people')
+export function listEveryPerson(em: EntityManager): Promise<PersonDto[]> {
+  return peopleIn(unscopedDb(em, 'crm user list without --org: every organization’s people'));
+}
+
+/** The people `db` sees, in the order they joined. */
+async function peopleIn(db: ReturnType<typeof orgDb>): Promise<PersonDto[]> {
+  const people = await db
     .selectFrom('users')
     .select(PERSON_COLUMNS)
     .orderBy('created_at')
