@@ -1,4 +1,4 @@
-import { TRPCClientError } from '@trpc/client';
+import { CrmError } from '@crm/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ApiResponse, DRIVERS, MISSING_ID, startTestServer, type TestServer } from './harness.ts';
 
@@ -408,36 +408,23 @@ for (const { driver, label, skip } of DRIVERS) {
           () => undefined,
           (err: unknown) => err,
         );
-        expect(foreign).toBeInstanceOf(TRPCClientError);
-        expect(missing).toBeInstanceOf(TRPCClientError);
-        const data = (foreign as TRPCClientError<never>).data as unknown as {
-          httpStatus: number;
-          body: unknown;
-        };
-        expect(data.httpStatus).toBe(404);
-        expect(data.body).toEqual({ error: 'Deal not found', code: 'not_found' });
-        expect(data).toEqual((missing as TRPCClientError<never>).data);
+        expect(foreign).toBeInstanceOf(CrmError);
+        expect(missing).toBeInstanceOf(CrmError);
+        expect(foreign).toMatchObject({ status: 404, body: { error: 'Deal not found', code: 'not_found' } });
+        expect((foreign as CrmError).body).toEqual((missing as CrmError).body);
         expect((foreign as Error).message).toBe((missing as Error).message);
       });
 
       it('contacts.get, deals.update and ai.analyze/predict of A’s rows with B’s key reject with 404 and change nothing', async () => {
         const before = await aState();
         const client = s.trpc(s.orgB);
-        await expect(client.contacts.get.query({ id: a.contactId })).rejects.toMatchObject({
-          data: { httpStatus: 404 },
-        });
+        await expect(client.contacts.get.query({ id: a.contactId })).rejects.toMatchObject({ status: 404 });
         await expect(client.deals.update.mutate({ id: a.dealId, title: 'Hijacked' })).rejects.toMatchObject({
-          data: { httpStatus: 404 },
+          status: 404,
         });
-        await expect(client.deals.delete.mutate({ id: a.dealId })).rejects.toMatchObject({
-          data: { httpStatus: 404 },
-        });
-        await expect(client.ai.analyze.mutate({ id: a.dealId })).rejects.toMatchObject({
-          data: { httpStatus: 404 },
-        });
-        await expect(client.ai.predict.mutate({ id: a.dealId })).rejects.toMatchObject({
-          data: { httpStatus: 404 },
-        });
+        await expect(client.deals.delete.mutate({ id: a.dealId })).rejects.toMatchObject({ status: 404 });
+        await expect(client.ai.analyze.mutate({ id: a.dealId })).rejects.toMatchObject({ status: 404 });
+        await expect(client.ai.predict.mutate({ id: a.dealId })).rejects.toMatchObject({ status: 404 });
         const list = await client.deals.list.query({ limit: 100 });
         expect(list.data.map((d) => d.id)).toEqual([b.dealId]);
         await expectAUnchanged(before);
