@@ -1,4 +1,5 @@
 import { fileURLToPath } from 'node:url';
+import { defaultServerConditions } from 'vite';
 import { defineConfig } from 'vitest/config';
 
 // Node's on-disk compile cache for every worker and every process a test starts (servers, the CLI, MCP
@@ -7,7 +8,12 @@ process.env.NODE_COMPILE_CACHE ??= fileURLToPath(
   new URL('node_modules/.cache/node-compile-cache', import.meta.url),
 );
 
+// Workspace packages are imported from their TypeScript sources (the `@crm/source` export condition, as
+// tsconfig.base.json has it); an app outside the repository gets @crm/client's built files.
+const conditions = ['@crm/source', ...defaultServerConditions];
+
 export default defineConfig({
+  ssr: { resolve: { conditions } },
   test: {
     include: ['packages/*/test/**/*.test.ts', 'apps/*/test/**/*.test.ts'],
     // One migrated embedded database that every in-memory test server starts from (see the file).

@@ -226,7 +226,7 @@ for (const { driver, label, skip } of DRIVERS) {
 
       it('answers 404 for a missing deal over tRPC too', async () => {
         await expect(s.trpc(s.orgA).ai.predict.mutate({ id: MISSING_ID })).rejects.toMatchObject({
-          data: { httpStatus: 404 },
+          status: 404,
         });
       });
     });

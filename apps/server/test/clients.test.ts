@@ -1,8 +1,6 @@
-import type { AppRouter } from '@crm/api';
-import { allPages } from '@crm/client';
-import { TRPCClientError } from '@trpc/client';
+import { allPages, CrmError, responseOf } from '@crm/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DRIVERS, startTestServer, type TestServer } from './harness.ts';
+import { DRIVERS, startTestServer, type TestServer, UUID } from './harness.ts';
 
 for (const { driver, label, skip } of DRIVERS) {
   describe.skipIf(skip)(`typed clients on ${label}`, () => {
@@ -34,19 +32,36 @@ for (const { driver, label, skip } of DRIVERS) {
       expect(await client.deals.delete.mutate({ id: created.data.id })).toEqual({ success: true });
     });
 
-    it('the tRPC client sees the contract error in error.data, with the HTTP status', async () => {
+    it('the tRPC client throws a CrmError with the status, the contract body and the request id', async () => {
       const client = s.trpc(s.orgA);
       const err = await client.deals.create.mutate({ title: '' }).catch((e: unknown) => e);
-      expect(err).toBeInstanceOf(TRPCClientError);
-      const data = (err as TRPCClientError<AppRouter>).data;
-      expect(data?.httpStatus).toBe(400);
-      expect(data?.body).toEqual({ error: expect.stringContaining('title'), code: 'invalid_request' });
-      expect(JSON.stringify(data)).not.toMatch(/stack|at .*\.ts/);
+      expect(err).toBeInstanceOf(CrmError);
+      const error = err as CrmError;
+      expect(error).toMatchObject({
+        status: 400,
+        code: 'invalid_request',
+        message: expect.stringContaining('title'),
+      });
+      expect(error.body).toEqual({ error: expect.stringContaining('title'), code: 'invalid_request' });
+      expect(error.requestId).toMatch(UUID);
+      expect(JSON.stringify(error.body)).not.toMatch(/stack|at .*\.ts/);
       const unauth = await s
         .trpc({ ...s.orgA, apiKey: 'ck_wrongwrongwrongwrongwrongwrongwr' })
         .deals.list.query({})
-        .catch((e: unknown) => e as TRPCClientError<AppRouter>);
-      expect((unauth as TRPCClientError<AppRouter>).data).toMatchObject({ httpStatus: 401 });
+        .catch((e: unknown) => e);
+      expect(unauth).toMatchObject({ status: 401, code: 'invalid_api_key' });
+    });
+
+    it('each result tells its rate limit, quota and request id', async () => {
+      const client = s.trpc(s.orgA);
+      const listed = await client.deals.list.query({ limit: 1 });
+      const answer = responseOf(listed);
+      expect(answer).toMatchObject({ status: 200, attempts: 1, replayed: false, aiQuota: null });
+      expect(answer.requestId).toMatch(UUID);
+      expect(answer.rateLimit).toMatchObject({ group: 'crud', limit: 1_000_000, windowSeconds: 60 });
+      expect(answer.apiQuota?.used).toBeGreaterThan(0);
+      const rest = await s.rest(s.orgA).GET('/pipeline/stages');
+      expect(responseOf(rest).rateLimit?.group).toBe('default');
     });
 
     it('the REST SDK is typed from the OpenAPI document and talks to the documented paths', async () => {
@@ -62,13 +77,15 @@ for (const { driver, label, skip } of DRIVERS) {
       expect(listed.data?.meta).toMatchObject({ limit: 1, offset: 0 });
       const patched = await client.PATCH('/deals/{id}', { params: { path: { id } }, body: { value: 7 } });
       expect(patched.data?.data.value).toBe(7);
-      const bad = await client.POST('/contacts', { body: { name: 'x', deal_id: 'nope' } });
-      expect(bad.response.status).toBe(400);
-      expect(bad.error).toEqual({ error: expect.stringContaining('deal_id'), code: 'invalid_request' });
+      const bad = await client.POST('/contacts', { body: { name: 'x', deal_id: 'nope' } }).catch((e) => e);
+      expect(bad).toBeInstanceOf(CrmError);
+      expect(bad.body).toEqual({ error: expect.stringContaining('deal_id'), code: 'invalid_request' });
       const deleted = await client.DELETE('/deals/{id}', { params: { path: { id } } });
       expect(deleted.data).toEqual({ success: true });
-      const gone = await client.GET('/deals/{id}', { params: { path: { id } } });
-      expect(gone.response.status).toBe(404);
+      await expect(client.GET('/deals/{id}', { params: { path: { id } } })).rejects.toMatchObject({
+        status: 404,
+        code: 'not_found',
+      });
     });
 
     it('allPages reads every deal by cursor, with either client', async () => {
@@ -90,6 +107,11 @@ for (const { driver, label, skip } of DRIVERS) {
       }))
         viaRest.push(deal.title);
       expect(viaRest).toEqual(viaTrpc);
+      // The event feed's cursor stays set at its end (for polling): allPages stops there all the same.
+      const events: string[] = [];
+      for await (const event of allPages((after) => trpc.events.list.query({ limit: 5, after })))
+        events.push(event.type);
+      expect(events).toEqual(Array.from({ length: 12 }, () => 'deal.created'));
     });
   });
 }

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { createOrganizationWithKey, type QuotaChange, setOrgQuota } from '@crm/api';
-import { createCrmRestClient, createCrmTrpcClient } from '@crm/client';
+import { createCrmClient, createCrmRestClient } from '@crm/client';
 import { loadConfig } from '@crm/config';
 import pg from 'pg';
 import { pino } from 'pino';
@@ -56,7 +56,7 @@ export interface TestServer {
   /** fetch against the API base with org A's key unless `key` says otherwise (`null`: no header). */
   api(path: string, init?: RequestInit & { key?: string | null; json?: unknown }): Promise<ApiResponse>;
   rest(org: TestOrg): ReturnType<typeof createCrmRestClient>;
-  trpc(org: TestOrg): ReturnType<typeof createCrmTrpcClient>;
+  trpc(org: TestOrg): ReturnType<typeof createCrmClient>;
   /** Runs SQL on the server's database (to check what was, or was not, stored). */
   sql<T = Record<string, unknown>>(query: string, params?: unknown[]): Promise<T[]>;
   /** Another organization with its key (counters of its own), with its own monthly quotas if given. */
@@ -224,8 +224,9 @@ export async function startTestServer(
       }
       return { status: res.status, headers: res.headers, body: parsed, text };
     },
-    rest: (org) => createCrmRestClient({ baseUrl: running.url, apiKey: org.apiKey }),
-    trpc: (org) => createCrmTrpcClient({ baseUrl: running.url, apiKey: org.apiKey }),
+    // Retrying off: tests of the server see each answer as it was given (a 429, a 503).
+    rest: (org) => createCrmRestClient({ baseUrl: running.url, apiKey: org.apiKey, maxRetries: 0 }),
+    trpc: (org) => createCrmClient({ baseUrl: running.url, apiKey: org.apiKey, maxRetries: 0 }),
     sql: (query, params = []) => running.db.orm.em.fork().execute(query, params as never[]),
     async newOrg(name, quotas) {
       const fork = running.db.orm.em.fork();

@@ -2,8 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { OWN_QUOTAS_REFRESH_MS, setOrgQuota } from '@crm/api';
+import { CrmError } from '@crm/client';
 import { loadConfig } from '@crm/config';
-import { TRPCClientError } from '@trpc/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/logger.ts';
 import { type RunningServer, startServer } from '../src/server.ts';
@@ -245,13 +245,12 @@ describeOnEachDatabase(
             () => undefined,
             (err: unknown) => err,
           );
-        expect(trpcError).toBeInstanceOf(TRPCClientError);
-        const data = (trpcError as TRPCClientError<never>).data as unknown as {
-          httpStatus: number;
-          body: unknown;
-        };
-        expect(data.httpStatus).toBe(429);
-        expect(data.body).toMatchObject({ code: 'rate_limited', limit: 200, remaining: 0 });
+        expect(trpcError).toBeInstanceOf(CrmError);
+        expect(trpcError).toMatchObject({
+          status: 429,
+          code: 'rate_limited',
+          body: { code: 'rate_limited', limit: 200, remaining: 0 },
+        });
         const raw = await fetch(`${s.url}/trpc/deals.list?input=${encodeURIComponent('{}')}`, {
           headers: { authorization: `Bearer ${org.apiKey}` },
         });
@@ -326,7 +325,8 @@ describeOnEachDatabase(
         // Every operation counts against it, GET /usage and tRPC included; other organizations do not.
         expectTooMany(await s.api('/usage', { key: org.apiKey }), 'api_quota_exceeded');
         await expect(s.trpc(org).pipeline.stages.query()).rejects.toMatchObject({
-          data: { httpStatus: 429, body: { code: 'api_quota_exceeded' } },
+          status: 429,
+          body: { code: 'api_quota_exceeded' },
         });
         expect((await s.api('/deals')).status).toBe(200);
 

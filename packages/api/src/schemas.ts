@@ -27,10 +27,13 @@ const DECIMAL_INTEGER = /^-?\d+$/;
  */
 export const queryInteger = (range: z.ZodNumber, fallback: number) =>
   z
-    .preprocess((value, ctx) => {
-      if (typeof value !== 'string') return value;
-      if (DECIMAL_INTEGER.test(value)) return Number(value);
-      ctx.addIssue({ code: 'custom', message: `expected a decimal integer, got ${JSON.stringify(value)}` });
+    // Typed as the number a typed caller (tRPC, @crm/client) sends, so `limit: 'ten'` fails to compile
+    // there; REST's text reaches the same function untyped, as `raw`.
+    .preprocess((value: number, ctx) => {
+      const raw: unknown = value;
+      if (typeof raw !== 'string') return raw;
+      if (DECIMAL_INTEGER.test(raw)) return Number(raw);
+      ctx.addIssue({ code: 'custom', message: `expected a decimal integer, got ${JSON.stringify(raw)}` });
       return z.NEVER;
     }, range.int())
     .prefault(fallback);
