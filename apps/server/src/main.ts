@@ -18,7 +18,7 @@ const logger = createLogger(config);
 // A log nobody reads any more (`npm start | head`: EPIPE) is lost, and nothing else: the server goes on.
 process.stdout.on('error', () => undefined);
 
-/** How long exiting waits for stdout to take the last lines. */
+/** How long exiting after a failed start waits for stdout to take the last lines. */
 const LAST_LINES_MS = 1_000;
 
 /**
@@ -67,6 +67,14 @@ try {
     );
   }
   const shutdown = (signal: string) => {
+    // The process ends by the shutdown timeout, whatever it still waits for (a database that stopped
+    // answering: stopping waits for its statements, storing the usage counts, closing the pool).
+    const timeoutMs = config.shutdownTimeoutMs;
+    const deadline = Date.now() + timeoutMs;
+    const cut = setTimeout(() => {
+      logger.error(`shutdown did not finish within CRM_SHUTDOWN_TIMEOUT_MS (${timeoutMs} ms): exiting`);
+      process.exit(1);
+    }, timeoutMs);
     logger.info({ signal }, 'shutting down: finishing in-flight requests and webhook attempts');
     running
       .stop()
@@ -80,7 +88,10 @@ try {
           return 1;
         },
       )
-      .then((code) => exitAfterLog(code, LAST_LINES_MS));
+      .then((code) => {
+        clearTimeout(cut);
+        exitAfterLog(code, Math.max(0, deadline - Date.now()));
+      });
   };
   process.once('SIGTERM', () => shutdown('SIGTERM'));
   process.once('SIGINT', () => shutdown('SIGINT'));
