@@ -7,13 +7,13 @@ import { type HangingProxy, startHangingProxy } from './tcp-proxy.ts';
 const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL;
 const SHUTDOWN_TIMEOUT_MS = 3_000;
 
-/** How the process ended after `signal`, and how long after it; 'still running' past the timeout and a second. */
+/** How the process ended after `signal`, and how long after it; 'still running' past the timeout and 2 s. */
 async function endOf(p: ServerProcess, signal: NodeJS.Signals = 'SIGTERM') {
   const started = Date.now();
   p.child.kill(signal);
   const exit = await Promise.race([
     p.exited,
-    new Promise<string>((r) => setTimeout(() => r('still running'), SHUTDOWN_TIMEOUT_MS + 1_000)),
+    new Promise<string>((r) => setTimeout(() => r('still running'), SHUTDOWN_TIMEOUT_MS + 2_000)),
   ]);
   return { exit, ms: Date.now() - started };
 }
@@ -83,7 +83,8 @@ describe('SIGTERM ends the server within CRM_SHUTDOWN_TIMEOUT_MS whatever happen
       await new Promise((r) => setTimeout(r, 1_000));
       const { exit, ms } = await endOf(server);
       expect(exit, server.stderr()).toBe(1);
-      expect(ms).toBeLessThan(SHUTDOWN_TIMEOUT_MS + 500);
+      // (and a second for the process to end, and this test to see it, on a busy machine)
+      expect(ms).toBeLessThan(SHUTDOWN_TIMEOUT_MS + 1_000);
       // Its last lines, read to the end of its stdout.
       const stdout = server.child.stdout;
       if (stdout && !stdout.closed) await new Promise((r) => stdout.once('close', r));
