@@ -16,6 +16,7 @@ import {
   type Services,
   toErrorResponse,
 } from '@crm/api';
+import { asRequest, DATABASE_PROBE_TIMEOUT_MS } from '@crm/db';
 import { bodyParser } from '@koa/bodyparser';
 import cors from '@koa/cors';
 import Koa from 'koa';
@@ -30,8 +31,8 @@ export const API_PREFIX = API_BASE_PATH;
 export const TRPC_PREFIX = '/trpc';
 
 const REQUEST_ID = /^[\w.-]{1,128}$/;
-/** How long /readyz waits for the database before answering 503. */
-const READINESS_TIMEOUT_MS = 1_500;
+/** How long /readyz waits for the database before answering 503: as long as a probe for a hang does. */
+const READINESS_TIMEOUT_MS = DATABASE_PROBE_TIMEOUT_MS;
 
 const require = createRequire(import.meta.url);
 /** The API reference page's script ships in the installed package: no CDN at run time. */
@@ -73,7 +74,8 @@ export function buildApp(services: Services, logger: Logger, state: AppState = {
     ctx.state.requestId = requestId;
     ctx.set('X-Request-Id', requestId);
     try {
-      await next();
+      // Statements made for a request are abandoned as soon as the database is found hung (packages/db).
+      await asRequest(next);
       if (ctx.body === undefined && ctx.status === 404)
         throw new ApiError('not_found', `No such endpoint: ${ctx.method} ${ctx.path}`);
     } catch (err) {

@@ -15,6 +15,21 @@ try {
 }
 const logger = createLogger(config);
 
+// A log nobody reads any more (`npm start | head`: EPIPE) is lost, and nothing else: the server goes on.
+process.stdout.on('error', () => undefined);
+
+/** How long exiting after a failed start waits for stdout to take the last lines. */
+const LAST_LINES_MS = 1_000;
+
+/**
+ * Exits once stdout has taken the log's last lines (written, or failed), or after `boundMs` if it takes
+ * none: a reader that stopped reading holds up no exit.
+ */
+function exitAfterLog(code: number, boundMs: number): void {
+  setTimeout(() => process.exit(code), boundMs);
+  process.stdout.write('', () => process.exit(code));
+}
+
 /** Says which database is opened, before the wait: a first embedded start creates it, which takes a while. */
 function announceDatabase(c: Config): void {
   if (c.database.kind === 'postgresql') {
@@ -52,26 +67,37 @@ try {
     );
   }
   const shutdown = (signal: string) => {
+    // The process ends by the shutdown timeout, whatever it still waits for (a database that stopped
+    // answering: stopping waits for its statements, storing the usage counts, closing the pool).
+    const timeoutMs = config.shutdownTimeoutMs;
+    const deadline = Date.now() + timeoutMs;
+    const cut = setTimeout(() => {
+      logger.error(`shutdown did not finish within CRM_SHUTDOWN_TIMEOUT_MS (${timeoutMs} ms): exiting`);
+      process.exit(1);
+    }, timeoutMs);
     logger.info({ signal }, 'shutting down: finishing in-flight requests and webhook attempts');
-    running.stop().then(
-      () => {
-        logger.info('stopped cleanly');
-        process.exit(0);
-      },
-      (err: unknown) => {
-        logger.error({ err }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
+    running
+      .stop()
+      .then(
+        () => {
+          logger.info('stopped cleanly');
+          return 0;
+        },
+        (err: unknown) => {
+          logger.error({ err }, 'shutdown failed');
+          return 1;
+        },
+      )
+      .then((code) => {
+        clearTimeout(cut);
+        exitAfterLog(code, Math.max(0, deadline - Date.now()));
+      });
   };
   process.once('SIGTERM', () => shutdown('SIGTERM'));
   process.once('SIGINT', () => shutdown('SIGINT'));
 } catch (err) {
   // What the operator must fix, said in one line: a stack would bury it.
-  if (err instanceof DataDirLockedError || err instanceof MissingDatabaseError) {
-    logger.fatal(err.message);
-    process.exit(1);
-  }
-  logger.fatal({ err }, 'failed to start');
-  process.exit(1);
+  if (err instanceof DataDirLockedError || err instanceof MissingDatabaseError) logger.fatal(err.message);
+  else logger.fatal({ err }, 'failed to start');
+  exitAfterLog(1, LAST_LINES_MS);
 }

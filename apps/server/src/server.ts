@@ -22,6 +22,15 @@ import { type RunningWorker, startWebhookWorker } from './webhook-worker.ts';
 /** How often expired Idempotency-Key records and analytics sums past every read are deleted. */
 const HOUSEKEEPING_INTERVAL_MS = 60 * 60_000;
 
+/**
+ * How long stopping lets in-flight requests and webhook attempts run: the shutdown timeout but its last
+ * second (half of a timeout under 2 s), kept for giving unfinished attempts back, storing the last usage
+ * counts and closing the database before the process ends at the timeout (main.ts).
+ */
+function drainMs(config: Config): number {
+  return config.shutdownTimeoutMs - Math.min(1_000, config.shutdownTimeoutMs / 2);
+}
+
 export interface RunningServer {
   url: string;
   server: Server;
@@ -29,8 +38,8 @@ export interface RunningServer {
   /** The webhook worker running in this process (`CRM_ROLE=all`), if any. */
   worker: WebhookWorker | undefined;
   /**
-   * Stops accepting, lets in-flight requests and webhook attempts finish (up to the shutdown timeout),
-   * closes the database.
+   * Stops accepting, lets in-flight requests and webhook attempts finish (up to the shutdown timeout but
+   * its last second), closes the database.
    */
   stop(): Promise<void>;
 }
@@ -73,7 +82,7 @@ export async function startWorkerProcess(config: Config, logger: Logger): Promis
   }
   let stopping: Promise<void> | undefined;
   const stop = () => {
-    stopping ??= worker.stop(config.shutdownTimeoutMs).finally(() => db.close());
+    stopping ??= worker.stop(drainMs(config)).finally(() => db.close());
     return stopping;
   };
   return { db, worker, stop };
@@ -155,9 +164,9 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
       state.draining = true;
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
-      const timer = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
+      const timer = setTimeout(() => server.closeAllConnections(), drainMs(config));
       // Requests may still emit events while draining; the worker delivers what it holds and stops.
-      await Promise.all([closed, worker?.stop(config.shutdownTimeoutMs)]);
+      await Promise.all([closed, worker?.stop(drainMs(config))]);
       clearTimeout(timer);
       // The last counted calls reach the database before it closes.
       await limits

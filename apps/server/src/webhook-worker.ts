@@ -26,6 +26,9 @@ export async function startWebhookWorker(
 export interface RunningWorker {
   db: Database;
   worker: WebhookWorker;
-  /** Lets attempts in flight finish (up to the shutdown timeout), gives the rest back, closes the database. */
+  /**
+   * Lets attempts in flight finish (up to the shutdown timeout but its last second), gives the rest back,
+   * closes the database.
+   */
   stop(): Promise<void>;
 }

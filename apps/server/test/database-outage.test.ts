@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDatabase, memoryLogger, startTestServer, type TestServer } from './harness.ts';
 import { mcpClient } from './mcp-client.ts';
@@ -149,6 +150,115 @@ describe.skipIf(!TEST_DATABASE_URL)(
     it('stops within seconds afterwards: the outage left no connection checked out', async () => {
       const bound = new Promise<string>((resolve) => setTimeout(() => resolve('still stopping'), 15_000));
       expect(await Promise.race([s.stop().then(() => 'stopped'), bound])).toBe('stopped');
+    });
+  },
+);
+
+describe.skipIf(!TEST_DATABASE_URL)(
+  `a PostgreSQL that stops answering requests already waiting on it${TEST_DATABASE_URL ? '' : ' (skipped: TEST_DATABASE_URL is not set)'}`,
+  () => {
+    // The four requests below, a statement outside requests, and the webhook worker's pass.
+    const POOL_MAX = 6;
+    let proxy: HangingProxy;
+    let s: TestServer;
+    let databaseUrl: string;
+    let dropDatabase: () => Promise<void>;
+
+    beforeAll(async () => {
+      const created = await createDatabase(TEST_DATABASE_URL as string);
+      databaseUrl = created.url;
+      dropDatabase = created.drop;
+      const url = new URL(created.url);
+      proxy = await startHangingProxy({ host: url.hostname, port: Number(url.port || 5432) });
+      url.host = `127.0.0.1:${proxy.port}`;
+      // The production timeouts (a 10 s statement timeout, a 2 s connect timeout), unlike the suite above.
+      s = await startTestServer('pglite', {
+        DATABASE_URL: url.toString(),
+        DATABASE_CONNECT_TIMEOUT_MS: '2000',
+        DATABASE_POOL_MAX: String(POOL_MAX),
+      });
+    });
+    afterAll(async () => {
+      proxy?.resume();
+      await s?.stop();
+      await proxy?.close();
+      await dropDatabase?.();
+    });
+
+    it('answers the requests whose statements it holds 503 within 4 s, not at the 10 s statement timeout', async () => {
+      const deal = await s.api('/deals', { method: 'POST', json: { title: 'Before the freeze' } });
+      expect(deal.status).toBe(201);
+      // Every connection of the pool open and idle: each request below sends its statement at once.
+      await Promise.all(Array.from({ length: POOL_MAX }, () => s.sql('select pg_sleep(0.3)')));
+      proxy.hang();
+      const frozen = Date.now();
+      // Outside requests (migrations, `crm import`, the webhook worker) a statement waits out a short freeze.
+      const outside = s.sql<{ n: number }>('select 1 as n');
+      try {
+        const timed = async (call: Promise<{ status: number; body: { code?: string } }>) => {
+          const started = Date.now();
+          const res = await call;
+          return { status: res.status, code: res.body?.code, ms: Date.now() - started };
+        };
+        const answers = await Promise.all([
+          timed(s.api('/deals')),
+          timed(s.api(`/deals/${deal.body.data.id}`)),
+          timed(s.api('/deals', { method: 'POST', json: { title: 'During the freeze' } })),
+          // an update runs in a transaction
+          timed(
+            s.api(`/deals/${deal.body.data.id}`, { method: 'PATCH', json: { title: 'During the freeze' } }),
+          ),
+        ]);
+        for (const answer of answers) {
+          expect(answer.status, JSON.stringify(answers)).toBe(503);
+          expect(answer.code).toBe('service_unavailable');
+          expect(answer.ms, JSON.stringify(answers)).toBeLessThan(4_000);
+        }
+        await new Promise((r) => setTimeout(r, 5_000 - (Date.now() - frozen)));
+      } finally {
+        proxy.resume();
+      }
+      expect(await outside).toEqual([{ n: 1 }]);
+    });
+
+    it('serves every request once it answers again, on every connection of its pool', async () => {
+      const deadline = Date.now() + 20_000;
+      let status = 0;
+      while (Date.now() < deadline) {
+        status = (await s.api('/deals')).status;
+        if (status === 200) break;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      expect(status).toBe(200);
+      // Three times the pool at once: every connection of it serves, each with the answer to its own statement.
+      const created = await Promise.all(
+        Array.from({ length: 3 * POOL_MAX }, (_, i) =>
+          s.api('/deals', { method: 'POST', json: { title: `After the thaw ${i}` } }),
+        ),
+      );
+      expect(created.map((r) => r.status)).toEqual(created.map(() => 201));
+      const read = await Promise.all(created.map((r) => s.api(`/deals/${r.body.data.id}`)));
+      expect(read.map((r) => r.body.data?.deal?.title)).toEqual(created.map((r) => r.body.data.title));
+    });
+
+    it('lets a request wait on a database that answers: 3 s on a row lock is not a hang', async () => {
+      const deal = await s.api('/deals', { method: 'POST', json: { title: 'Locked for a while' } });
+      // Straight to the database, past the proxy.
+      const locker = new pg.Client({ connectionString: databaseUrl });
+      await locker.connect();
+      try {
+        await locker.query('begin');
+        await locker.query('select 1 from deals where id = $1 for update', [deal.body.data.id]);
+        const started = Date.now();
+        const patched = s.api(`/deals/${deal.body.data.id}`, { method: 'PATCH', json: { title: 'Waited' } });
+        await new Promise((r) => setTimeout(r, 3_000));
+        await locker.query('commit');
+        const res = await patched;
+        expect(res.status, res.text).toBe(200);
+        expect(Date.now() - started).toBeGreaterThanOrEqual(3_000);
+      } finally {
+        await locker.end();
+      }
     });
   },
 );

@@ -194,7 +194,7 @@ const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'E
  */
 const UNAVAILABLE_SQLSTATE = /^(08...|57014|57P0[123]|53300|40P01|40001)$/;
 const UNAVAILABLE_MESSAGE =
-  /Query read timeout|timeout exceeded when trying to connect|Connection terminated|connection timeout|Connection ended unexpectedly/i;
+  /Query read timeout|timeout exceeded when trying to connect|Connection terminated|connection timeout|Connection ended unexpectedly|did not answer a probe/i;
 
 /** Whether `err` (or what caused it) says the database did not answer in time or cannot be reached. */
 export function isDatabaseUnavailable(err: unknown): boolean {

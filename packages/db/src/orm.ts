@@ -13,6 +13,7 @@ import { MikroORM as PgliteMikroORM } from '@mikro-orm/pglite';
 import { MikroORM as PostgreSqlMikroORM } from '@mikro-orm/postgresql';
 import type { AbstractSqlDriver, InferKyselyDB, Kysely, MikroORM, SqlEntityManager } from '@mikro-orm/sql';
 import { entities } from './entities.ts';
+import { DATABASE_PROBE_TIMEOUT_MS, watchHangs } from './hang-watch.ts';
 import type { KeptColumns, KeptTables } from './kept-tables.ts';
 import { migrationsList } from './migrations/index.ts';
 
@@ -286,9 +287,19 @@ async function lockDataDir(
   };
 }
 
-/** What is used of a `pg` pool and its clients. */
-type PgPool = { on(event: 'connect', listener: (client: PgClient) => void): void };
-type PgClient = { query: (...args: unknown[]) => unknown; _queryable: boolean };
+/** What is used of a `pg` pool and its clients: the client class it connects with, and its connection options. */
+type PgPool = {
+  on(event: 'connect', listener: (client: PgClient) => void): void;
+  Client: new (options: object) => PgClient;
+  options: object;
+};
+type PgClient = {
+  query: (...args: unknown[]) => unknown;
+  connect(): Promise<unknown>;
+  end(): Promise<void>;
+  on(event: 'error', listener: (err: Error) => void): unknown;
+  _queryable: boolean;
+};
 
 /** SQL text -> the name of its server-side prepared statement, for the statements `reusePlan` was given. */
 const planNames = new Map<string, string>();
@@ -321,11 +332,13 @@ const STALE_PREPARED = /cached plan must not change result type|prepared stateme
  *   comes back, and a fresh one prepares the statement anew.
  * - A statement that timed out on the client may still be queued or running on the server, and pg keeps
  *   the connection open: handed back to the pool, a later request could find the server answering the
- *   old statement, or still inside the old request's transaction. Such a connection is marked unusable.
+ *   old statement, or still inside the old request's transaction. Such a connection is marked unusable,
+ *   as is the connection of a request's statement abandoned because the database hangs (`watchHangs`).
  */
 const wrapPooledQueries =
   (prepared: boolean) =>
   (pool: PgPool): void => {
+    const watch = watchHangs(probeOf(pool));
     pool.on('connect', (client) => {
       const query = client.query.bind(client);
       client.query = (...args: unknown[]) => {
@@ -339,14 +352,50 @@ const wrapPooledQueries =
               client._queryable = false;
             });
           });
-        if (result instanceof Promise)
-          result.catch((err: unknown) => {
-            if (err instanceof Error && /Query read timeout/.test(err.message)) client._queryable = false;
-          });
-        return result;
+        if (!(result instanceof Promise)) return result;
+        result.catch((err: unknown) => {
+          if (err instanceof Error && /Query read timeout/.test(err.message)) client._queryable = false;
+        });
+        return watch(result, () => {
+          client._queryable = false;
+        });
       };
     });
   };
+
+/**
+ * Whether the database answers `select 1` on a connection of its own (a pooled one may be what hangs, or
+ * all be taken) within DATABASE_PROBE_TIMEOUT_MS. Any answer counts, an error too (refused, too many
+ * connections, shutting down): only silence is a hang.
+ */
+const probeOf = (pool: PgPool) => (): Promise<boolean> =>
+  new Promise((resolve) => {
+    const options = Object.assign(Object.create(pool.options) as object, {
+      connectionTimeoutMillis: DATABASE_PROBE_TIMEOUT_MS,
+      query_timeout: DATABASE_PROBE_TIMEOUT_MS,
+      application_name: 'crm hang probe',
+    });
+    const client = new pool.Client(options);
+    client.on('error', () => undefined);
+    let done = false;
+    const finish = (answered: boolean) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      resolve(answered);
+      // Closed at once, not politely: a hung server would never acknowledge.
+      client._queryable = false;
+      client.end().catch(() => undefined);
+    };
+    const timer = setTimeout(() => finish(false), DATABASE_PROBE_TIMEOUT_MS);
+    client
+      .connect()
+      .then(() => client.query('select 1'))
+      .then(
+        () => finish(true),
+        (err: unknown) => finish(!/timeout/i.test((err as Error).message)),
+      );
+  });
 
 /** Whether opening `database` will create a new, empty embedded database (nothing in its data directory yet). */
 export function createsEmbeddedDatabase(database: DatabaseConfig): boolean {
