@@ -80,6 +80,8 @@ export type AppRouter = TRPCBuiltRouter<{
       meta: object;
       input: {
         title: string;
+        pipeline_id?: string | undefined;
+        stage_id?: string | undefined;
         company_name?: string | undefined;
         value?: number | undefined;
         currency?: string | undefined;
@@ -88,8 +90,6 @@ export type AppRouter = TRPCBuiltRouter<{
         notes?: string | undefined;
         lead_source?: string | undefined;
         expected_close_date?: string | undefined;
-        pipeline_id?: string | undefined;
-        stage_id?: string | undefined;
       };
       output: {
         data: {
@@ -124,6 +124,8 @@ export type AppRouter = TRPCBuiltRouter<{
       input: {
         items: {
           title: string;
+          pipeline_id?: string | undefined;
+          stage_id?: string | undefined;
           company_name?: string | undefined;
           value?: number | undefined;
           currency?: string | undefined;
@@ -132,8 +134,6 @@ export type AppRouter = TRPCBuiltRouter<{
           notes?: string | undefined;
           lead_source?: string | undefined;
           expected_close_date?: string | undefined;
-          pipeline_id?: string | undefined;
-          stage_id?: string | undefined;
         }[];
       };
       output: {
@@ -219,7 +219,10 @@ export type AppRouter = TRPCBuiltRouter<{
       meta: object;
       input: {
         id: string;
-        title?: string | undefined;
+        pipeline_id?: string | undefined;
+        stage_id?: string | undefined;
+        lifecycle_stage?: string | null | undefined;
+        description?: string | null | undefined;
         company_name?: string | null | undefined;
         value?: number | null | undefined;
         currency?: string | null | undefined;
@@ -229,10 +232,7 @@ export type AppRouter = TRPCBuiltRouter<{
         notes?: string | null | undefined;
         lead_source?: string | null | undefined;
         expected_close_date?: string | null | undefined;
-        pipeline_id?: string | undefined;
-        stage_id?: string | undefined;
-        lifecycle_stage?: string | null | undefined;
-        description?: string | null | undefined;
+        title?: string | undefined;
       };
       output: {
         data: {

@@ -41,6 +41,15 @@ const Currency = z
  */
 const EmailOut = z.string().meta({ format: 'email' });
 
+/** Each field of `shape` optional and nullable: what a PATCH takes (left out: unchanged; null: cleared). */
+function nullableOptional<T extends Record<string, z.ZodType>>(shape: T) {
+  return Object.fromEntries(
+    Object.entries(shape).map(([key, schema]) => [key, schema.nullable().optional()]),
+  ) as {
+    [K in keyof T]: z.ZodOptional<z.ZodNullable<T[K]>>;
+  };
+}
+
 export const Deal = z
   .object({
     id: Uuid,
@@ -70,17 +79,29 @@ export const Deal = z
   .meta({ id: 'Deal' });
 export type DealDto = z.infer<typeof Deal>;
 
+/**
+ * The fields a client writes, in the order the document lists them: a create takes each (title
+ * required), a PATCH each again, nullable to clear it, with the fields only a change sets.
+ */
+const WrittenDealFields = {
+  title: Title,
+  company_name: ShortText,
+  value: Money,
+  currency: Currency,
+  contact_name: ShortText,
+  contact_email: z.email(),
+  contact_phone: ShortText,
+  notes: LongText,
+  lead_source: ShortText,
+  expected_close_date: DateTime,
+};
+const { title: _title, contact_phone: _phone, ...createdOptional } = WrittenDealFields;
+const { title: _updatedTitle, ...clearable } = WrittenDealFields;
+
 export const DealCreateInput = z
   .strictObject({
     title: Title,
-    company_name: ShortText.optional(),
-    value: Money.optional(),
-    currency: Currency.optional(),
-    contact_name: ShortText.optional(),
-    contact_email: z.email().optional(),
-    notes: LongText.optional(),
-    lead_source: ShortText.optional(),
-    expected_close_date: DateTime.optional(),
+    ...z.object(createdOptional).partial().shape,
     pipeline_id: Uuid.optional(),
     stage_id: Uuid.optional(),
   })
@@ -105,15 +126,7 @@ export type DealCreateInput = z.infer<typeof DealCreateInput>;
 export const DealUpdateInput = z
   .strictObject({
     title: Title.optional(),
-    company_name: ShortText.nullable().optional(),
-    value: Money.nullable().optional(),
-    currency: Currency.nullable().optional(),
-    contact_name: ShortText.nullable().optional(),
-    contact_email: z.email().nullable().optional(),
-    contact_phone: ShortText.nullable().optional(),
-    notes: LongText.nullable().optional(),
-    lead_source: ShortText.nullable().optional(),
-    expected_close_date: DateTime.nullable().optional(),
+    ...nullableOptional(clearable),
     pipeline_id: Uuid.optional(),
     stage_id: Uuid.optional(),
     lifecycle_stage: LifecycleStage.nullable()
