@@ -203,19 +203,18 @@ export interface ApiKeySummary {
 }
 
 /** The keys of the organization `em` is scoped to, oldest first. */
-export async function listApiKeys(em: EntityManager): Promise<ApiKeySummary[]> {
-  const keys = await orgDb(em)
-    .selectFrom('api_keys')
-    .select(KEY_COLUMNS)
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute();
-  return keys.map(toSummary);
+export function listApiKeys(em: EntityManager): Promise<ApiKeySummary[]> {
+  return keysIn(orgDb(em));
 }
 
 /** Every organization's keys, oldest first (`crm key list` without `--org`). */
-export async function listEveryApiKey(em: EntityManager): Promise<ApiKeySummary[]> {
-  const keys = await unscopedDb(em, 'crm key list without --org: every organization’s keys')
+export function listEveryApiKey(em: EntityManager): Promise<ApiKeySummary[]> {
+  return keysIn(unscopedDb(em, 'crm key list without --org: every organization’s keys'));
+}
+
+/** The keys `db` sees, oldest first. */
+async function keysIn(db: ReturnType<typeof orgDb>): Promise<ApiKeySummary[]> {
+  const keys = await db
     .selectFrom('api_keys')
     .select(KEY_COLUMNS)
     .orderBy('created_at')
