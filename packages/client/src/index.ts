@@ -4,7 +4,7 @@ export { allPages, type CursorPage } from './pages.ts';
 export { type CrmResponse, type Quota, type RateLimit, responseOf } from './response.ts';
 export { type CrmRestClient, createCrmRestClient, type RestPaths } from './rest.ts';
 export type { AppRouter, ErrorBody, ErrorCode } from './router.gen.ts';
-export { type CrmClient, createCrmClient, createCrmTrpcClient } from './trpc.ts';
+export { type CrmClient, createCrmClient } from './trpc.ts';
 export type * from './types.ts';
 export {
   type FieldChanges,

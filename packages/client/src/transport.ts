@@ -24,7 +24,8 @@ function newIdempotencyKey(): string {
 function retryAfterMs(response: Response): number | undefined {
   const value = response.headers.get('Retry-After');
   if (value === null) return undefined;
-  const ms = /^\d+$/.test(value) ? Number(value) * 1000 : Date.parse(value) - Date.now();
+  const text = value.trim();
+  const ms = /^\d+$/.test(text) ? Number(text) * 1000 : Date.parse(text) - Date.now();
   return Number.isNaN(ms) ? undefined : Math.max(0, ms);
 }
 
@@ -47,10 +48,11 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
  * The fetch both clients send through: the API key, the timeout, retries of 429 and 503 and the
  * Idempotency-Key that makes a create's retry safe; an error answer is thrown as a CrmError.
  *
- * What is retried: a 429 always, as the API refuses a call over a limit before doing anything; a 503
- * unless the call is a POST without an Idempotency-Key (a webhook create, an analysis), which the server
- * may have carried out before the answer went wrong. With retrying on, a create that takes a key gets a
- * random one unless the caller gave theirs.
+ * What is retried: a 429 always, as the API refuses a call over a limit before doing anything; a 503 only
+ * for a read (GET, which is every tRPC query too) or a create that honours its Idempotency-Key: any other
+ * change (a PATCH, a DELETE, a webhook create, an analysis; tRPC sends all of them as POST) the server may
+ * have carried out before the answer went wrong, and a key does not protect it (the API ignores one there).
+ * With retrying on, a create that takes a key gets a random one unless the caller gave theirs.
  */
 export function crmFetch(options: ClientOptions): typeof globalThis.fetch {
   const send = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
@@ -66,7 +68,8 @@ export function crmFetch(options: ClientOptions): typeof globalThis.fetch {
     const operation = `${request.method} ${new URL(request.url).pathname.slice(basePath.length)}`;
     if (maxRetries > 0 && IDEMPOTENT.has(operation) && !headers.has('Idempotency-Key'))
       headers.set('Idempotency-Key', newIdempotencyKey());
-    const repeatable = request.method !== 'POST' || headers.has('Idempotency-Key');
+    const repeatable =
+      request.method === 'GET' || (IDEMPOTENT.has(operation) && headers.has('Idempotency-Key'));
     // Read once: each attempt sends the same bytes.
     const body = request.body ? await request.arrayBuffer() : undefined;
 

@@ -74,6 +74,3 @@ export function createCrmClient(options: ClientOptions): CrmClient {
   });
   return createTRPCClientProxy(caller);
 }
-
-/** @deprecated Use createCrmClient (the same client); kept for code written before it was named so. */
-export const createCrmTrpcClient = createCrmClient;
