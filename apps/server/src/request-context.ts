@@ -2,8 +2,8 @@ import type { IncomingMessage } from 'node:http';
 import type { Context } from '@crm/api';
 
 /**
- * The per-request API context travels on the Node request, because both trpc-to-openapi and the tRPC
- * adapter hand `createContext` only `req`/`res`. Koa builds it once; the adapters read it back.
+ * The per-request API context travels on the Node request, because the tRPC adapter hands `createContext`
+ * only `req`/`res`. Koa builds it once; the tRPC and REST handlers read it back.
  */
 const CONTEXT = Symbol('crm.context');
 type WithContext = IncomingMessage & { [CONTEXT]?: Context };

@@ -39,7 +39,7 @@ const t = initTRPC
   .context<Context>()
   .meta<Meta>()
   .create({
-    // No transformer: trpc-to-openapi ignores them, and REST and tRPC must return the same JSON.
+    // No transformer: REST and tRPC must return the same JSON.
     errorFormatter({ shape, error }) {
       const { status, body, headers } = toErrorResponse(error);
       const data: ApiErrorData = { httpStatus: status, body, headers };
