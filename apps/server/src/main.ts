@@ -55,16 +55,19 @@ announceDatabase(config);
 
 try {
   let running: { stop(): Promise<void> };
+  let sayReady: () => void;
   if (config.role === 'worker') {
     running = await startWorkerProcess(config, logger);
-    logger.info({ role: config.role, database: config.database.kind }, 'webhook worker started');
+    sayReady = () =>
+      logger.info({ role: config.role, database: config.database.kind }, 'webhook worker started');
   } else {
     const server = await startServer(config, logger);
     running = server;
-    logger.info(
-      { url: server.url, role: config.role, database: config.database.kind },
-      `ready: dashboard ${server.url}/admin, API ${server.url}/api/v1/crm, reference ${server.url}/docs`,
-    );
+    sayReady = () =>
+      logger.info(
+        { url: server.url, role: config.role, database: config.database.kind },
+        `ready: dashboard ${server.url}/admin, API ${server.url}/api/v1/crm, reference ${server.url}/docs`,
+      );
   }
   const shutdown = (signal: string) => {
     // The process ends by the shutdown timeout, whatever it still waits for (a database that stopped
@@ -95,6 +98,9 @@ try {
   };
   process.once('SIGTERM', () => shutdown('SIGTERM'));
   process.once('SIGINT', () => shutdown('SIGINT'));
+  // Said only once the signals are ours: a SIGTERM sent on seeing this line must find the handler (before
+  // it, the default action ends the process at once).
+  sayReady();
 } catch (err) {
   // What the operator must fix, said in one line: a stack would bury it.
   if (err instanceof DataDirLockedError || err instanceof MissingDatabaseError) logger.fatal(err.message);
