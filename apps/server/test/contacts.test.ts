@@ -43,6 +43,7 @@ for (const { driver, label, skip } of DRIVERS) {
         notes: null,
         created_at: expect.stringMatching(ISO),
         updated_at: null,
+        custom: {},
       });
     });
 

@@ -39,9 +39,15 @@ export function createBatch<I, O>(
       } catch (err) {
         const failure = toApiError(err);
         if (failure.status >= 500) throw err;
+        // A unique value an earlier item of this batch holds: named by its index (its id is never kept).
+        const earlier = data.findIndex((d) => (d as { id?: unknown }).id === failure.extra.conflicting_id);
+        const message =
+          earlier >= 0
+            ? failure.message.replace(/held by \w+ [0-9a-f-]{36}/, `held by items[${earlier}] of this batch`)
+            : failure.message;
         throw new ApiError(
           failure.code,
-          `items[${index}]${/^\w+:/.test(failure.message) ? '.' : ': '}${failure.message}`,
+          `items[${index}]${/^[\w.]+:/.test(message) ? '.' : ': '}${message}`,
           {
             extra: failure.extra,
             headers: failure.headers,

@@ -35,6 +35,10 @@ export const ERRORS = {
     status: 409,
     when: 'A request with this `Idempotency-Key` is still running: retry in a moment',
   },
+  conflict: {
+    status: 409,
+    when: 'The write breaks a rule of the organization’s data (a unique custom field’s value held by another record, a field made required that records lack): the message names the field, `conflicting_id` the record',
+  },
   webhook_inactive: { status: 409, when: 'The webhook endpoint is deactivated: activate it first' },
   last_admin: { status: 409, when: 'Dashboard: an organization keeps at least one admin' },
   payload_too_large: { status: 413, when: `The body is over ${MAX_BODY_TEXT}` },
@@ -70,6 +74,7 @@ export const ErrorBodySchema = z.object({
   used: z.number().int().min(0).optional(),
   remaining: z.number().int().min(0).optional(),
   reset_at: z.iso.datetime().optional(),
+  conflicting_id: z.uuid().optional().describe('On a 409 `conflict`: the record that holds the value'),
 });
 export type ErrorBody = z.infer<typeof ErrorBodySchema>;
 
@@ -231,9 +236,33 @@ function goneMeanwhile(err: unknown): 'deal' | 'organization' | undefined {
   return undefined;
 }
 
+/**
+ * The database's refusal of a second holder of a unique custom value (SQLSTATE CRM09, raised by the
+ * custom_unique_values trigger, migration …custom_fields), as the 409 a client reads.
+ */
+function uniqueValueTaken(err: unknown): ApiError | undefined {
+  for (
+    let e = err, depth = 0;
+    e && typeof e === 'object' && depth < 5;
+    e = (e as { cause?: unknown }).cause, depth++
+  ) {
+    const { code, detail } = e as { code?: unknown; detail?: unknown };
+    if (code !== 'CRM09' || typeof detail !== 'string') continue;
+    const { field, holder, object } = JSON.parse(detail) as { field: string; holder: string; object: string };
+    return new ApiError(
+      'conflict',
+      `${field}: the value is already held by ${object.replace(/s$/, '')} ${holder} (the field is unique)`,
+      { extra: { conflicting_id: holder } },
+    );
+  }
+  return undefined;
+}
+
 /** Maps anything thrown while handling a request to the contract's status and body. Never leaks a stack. */
 export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
+  const taken = uniqueValueTaken(err);
+  if (taken) return taken;
   switch (goneMeanwhile(err)) {
     case 'deal':
       return notFound('Deal');

@@ -51,6 +51,11 @@ const TAGS = [
     description:
       'MEDDPICC analysis, win prediction, the daily briefing and coaching, computed from the organization’s own data; they count against the AI quota.',
   },
+  {
+    name: 'Custom fields',
+    description:
+      'The organization’s own fields on deals and contacts: typed, checked on every write, their values under `custom` on every record.',
+  },
 ];
 
 type MediaType = { schema?: { examples?: unknown[] }; example?: unknown; examples?: Record<string, unknown> };

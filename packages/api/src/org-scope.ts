@@ -70,6 +70,8 @@ export const TENANT_TABLES: ReadonlySet<string> = new Set([
   'audit_log',
   'contact_counts',
   'contacts',
+  'custom_fields',
+  'custom_unique_values',
   'deal_analyses',
   'deal_close_days',
   'deal_closes',

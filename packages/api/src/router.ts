@@ -1,5 +1,6 @@
 import { aiRouter } from './features/ai/ai.router.ts';
 import { contactsRouter } from './features/contacts/contacts.router.ts';
+import { customFieldsRouter } from './features/custom-fields/custom-fields.router.ts';
 import { dealsRouter } from './features/deals/deals.router.ts';
 import { eventsRouter } from './features/events/event-feed.router.ts';
 import { pipelineRouter } from './features/pipeline/pipeline.router.ts';
@@ -17,5 +18,6 @@ export const appRouter = router({
   webhooks: webhooksRouter,
   events: eventsRouter,
   ai: aiRouter,
+  customFields: customFieldsRouter,
 });
 export type AppRouter = typeof appRouter;

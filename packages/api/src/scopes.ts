@@ -14,6 +14,8 @@ export const SCOPES = [
   'webhooks:read',
   'webhooks:write',
   'events:read',
+  'schema:read',
+  'schema:write',
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 

@@ -67,6 +67,9 @@ function* properties(schema: unknown, at: string): Generator<[string, Json]> {
 const formatOf = (prop: Json): unknown =>
   prop.format ?? (prop.anyOf as Json[] | undefined)?.find((b) => b.type === 'string')?.format;
 
+/** A path parameter that is not an id, as a request would give it. */
+const SAMPLE_PATH_VALUES: Record<string, string> = { object: 'deals', key: 'arr' };
+
 describe('the OpenAPI document', () => {
   it('asks for the bearer API key on the whole API, so the reference page selects it', () => {
     expect(doc.components.securitySchemes.Authorization).toMatchObject({ type: 'http', scheme: 'bearer' });
@@ -95,9 +98,11 @@ describe('the OpenAPI document', () => {
     const bodies = operations.filter(({ op }) => op.requestBody);
     expect(bodies.map(({ method, path }) => `${method.toUpperCase()} ${path}`).sort()).toEqual([
       'PATCH /contacts/{id}',
+      'PATCH /custom-fields/{object}/{key}',
       'PATCH /deals/{id}',
       'POST /contacts',
       'POST /contacts/batch',
+      'POST /custom-fields/{object}',
       'POST /deals',
       'POST /deals/batch',
       'POST /webhooks',
@@ -111,7 +116,10 @@ describe('the OpenAPI document', () => {
       const input = procedureOf(method, path)._def.inputs[0] as z.ZodType;
       // The path's parameters are part of the procedure's input, not of the body.
       const pathParams = Object.fromEntries(
-        [...path.matchAll(/\{(\w+)\}/g)].map(([, name]) => [name, '019a0000-0000-7000-8000-000000000001']),
+        [...path.matchAll(/\{(\w+)\}/g)].map(([, name]) => [
+          name,
+          SAMPLE_PATH_VALUES[name as string] ?? '019a0000-0000-7000-8000-000000000001',
+        ]),
       );
       for (const example of examples) {
         const result = input.safeParse({ ...(example as Json), ...pathParams });
@@ -171,6 +179,7 @@ describe('the OpenAPI document', () => {
         notes: null,
         created_at: '2026-01-01T00:00:00.000Z',
         updated_at: null,
+        custom: {},
         deal: { title: null, company: null },
       },
     };

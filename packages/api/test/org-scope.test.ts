@@ -217,6 +217,8 @@ describe('organization scope of the service’s SQL (source)', () => {
     'admin/people.ts':
       'better-auth’s accounts and sessions (no org_id, no typed schema), by a person found scoped',
     'features/ai/kept-analytics.ts': 'hourly upkeep across every organization (fold and prune the kept sums)',
+    'features/custom-fields/custom-fields.service.ts':
+      'a schema change locks its object’s schema (an advisory lock) and records while it checks them',
     'features/deals/deal-import.ts': 'folds the kept sums and vacuums the tables after an import',
     'features/events/event-feed.service.ts': 'the sequencer numbers every organization’s events in one order',
     'idempotency.ts': 'idempotency records belong to an API key (no org_id): stored and replayed by key',

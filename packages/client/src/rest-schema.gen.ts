@@ -498,6 +498,68 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/custom-fields/{object}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The organization’s own fields on deals or contacts
+         * @description Lists the custom fields of `object` (`deals` or `contacts`) in the order they were defined: each with its key (the name of its value under `custom`), type, rules and options. Archived fields only with `include_archived=true`.
+         *
+         *     Needs an API key with the scope `schema:read` (or `*`).
+         */
+        get: operations["customFields-list"];
+        put?: never;
+        /**
+         * Define a custom field
+         * @description Adds a field to every record of `object`: its values are then written and read under `custom.<key>` on creates, updates, batches, imports, reads, lists and events, and checked against its type and rules. A `required` field without a `default` needs every existing record to hold a value already (409 with the count and the first ids otherwise). 409 when the key exists (or existed: archived keys are never reused) or the object has 200 fields.
+         *
+         *     Needs an API key with the scope `schema:write` (or `*`).
+         */
+        post: operations["customFields-create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/custom-fields/{object}/{key}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One custom field
+         * @description Returns the field (archived ones too).
+         *
+         *     Needs an API key with the scope `schema:read` (or `*`).
+         */
+        get: operations["customFields-get"];
+        put?: never;
+        post?: never;
+        /**
+         * Archive a custom field
+         * @description Archives the field: writes no longer take it, the values records hold stay readable (in reads, history and exports), and its key is never used again. Returns the archived field; archiving it again changes nothing.
+         *
+         *     Needs an API key with the scope `schema:write` (or `*`).
+         */
+        delete: operations["customFields-delete"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a custom field’s label, rules or options
+         * @description Changes what is sent. `options` is the whole list: an option left out is archived (values holding it stay readable; writes refuse it). Making a field `required` needs every record to hold a value, making it `unique` needs the values held to be unique already: otherwise 409 with the count and the first ids. The key and the type do not change.
+         *
+         *     Needs an API key with the scope `schema:write` (or `*`).
+         */
+        patch: operations["customFields-update"];
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -518,6 +580,10 @@ export interface components {
             pipeline_id?: string;
             /** Format: uuid */
             stage_id?: string;
+            /** @description Values of the organization’s custom fields by key (GET /custom-fields/{object} lists them); in a PATCH, only the keys sent change and null clears one */
+            custom?: {
+                [key: string]: unknown;
+            };
         };
         /**
          * @example {
@@ -542,6 +608,10 @@ export interface components {
              * @enum {string}
              */
             role_type: "economic_buyer" | "champion" | "technical_buyer" | "end_user" | "influencer" | "executive_sponsor" | "blocker" | "unknown";
+            /** @description Values of the organization’s custom fields by key (GET /custom-fields/{object} lists them); in a PATCH, only the keys sent change and null clears one */
+            custom?: {
+                [key: string]: unknown;
+            };
         };
         /** @enum {string} */
         WebhookEvent: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed";
@@ -571,6 +641,10 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             updated_at: string | null;
+            /** @description Values of the organization’s custom fields by key */
+            custom: {
+                [key: string]: unknown;
+            };
         };
         DealDetailResponse: {
             data: {
@@ -617,6 +691,10 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             updated_at: string | null;
+            /** @description Values of the organization’s custom fields by key */
+            custom: {
+                [key: string]: unknown;
+            };
         };
         ContactDetailResponse: {
             data: {
@@ -639,6 +717,10 @@ export interface components {
                 /** Format: date-time */
                 created_at: string;
                 updated_at: string | null;
+                /** @description Values of the organization’s custom fields by key */
+                custom: {
+                    [key: string]: unknown;
+                };
                 deal: {
                     title: string | null;
                     company: string | null;
@@ -902,17 +984,51 @@ export interface components {
             avg_cycle_days: number | null;
             coaching_tips: string[];
         };
+        CustomField: {
+            /** @enum {string} */
+            object: "deals" | "contacts";
+            key: string;
+            label: string;
+            /** @enum {string} */
+            type: "text" | "long_text" | "number" | "currency" | "boolean" | "date" | "datetime" | "select" | "multi_select" | "email" | "url" | "phone" | "json";
+            required: boolean;
+            unique: boolean;
+            default: unknown | null;
+            options: {
+                value: string;
+                label: string;
+                archived: boolean;
+            }[];
+            validation: {
+                min?: number;
+                max?: number;
+                max_length?: number;
+                pattern?: string;
+            };
+            description: string | null;
+            ai_hint: ("metrics" | "economic_buyer" | "decision_criteria" | "decision_process" | "paper_process" | "identify_pain" | "champion" | "competition") | null;
+            /** @description Archived: no longer written, its values still read; the key stays taken */
+            archived: boolean;
+            /** Format: date-time */
+            created_at: string;
+            updated_at: string | null;
+        };
         Error: {
             /** @description What went wrong, naming the field for invalid input */
             error: string;
             /** @enum {string} */
-            code?: "invalid_request" | "invalid_json" | "missing_api_key" | "invalid_api_key" | "expired_api_key" | "not_signed_in" | "forbidden" | "insufficient_scope" | "not_found" | "method_not_allowed" | "idempotency_key_in_use" | "webhook_inactive" | "last_admin" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "api_quota_exceeded" | "ai_quota_exceeded" | "internal_error" | "service_unavailable";
+            code?: "invalid_request" | "invalid_json" | "missing_api_key" | "invalid_api_key" | "expired_api_key" | "not_signed_in" | "forbidden" | "insufficient_scope" | "not_found" | "method_not_allowed" | "idempotency_key_in_use" | "conflict" | "webhook_inactive" | "last_admin" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "api_quota_exceeded" | "ai_quota_exceeded" | "internal_error" | "service_unavailable";
             retry_after_seconds?: number;
             limit?: number;
             used?: number;
             remaining?: number;
             /** Format: date-time */
             reset_at?: string;
+            /**
+             * Format: uuid
+             * @description On a 409 `conflict`: the record that holds the value
+             */
+            conflicting_id?: string;
         };
     };
     responses: never;
@@ -1053,6 +1169,10 @@ export interface operations {
                     pipeline_id?: string;
                     /** Format: uuid */
                     stage_id?: string;
+                    /** @description Values of the organization’s custom fields by key (GET /custom-fields/{object} lists them); in a PATCH, only the keys sent change and null clears one */
+                    custom?: {
+                        [key: string]: unknown;
+                    };
                 };
             };
         };
@@ -1510,6 +1630,10 @@ export interface operations {
                     /** @description Set to pin the value; null returns it to following the stage */
                     lifecycle_stage?: string | null;
                     description?: string | null;
+                    /** @description Values of the organization’s custom fields by key (GET /custom-fields/{object} lists them); in a PATCH, only the keys sent change and null clears one */
+                    custom?: {
+                        [key: string]: unknown;
+                    };
                 };
             };
         };
@@ -1731,6 +1855,10 @@ export interface operations {
                      * @enum {string}
                      */
                     role_type?: "economic_buyer" | "champion" | "technical_buyer" | "end_user" | "influencer" | "executive_sponsor" | "blocker" | "unknown";
+                    /** @description Values of the organization’s custom fields by key (GET /custom-fields/{object} lists them); in a PATCH, only the keys sent change and null clears one */
+                    custom?: {
+                        [key: string]: unknown;
+                    };
                 };
             };
         };
@@ -2111,6 +2239,10 @@ export interface operations {
                     engagement_level?: ("high" | "medium" | "low" | "unknown") | null;
                     sentiment?: ("positive" | "neutral" | "negative" | "unknown") | null;
                     linkedin_url?: string | null;
+                    /** @description Values of the organization’s custom fields by key (GET /custom-fields/{object} lists them); in a PATCH, only the keys sent change and null clears one */
+                    custom?: {
+                        [key: string]: unknown;
+                    };
                 };
             };
         };
@@ -3630,6 +3762,576 @@ export interface operations {
                 };
             };
             /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets. `ai_quota_exceeded`: The monthly AI call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "customFields-list": {
+        parameters: {
+            query?: {
+                include_archived?: boolean;
+            };
+            header?: never;
+            path: {
+                /** @description The records the field is on */
+                object: "deals" | "contacts";
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["CustomField"][];
+                    };
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "customFields-create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The records the field is on */
+                object: "deals" | "contacts";
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Chosen by you, immutable: how the value is named under `custom` */
+                    key: string;
+                    /** @enum {string} */
+                    type: "text" | "long_text" | "number" | "currency" | "boolean" | "date" | "datetime" | "select" | "multi_select" | "email" | "url" | "phone" | "json";
+                    /** @description Shown to people; the key when left out */
+                    label?: string;
+                    /** @description A create without the field (and with no default) is refused */
+                    required?: boolean;
+                    /** @description No two records of the object hold the same value (409 naming the record that holds it) */
+                    unique?: boolean;
+                    /** @description Given to a created record that leaves the field out */
+                    default?: unknown;
+                    /** @description select, multi_select: the allowed values */
+                    options?: {
+                        value: string;
+                        /** @description Shown to people; the value when left out */
+                        label?: string;
+                        /** @description An archived option stays readable but is refused in writes */
+                        archived?: boolean;
+                    }[];
+                    validation?: {
+                        /** @description number, currency: the smallest value */
+                        min?: number;
+                        /** @description number, currency: the largest value */
+                        max?: number;
+                        max_length?: number;
+                        /** @description text, long_text, phone: a regular expression (JavaScript syntax) the value must match */
+                        pattern?: string;
+                    };
+                    description?: string;
+                    /**
+                     * @description The MEDDPICC pillar the field is evidence for
+                     * @enum {string}
+                     */
+                    ai_hint?: "metrics" | "economic_buyer" | "decision_criteria" | "decision_process" | "paper_process" | "identify_pain" | "champion" | "competition";
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["CustomField"];
+                    };
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected. `invalid_json`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `conflict`: The write breaks a rule of the organization’s data (a unique custom field’s value held by another record, a field made required that records lack): the message names the field, `conflicting_id` the record */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large`: The body is over 1 MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type`: The body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "customFields-get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The records the field is on */
+                object: "deals" | "contacts";
+                key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["CustomField"];
+                    };
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "customFields-delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The records the field is on */
+                object: "deals" | "contacts";
+                key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["CustomField"];
+                    };
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "customFields-update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The records the field is on */
+                object: "deals" | "contacts";
+                key: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    label?: string;
+                    /** @description A create without the field (and with no default) is refused */
+                    required?: boolean;
+                    /** @description No two records of the object hold the same value (409 naming the record that holds it) */
+                    unique?: boolean;
+                    /** @description null removes the default */
+                    default?: unknown | null;
+                    /** @description The whole list: an option left out is archived (values stay readable), never deleted */
+                    options?: {
+                        value: string;
+                        /** @description Shown to people; the value when left out */
+                        label?: string;
+                        /** @description An archived option stays readable but is refused in writes */
+                        archived?: boolean;
+                    }[];
+                    validation?: {
+                        /** @description number, currency: the smallest value */
+                        min?: number;
+                        /** @description number, currency: the largest value */
+                        max?: number;
+                        max_length?: number;
+                        /** @description text, long_text, phone: a regular expression (JavaScript syntax) the value must match */
+                        pattern?: string;
+                    };
+                    description?: string | null;
+                    ai_hint?: ("metrics" | "economic_buyer" | "decision_criteria" | "decision_process" | "paper_process" | "identify_pain" | "champion" | "competition") | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["CustomField"];
+                    };
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected. `invalid_json`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `conflict`: The write breaks a rule of the organization’s data (a unique custom field’s value held by another record, a field made required that records lack): the message names the field, `conflicting_id` the record */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large`: The body is over 1 MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type`: The body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
             429: {
                 headers: {
                     [name: string]: unknown;

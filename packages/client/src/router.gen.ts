@@ -2,17 +2,18 @@
 import type { TRPCBuiltRouter, TRPCMutationProcedure, TRPCQueryProcedure } from '@trpc/server';
 
 /** Every `code` an error body can carry. */
-export type ErrorCode = "invalid_request" | "invalid_json" | "missing_api_key" | "invalid_api_key" | "expired_api_key" | "not_signed_in" | "forbidden" | "insufficient_scope" | "not_found" | "method_not_allowed" | "idempotency_key_in_use" | "webhook_inactive" | "last_admin" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "api_quota_exceeded" | "ai_quota_exceeded" | "internal_error" | "service_unavailable";
+export type ErrorCode = "invalid_request" | "invalid_json" | "missing_api_key" | "invalid_api_key" | "expired_api_key" | "not_signed_in" | "forbidden" | "insufficient_scope" | "not_found" | "method_not_allowed" | "idempotency_key_in_use" | "conflict" | "webhook_inactive" | "last_admin" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "api_quota_exceeded" | "ai_quota_exceeded" | "internal_error" | "service_unavailable";
 
 /** The body of every error answer, on REST and tRPC alike. */
 export type ErrorBody = {
   error: string;
-  code?: "invalid_request" | "invalid_json" | "missing_api_key" | "invalid_api_key" | "expired_api_key" | "not_signed_in" | "forbidden" | "insufficient_scope" | "not_found" | "method_not_allowed" | "idempotency_key_in_use" | "webhook_inactive" | "last_admin" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "api_quota_exceeded" | "ai_quota_exceeded" | "internal_error" | "service_unavailable" | undefined;
+  code?: "invalid_request" | "invalid_json" | "missing_api_key" | "invalid_api_key" | "expired_api_key" | "not_signed_in" | "forbidden" | "insufficient_scope" | "not_found" | "method_not_allowed" | "idempotency_key_in_use" | "conflict" | "webhook_inactive" | "last_admin" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "api_quota_exceeded" | "ai_quota_exceeded" | "internal_error" | "service_unavailable" | undefined;
   retry_after_seconds?: number | undefined;
   limit?: number | undefined;
   used?: number | undefined;
   remaining?: number | undefined;
   reset_at?: string | undefined;
+  conflicting_id?: string | undefined;
 };
 
 /** The tRPC router: every procedure with its input and output, as the server declares them. */
@@ -67,6 +68,7 @@ export type AppRouter = TRPCBuiltRouter<{
           last_activity_at: string | null;
           created_at: string;
           updated_at: string | null;
+          custom: Record<string, unknown>;
         }[];
         meta: {
           total: number;
@@ -82,6 +84,7 @@ export type AppRouter = TRPCBuiltRouter<{
         title: string;
         pipeline_id?: string | undefined;
         stage_id?: string | undefined;
+        custom?: Record<string, unknown> | undefined;
         company_name?: string | undefined;
         value?: number | undefined;
         currency?: string | undefined;
@@ -116,6 +119,7 @@ export type AppRouter = TRPCBuiltRouter<{
           last_activity_at: string | null;
           created_at: string;
           updated_at: string | null;
+          custom: Record<string, unknown>;
         };
       };
     }>;
@@ -126,6 +130,7 @@ export type AppRouter = TRPCBuiltRouter<{
           title: string;
           pipeline_id?: string | undefined;
           stage_id?: string | undefined;
+          custom?: Record<string, unknown> | undefined;
           company_name?: string | undefined;
           value?: number | undefined;
           currency?: string | undefined;
@@ -161,6 +166,7 @@ export type AppRouter = TRPCBuiltRouter<{
           last_activity_at: string | null;
           created_at: string;
           updated_at: string | null;
+          custom: Record<string, unknown>;
         }[];
       };
     }>;
@@ -195,6 +201,7 @@ export type AppRouter = TRPCBuiltRouter<{
             last_activity_at: string | null;
             created_at: string;
             updated_at: string | null;
+            custom: Record<string, unknown>;
           };
           stakeholders: {
             id: string;
@@ -223,6 +230,7 @@ export type AppRouter = TRPCBuiltRouter<{
         stage_id?: string | undefined;
         lifecycle_stage?: string | null | undefined;
         description?: string | null | undefined;
+        custom?: Record<string, unknown> | undefined;
         company_name?: string | null | undefined;
         value?: number | null | undefined;
         currency?: string | null | undefined;
@@ -259,6 +267,7 @@ export type AppRouter = TRPCBuiltRouter<{
           last_activity_at: string | null;
           created_at: string;
           updated_at: string | null;
+          custom: Record<string, unknown>;
         };
       };
     }>;
@@ -298,6 +307,7 @@ export type AppRouter = TRPCBuiltRouter<{
           notes: string | null;
           created_at: string;
           updated_at: string | null;
+          custom: Record<string, unknown>;
         }[];
         meta: {
           total: number;
@@ -316,6 +326,7 @@ export type AppRouter = TRPCBuiltRouter<{
         title?: string | undefined;
         phone?: string | undefined;
         role_type?: "unknown" | "economic_buyer" | "champion" | "technical_buyer" | "end_user" | "influencer" | "executive_sponsor" | "blocker" | undefined;
+        custom?: Record<string, unknown> | undefined;
       };
       output: {
         data: {
@@ -334,6 +345,7 @@ export type AppRouter = TRPCBuiltRouter<{
           notes: string | null;
           created_at: string;
           updated_at: string | null;
+          custom: Record<string, unknown>;
         };
       };
     }>;
@@ -347,6 +359,7 @@ export type AppRouter = TRPCBuiltRouter<{
           title?: string | undefined;
           phone?: string | undefined;
           role_type?: "unknown" | "economic_buyer" | "champion" | "technical_buyer" | "end_user" | "influencer" | "executive_sponsor" | "blocker" | undefined;
+          custom?: Record<string, unknown> | undefined;
         }[];
       };
       output: {
@@ -366,6 +379,7 @@ export type AppRouter = TRPCBuiltRouter<{
           notes: string | null;
           created_at: string;
           updated_at: string | null;
+          custom: Record<string, unknown>;
         }[];
       };
     }>;
@@ -391,6 +405,7 @@ export type AppRouter = TRPCBuiltRouter<{
           notes: string | null;
           created_at: string;
           updated_at: string | null;
+          custom: Record<string, unknown>;
           deal: {
             title: string | null;
             company: string | null;
@@ -413,6 +428,7 @@ export type AppRouter = TRPCBuiltRouter<{
         engagement_level?: "unknown" | "high" | "medium" | "low" | null | undefined;
         sentiment?: "unknown" | "positive" | "neutral" | "negative" | null | undefined;
         linkedin_url?: string | null | undefined;
+        custom?: Record<string, unknown> | undefined;
       };
       output: {
         data: {
@@ -431,6 +447,7 @@ export type AppRouter = TRPCBuiltRouter<{
           notes: string | null;
           created_at: string;
           updated_at: string | null;
+          custom: Record<string, unknown>;
         };
       };
     }>;
@@ -844,6 +861,213 @@ export type AppRouter = TRPCBuiltRouter<{
           deals_lost: number;
           avg_cycle_days: number | null;
           coaching_tips: string[];
+        };
+      };
+    }>;
+  };
+  customFields: {
+    list: TRPCQueryProcedure<{
+      meta: object;
+      input: {
+        object: "deals" | "contacts";
+        include_archived?: unknown;
+      };
+      output: {
+        data: {
+          object: "deals" | "contacts";
+          key: string;
+          label: string;
+          type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
+          required: boolean;
+          unique: boolean;
+          default: unknown;
+          options: {
+            value: string;
+            label: string;
+            archived: boolean;
+          }[];
+          validation: {
+            min?: number | undefined;
+            max?: number | undefined;
+            max_length?: number | undefined;
+            pattern?: string | undefined;
+          };
+          description: string | null;
+          ai_hint: "economic_buyer" | "champion" | "metrics" | "decision_criteria" | "decision_process" | "paper_process" | "identify_pain" | "competition" | null;
+          archived: boolean;
+          created_at: string;
+          updated_at: string | null;
+        }[];
+      };
+    }>;
+    create: TRPCMutationProcedure<{
+      meta: object;
+      input: {
+        key: string;
+        type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
+        object: "deals" | "contacts";
+        label?: string | undefined;
+        required?: boolean | undefined;
+        unique?: boolean | undefined;
+        default?: unknown;
+        options?: {
+          value: string;
+          label?: string | undefined;
+          archived?: boolean | undefined;
+        }[] | undefined;
+        validation?: {
+          min?: number | undefined;
+          max?: number | undefined;
+          max_length?: number | undefined;
+          pattern?: string | undefined;
+        } | undefined;
+        description?: string | undefined;
+        ai_hint?: "economic_buyer" | "champion" | "metrics" | "decision_criteria" | "decision_process" | "paper_process" | "identify_pain" | "competition" | undefined;
+      };
+      output: {
+        data: {
+          object: "deals" | "contacts";
+          key: string;
+          label: string;
+          type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
+          required: boolean;
+          unique: boolean;
+          default: unknown;
+          options: {
+            value: string;
+            label: string;
+            archived: boolean;
+          }[];
+          validation: {
+            min?: number | undefined;
+            max?: number | undefined;
+            max_length?: number | undefined;
+            pattern?: string | undefined;
+          };
+          description: string | null;
+          ai_hint: "economic_buyer" | "champion" | "metrics" | "decision_criteria" | "decision_process" | "paper_process" | "identify_pain" | "competition" | null;
+          archived: boolean;
+          created_at: string;
+          updated_at: string | null;
+        };
+      };
+    }>;
+    get: TRPCQueryProcedure<{
+      meta: object;
+      input: {
+        object: "deals" | "contacts";
+        key: string;
+      };
+      output: {
+        data: {
+          object: "deals" | "contacts";
+          key: string;
+          label: string;
+          type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
+          required: boolean;
+          unique: boolean;
+          default: unknown;
+          options: {
+            value: string;
+            label: string;
+            archived: boolean;
+          }[];
+          validation: {
+            min?: number | undefined;
+            max?: number | undefined;
+            max_length?: number | undefined;
+            pattern?: string | undefined;
+          };
+          description: string | null;
+          ai_hint: "economic_buyer" | "champion" | "metrics" | "decision_criteria" | "decision_process" | "paper_process" | "identify_pain" | "competition" | null;
+          archived: boolean;
+          created_at: string;
+          updated_at: string | null;
+        };
+      };
+    }>;
+    update: TRPCMutationProcedure<{
+      meta: object;
+      input: {
+        object: "deals" | "contacts";
+        key: string;
+        label?: string | undefined;
+        required?: boolean | undefined;
+        unique?: boolean | undefined;
+        default?: unknown;
+        options?: {
+          value: string;
+          label?: string | undefined;
+          archived?: boolean | undefined;
+        }[] | undefined;
+        validation?: {
+          min?: number | undefined;
+          max?: number | undefined;
+          max_length?: number | undefined;
+          pattern?: string | undefined;
+        } | undefined;
+        description?: string | null | undefined;
+        ai_hint?: "economic_buyer" | "champion" | "metrics" | "decision_criteria" | "decision_process" | "paper_process" | "identify_pain" | "competition" | null | undefined;
+      };
+      output: {
+        data: {
+          object: "deals" | "contacts";
+          key: string;
+          label: string;
+          type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
+          required: boolean;
+          unique: boolean;
+          default: unknown;
+          options: {
+            value: string;
+            label: string;
+            archived: boolean;
+          }[];
+          validation: {
+            min?: number | undefined;
+            max?: number | undefined;
+            max_length?: number | undefined;
+            pattern?: string | undefined;
+          };
+          description: string | null;
+          ai_hint: "economic_buyer" | "champion" | "metrics" | "decision_criteria" | "decision_process" | "paper_process" | "identify_pain" | "competition" | null;
+          archived: boolean;
+          created_at: string;
+          updated_at: string | null;
+        };
+      };
+    }>;
+    delete: TRPCMutationProcedure<{
+      meta: object;
+      input: {
+        object: "deals" | "contacts";
+        key: string;
+      };
+      output: {
+        data: {
+          object: "deals" | "contacts";
+          key: string;
+          label: string;
+          type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
+          required: boolean;
+          unique: boolean;
+          default: unknown;
+          options: {
+            value: string;
+            label: string;
+            archived: boolean;
+          }[];
+          validation: {
+            min?: number | undefined;
+            max?: number | undefined;
+            max_length?: number | undefined;
+            pattern?: string | undefined;
+          };
+          description: string | null;
+          ai_hint: "economic_buyer" | "champion" | "metrics" | "decision_criteria" | "decision_process" | "paper_process" | "identify_pain" | "competition" | null;
+          archived: boolean;
+          created_at: string;
+          updated_at: string | null;
         };
       };
     }>;

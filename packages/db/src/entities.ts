@@ -126,6 +126,8 @@ export const Deal = defineEntity({
     leadSource: p.text().nullable(),
     expectedCloseDate: p.datetime().nullable(),
     lastActivityAt: p.datetime().nullable(),
+    /** The organization's own fields' values, by key (docs/api/custom-fields.md). */
+    custom: p.json<Record<string, unknown>>().default('{}'),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
@@ -165,6 +167,7 @@ export const Contact = defineEntity({
     sentiment: p.enum(SENTIMENTS).nullable(),
     linkedinUrl: p.text().nullable(),
     notes: p.text().nullable(),
+    custom: p.json<Record<string, unknown>>().default('{}'),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
@@ -482,6 +485,32 @@ export const ServerSecret = defineEntity({
 });
 export type ServerSecret = InferEntity<typeof ServerSecret>;
 
+/** One of an organization's own fields on deals, contacts or companies (docs/api/custom-fields.md). */
+export const CustomField = defineEntity({
+  name: 'CustomField',
+  tableName: 'custom_fields',
+  filters: orgFilter,
+  properties: {
+    orgId: p.uuid().primary(),
+    object: p.text().primary(),
+    key: p.text().primary(),
+    label: p.text(),
+    type: p.text(),
+    required: p.boolean().default(false),
+    isUnique: p.boolean().default(false),
+    defaultValue: p.json<unknown>().nullable(),
+    options: p.json<Array<{ value: string; label: string; archived: boolean }>>().default('[]'),
+    validation: p.json<Record<string, unknown>>().default('{}'),
+    description: p.text().nullable(),
+    aiHint: p.text().nullable(),
+    position: p.integer(),
+    archivedAt: p.datetime().nullable(),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+});
+export type CustomField = InferEntity<typeof CustomField>;
+
 export const entities = [
   Organization,
   ApiKey,
@@ -504,4 +533,5 @@ export const entities = [
   AuditEntry,
   UsageDay,
   ServerSecret,
+  CustomField,
 ];

@@ -20,6 +20,8 @@ export const SCOPE_INFO: Record<Scope, { group: string; description: string }> =
   'webhooks:read': { group: 'Webhooks and events', description: 'read webhooks and deliveries' },
   'webhooks:write': { group: 'Webhooks and events', description: 'manage webhooks, replay deliveries' },
   'events:read': { group: 'Webhooks and events', description: 'read the event feed' },
+  'schema:read': { group: 'Custom fields', description: 'read the custom fields of deals and contacts' },
+  'schema:write': { group: 'Custom fields', description: 'define, change and archive custom fields' },
 };
 export const SCOPES = Object.keys(SCOPE_INFO) as Scope[];
 export const SCOPE_GROUPS = [...new Set(SCOPES.map((s) => SCOPE_INFO[s].group))].map((group) => ({

@@ -9,6 +9,7 @@ import {
   Text,
   Uuid,
 } from '../../schemas.ts';
+import { CustomValues, CustomValuesInput } from '../custom-fields/custom-field.schemas.ts';
 
 export const RoleType = z.enum(ROLE_TYPES);
 export const InfluenceLevel = z.enum(INFLUENCE_LEVELS);
@@ -38,6 +39,7 @@ export const Contact = z
     notes: z.string().nullable(),
     created_at: DateTimeOut,
     updated_at: DateTimeOut.nullable(),
+    custom: CustomValues,
   })
   .meta({ id: 'Contact' });
 export type ContactDto = z.infer<typeof Contact>;
@@ -58,6 +60,7 @@ export const ContactCreateInput = z
     title: ShortText.optional(),
     phone: ShortText.optional(),
     role_type: RoleType.default('unknown'),
+    custom: CustomValuesInput.optional(),
   })
   .meta({
     id: 'ContactCreateRequest',
@@ -91,6 +94,7 @@ export const ContactUpdateInput = z
       .max(2_000)
       .nullable()
       .optional(),
+    custom: CustomValuesInput.optional(),
   })
   .meta({
     id: 'ContactUpdateRequest',

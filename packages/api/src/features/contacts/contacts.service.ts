@@ -6,6 +6,8 @@ import { emitEvent, outboxRow } from '../../events.ts';
 import { orgQuery } from '../../org-scope.ts';
 import { afterAnchor, checkCursor, isoOf } from '../../read-model.ts';
 import { toIso } from '../../schemas.ts';
+import { fieldRules } from '../custom-fields/custom-fields.service.ts';
+import { customChanges, customValuesOf } from '../custom-fields/custom-values.ts';
 import { contactMatches, likePattern } from '../search/search.service.ts';
 import type {
   ContactCreateInput,
@@ -31,6 +33,7 @@ export function toContactDto(contact: Contact): ContactDto {
     notes: contact.notes ?? null,
     created_at: contact.createdAt.toISOString(),
     updated_at: toIso(contact.updatedAt),
+    custom: contact.custom ?? {},
   };
 }
 
@@ -53,6 +56,7 @@ const contactPage = orgQuery((db, a: { pattern?: string; after?: string; limit: 
       'c.notes',
       isoOf('c.created_at').as('created_at'),
       isoOf('c.updated_at').as('updated_at'),
+      'c.custom',
     ]);
   if (a.pattern) page = page.where(contactMatches(a.pattern));
   if (a.after) page = page.where(afterAnchor({ table: 'contacts', alias: 'c' }, a.after));
@@ -116,6 +120,7 @@ export function createdContactRows(
   orgId: string,
   dealId: string,
   input: Omit<ContactCreateInput, 'deal_id'>,
+  custom: Record<string, unknown>,
   createdAt: Date,
   now: Date,
 ) {
@@ -128,6 +133,7 @@ export function createdContactRows(
     title: input.title ?? null,
     phone: input.phone ?? null,
     roleType: input.role_type,
+    custom,
     createdAt,
   } as unknown as Contact;
   const dto = toContactDto(contact);
@@ -141,6 +147,7 @@ export function createdContactRows(
       title: dto.title,
       phone: dto.phone,
       role_type: dto.role_type,
+      custom,
       created_at: createdAt,
     },
     activity: activityRow(
@@ -161,8 +168,12 @@ export async function createContact(
   em: EntityManager,
   input: ContactCreateInput,
 ): Promise<Contact> {
-  const deal = await em.findOne(Deal, { id: input.deal_id });
+  const [deal, rules] = await Promise.all([
+    em.findOne(Deal, { id: input.deal_id }),
+    fieldRules(em, 'contacts'),
+  ]);
   if (!deal) throw notFound('Deal');
+  const custom = customValuesOf(rules, 'contacts', input.custom);
   const contact = em.create(Contact, {
     orgId: ctx.principal.orgId,
     deal,
@@ -171,6 +182,7 @@ export async function createContact(
     title: input.title ?? null,
     phone: input.phone ?? null,
     roleType: input.role_type,
+    custom,
     createdAt: new Date(),
   });
   await recordActivity(em, deal, {
@@ -195,7 +207,7 @@ const FIELDS = {
   engagement_level: 'engagementLevel',
   sentiment: 'sentiment',
   linkedin_url: 'linkedinUrl',
-} as const satisfies Record<keyof ContactUpdateInput, keyof Contact>;
+} as const satisfies Record<Exclude<keyof ContactUpdateInput, 'custom'>, keyof Contact>;
 
 export async function updateContact(
   em: EntityManager,
@@ -212,6 +224,12 @@ export async function updateContact(
     if (sameValue(entity[prop], next)) continue;
     changes[field] = { from: changeValue(entity[prop]), to: changeValue(next) };
     entity[prop] = next;
+  }
+  if (input.custom !== undefined) {
+    const current = contact.custom ?? {};
+    const next = customValuesOf(await fieldRules(em, 'contacts'), 'contacts', input.custom, current);
+    Object.assign(changes, customChanges(current, next));
+    contact.custom = next;
   }
   if (Object.keys(changes).length > 0) {
     await recordActivity(em, contact.deal.getEntity(), {

@@ -1,10 +1,12 @@
 import { type EntityManager, sqlOf, transaction } from '@crm/db';
 import { z } from 'zod';
-import { describeZodIssues } from '../../errors.ts';
+import { ApiError, describeZodIssues } from '../../errors.ts';
 import { scopeToOrg } from '../../org-scope.ts';
 import { DateTime, ShortText } from '../../schemas.ts';
 import { ContactCreateInput } from '../contacts/contact.schemas.ts';
 import { createdContactRows } from '../contacts/contacts.service.ts';
+import { fieldRules } from '../custom-fields/custom-fields.service.ts';
+import { customValuesOf, type FieldRule } from '../custom-fields/custom-values.ts';
 import { pipelineStages, type StageRow } from '../pipeline/stages.service.ts';
 import { DealCreateInput } from './deal.schemas.ts';
 import { type CreatedDealRows, createdDealRows } from './deals.service.ts';
@@ -82,6 +84,10 @@ export async function importDeals(
 ): Promise<ImportProgress & { statistics: string | null }> {
   const scoped = scopeToOrg(em.fork(), orgId);
   const placement = new StagePlacement(scoped);
+  const [dealRules, contactRules] = await Promise.all([
+    fieldRules(scoped, 'deals'),
+    fieldRules(scoped, 'contacts'),
+  ]);
   const tally: ImportProgress = { read: 0, imported: 0, rejected: 0 };
   const committed: Array<[number, number]> = [];
   let chunk: Chunk = [];
@@ -118,18 +124,29 @@ export async function importDeals(
       const placed = parsed.success
         ? await placement.place(parsed.data)
         : describeZodIssues(parsed.error.issues);
-      if (unreadable !== undefined || typeof placed === 'string' || !parsed.success) {
+      const custom =
+        parsed.success && typeof placed !== 'string'
+          ? checkedCustom(dealRules, contactRules, parsed.data)
+          : undefined;
+      if (
+        typeof custom === 'string' ||
+        custom === undefined ||
+        typeof placed === 'string' ||
+        !parsed.success
+      ) {
         tally.rejected++;
-        const error = unreadable ?? (typeof placed === 'string' ? placed : 'invalid row');
+        const error =
+          unreadable ??
+          (typeof placed === 'string' ? placed : typeof custom === 'string' ? custom : 'invalid row');
         await handlers.rejected({ line, error, row: value });
         continue;
       }
       const row = parsed.data;
       const now = new Date();
       const createdAt = row.created_at ? new Date(row.created_at) : now;
-      const deal = createdDealRows(orgId, row, placed, createdAt, now);
-      const contacts = (row.contacts ?? []).map((c) =>
-        createdContactRows(orgId, deal.dto.id, c, createdAt, now),
+      const deal = createdDealRows(orgId, row, placed, custom.deal, createdAt, now);
+      const contacts = (row.contacts ?? []).map((c, i) =>
+        createdContactRows(orgId, deal.dto.id, c, custom.contacts[i] ?? {}, createdAt, now),
       );
       chunk.push({ line, deal, contacts });
       if (chunk.length >= IMPORT_CHUNK) await flush();
@@ -159,6 +176,19 @@ export async function importDeals(
       statistics = `the planner's statistics were not refreshed (${(err as Error).message}); run VACUUM (ANALYZE)`;
     }
   return { ...tally, statistics };
+}
+
+/** A row's custom values and its contacts', as the single creates check them; or why they fail. */
+function checkedCustom(dealRules: FieldRule[], contactRules: FieldRule[], row: DealImportRow) {
+  try {
+    return {
+      deal: customValuesOf(dealRules, 'deals', row.custom),
+      contacts: (row.contacts ?? []).map((c) => customValuesOf(contactRules, 'contacts', c.custom)),
+    };
+  } catch (err) {
+    if (err instanceof ApiError) return err.message;
+    throw err;
+  }
 }
 
 /** Committed chunks as line ranges, adjacent ones merged: `lines 1-2000, 3001-4000`. */

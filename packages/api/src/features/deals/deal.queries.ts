@@ -41,6 +41,7 @@ const dealRows = (db: Pick<ExpressionBuilder<Tables, never>, 'selectFrom'>) =>
       isoOf('d.last_activity_at').as('last_activity_at'),
       isoOf('d.created_at').as('created_at'),
       isoOf('d.updated_at').as('updated_at'),
+      'd.custom',
     ]);
 
 type DealRow = Omit<DealDto, 'value'> & { value: string | number | null };
@@ -75,6 +76,7 @@ function toDealDto(row: DealRow): DealDto {
     last_activity_at: row.last_activity_at,
     created_at: row.created_at,
     updated_at: row.updated_at,
+    custom: row.custom,
   };
 }
 
@@ -104,7 +106,7 @@ type CreatedDeal = Pick<
   DealDto,
   'id' | 'title' | 'company_name' | 'currency' | 'lifecycle_stage' | 'stage_id' | 'pipeline_id'
 > &
-  Pick<DealDto, 'contact_name' | 'contact_email' | 'notes' | 'lead_source'> & {
+  Pick<DealDto, 'contact_name' | 'contact_email' | 'notes' | 'lead_source' | 'custom'> & {
     value: number | null;
     expected_close_date: Date | null;
     last_activity_at: Date;

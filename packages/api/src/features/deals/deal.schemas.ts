@@ -9,6 +9,7 @@ import {
   Text,
   Uuid,
 } from '../../schemas.ts';
+import { CustomValues, CustomValuesInput } from '../custom-fields/custom-field.schemas.ts';
 
 /** The lifecycle_stage values pipeline stages imply, unless a client set one itself (docs/api/deals.md, "Lifecycle"). */
 export const LIFECYCLE_STAGES = ['lead', 'opportunity', 'customer', 'lost'] as const;
@@ -75,6 +76,7 @@ export const Deal = z
     last_activity_at: DateTimeOut.nullable(),
     created_at: DateTimeOut,
     updated_at: DateTimeOut.nullable(),
+    custom: CustomValues,
   })
   .meta({ id: 'Deal' });
 export type DealDto = z.infer<typeof Deal>;
@@ -104,6 +106,7 @@ export const DealCreateInput = z
     ...z.object(createdOptional).partial().shape,
     pipeline_id: Uuid.optional(),
     stage_id: Uuid.optional(),
+    custom: CustomValuesInput.optional(),
   })
   .meta({
     id: 'DealCreateRequest',
@@ -133,6 +136,7 @@ export const DealUpdateInput = z
       .optional()
       .describe('Set to pin the value; null returns it to following the stage'),
     description: LongText.nullable().optional(),
+    custom: CustomValuesInput.optional(),
   })
   .meta({
     id: 'DealUpdateRequest',

@@ -14,6 +14,8 @@ import type { AuthedContext } from '../../context.ts';
 import { notFound } from '../../errors.ts';
 import { outboxRow } from '../../events.ts';
 import { prepareQuery } from '../../prepared-query.ts';
+import { fieldRules } from '../custom-fields/custom-fields.service.ts';
+import { customChanges, customValuesOf } from '../custom-fields/custom-values.ts';
 import {
   lifecycleForStage,
   pipelineStages,
@@ -63,6 +65,7 @@ export function createdDealRows(
   orgId: string,
   input: DealCreateInput,
   placed: { stage: StageRow; stages: readonly StageRow[] },
+  custom: Record<string, unknown>,
   createdAt: Date,
   now: Date = createdAt,
 ): CreatedDealRows {
@@ -85,6 +88,7 @@ export function createdDealRows(
     expected_close_date: input.expected_close_date ? new Date(input.expected_close_date) : null,
     last_activity_at: createdAt,
     created_at: createdAt,
+    custom,
   } satisfies Insertable<Tables['deals']>;
   const dto = dealDtoOf(deal, stage);
   return {
@@ -108,8 +112,12 @@ export async function createDeal(
   em: EntityManager,
   input: DealCreateInput,
 ): Promise<DealDto> {
-  const placed = await resolveStage(em, { pipelineId: input.pipeline_id, stageId: input.stage_id });
-  const { dto, ...rows } = createdDealRows(ctx.principal.orgId, input, placed, new Date());
+  const [placed, rules] = await Promise.all([
+    resolveStage(em, { pipelineId: input.pipeline_id, stageId: input.stage_id }),
+    fieldRules(em, 'deals'),
+  ]);
+  const custom = customValuesOf(rules, 'deals', input.custom);
+  const { dto, ...rows } = createdDealRows(ctx.principal.orgId, input, placed, custom, new Date());
   await insertCreatedDeal(em, rows);
   return dto;
 }
@@ -173,6 +181,12 @@ async function applyDealChanges(
     if (sameValue(entity[prop], next)) continue;
     changes[field] = { from: changeValue(entity[prop]), to: changeValue(next) };
     entity[prop] = next;
+  }
+  if (input.custom !== undefined) {
+    const current = deal.custom ?? {};
+    const next = customValuesOf(await fieldRules(em, 'deals'), 'deals', input.custom, current);
+    Object.assign(changes, customChanges(current, next));
+    deal.custom = next;
   }
 
   let stageChange: DealUpdateResult['stageChange'];

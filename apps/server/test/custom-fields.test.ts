@@ -1,0 +1,376 @@
+import { issueApiKey } from '@crm/api';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DRIVERS, startTestServer, type TestOrg, type TestServer, UUID } from './harness.ts';
+import { mcpClient } from './mcp-client.ts';
+
+for (const { driver, label, skip } of DRIVERS) {
+  describe.skipIf(skip)(`custom fields on ${label}`, () => {
+    let s: TestServer;
+    let org: TestOrg;
+    beforeAll(async () => {
+      s = await startTestServer(driver);
+    });
+    afterAll(async () => {
+      await s?.stop();
+    });
+    // Each test defines its fields in an organization of its own: the rules of one do not reach another.
+    const freshOrg = async () => {
+      org = await s.newOrg(`custom ${Math.random()}`);
+      return org;
+    };
+    const api = (path: string, init: Parameters<TestServer['api']>[1] = {}) =>
+      s.api(path, { key: org.apiKey, ...init });
+    const define = async (object: string, field: Record<string, unknown>) => {
+      const res = await api(`/custom-fields/${object}`, { method: 'POST', json: field });
+      expect(res.status, res.text).toBe(201);
+      return res.body.data;
+    };
+    const createDeal = (json: Record<string, unknown>) => api('/deals', { method: 'POST', json });
+
+    it('defines a field, lists and reads it; the deal carries its value on create, read, list and event', async () => {
+      await freshOrg();
+      const field = await define('deals', {
+        key: 'arr',
+        label: 'ARR',
+        type: 'currency',
+        validation: { min: 0 },
+        ai_hint: 'metrics',
+      });
+      expect(field).toMatchObject({
+        object: 'deals',
+        key: 'arr',
+        label: 'ARR',
+        type: 'currency',
+        required: false,
+        unique: false,
+        default: null,
+        options: [],
+        validation: { min: 0 },
+        ai_hint: 'metrics',
+        archived: false,
+      });
+      await define('deals', {
+        key: 'region',
+        type: 'select',
+        options: [{ value: 'emea', label: 'EMEA' }, { value: 'apac' }],
+      });
+      const list = await api('/custom-fields/deals');
+      expect(list.body.data.map((f: { key: string }) => f.key)).toEqual(['arr', 'region']);
+      expect(list.body.data[1].options).toEqual([
+        { value: 'emea', label: 'EMEA', archived: false },
+        { value: 'apac', label: 'apac', archived: false },
+      ]);
+      expect((await api('/custom-fields/deals/arr')).body.data).toEqual(field);
+
+      const created = await createDeal({ title: 'Acme', custom: { arr: 120000, region: 'emea' } });
+      expect(created.status, created.text).toBe(201);
+      expect(created.body.data.custom).toEqual({ arr: 120000, region: 'emea' });
+      const id = created.body.data.id;
+      expect((await api(`/deals/${id}`)).body.data.deal.custom).toEqual({ arr: 120000, region: 'emea' });
+      const listed = await api('/deals');
+      expect(listed.body.data.find((d: { id: string }) => d.id === id).custom).toEqual({
+        arr: 120000,
+        region: 'emea',
+      });
+      // A deal made before (or without) custom values answers an empty object.
+      expect((await createDeal({ title: 'Plain' })).body.data.custom).toEqual({});
+      const events = await api('/events?types=deal.created');
+      const event = events.body.data.find((e: { data: { id: string } }) => e.data.id === id);
+      expect(event.data.custom).toEqual({ arr: 120000, region: 'emea' });
+    });
+
+    it('refuses a bad value with a 400 naming custom.<key>, writing nothing', async () => {
+      await freshOrg();
+      await define('deals', { key: 'arr', type: 'number' });
+      await define('deals', {
+        key: 'region',
+        type: 'select',
+        options: [{ value: 'emea' }, { value: 'apac' }],
+      });
+      await define('deals', { key: 'tags', type: 'multi_select', options: [{ value: 'a' }, { value: 'b' }] });
+      await define('deals', { key: 'code', type: 'text', validation: { pattern: '^[A-Z]{2}-\\d+$' } });
+      const cases: Array<[Record<string, unknown>, RegExp]> = [
+        [{ arr: 'lots' }, /^custom\.arr: expected number, got string$/],
+        [{ regoin: 'emea' }, /^custom\.regoin: unknown field; did you mean "region"\?/],
+        [{ region: 'mars' }, /^custom\.region: must be one of "emea", "apac"$/],
+        [{ tags: ['a', 'a'] }, /^custom\.tags: must not repeat a value$/],
+        [{ tags: ['c'] }, /^custom\.tags\[0\]: must be one of "a", "b"$/],
+        [{ code: 'xx-1' }, /^custom\.code: must match the pattern/],
+        [{ arr: 'x'.repeat(10) }, /^custom\.arr/],
+      ];
+      for (const [custom, message] of cases) {
+        const res = await createDeal({ title: 'Bad', custom });
+        expect(res.status, JSON.stringify(custom)).toBe(400);
+        expect(res.body).toMatchObject({ code: 'invalid_request', error: expect.stringMatching(message) });
+      }
+      expect((await api('/deals')).body.meta.total).toBe(0);
+      // A record's values stay under 32 KB.
+      await define('deals', { key: 'blob', type: 'json' });
+      const big = await createDeal({ title: 'Big', custom: { blob: 'x'.repeat(33_000) } });
+      expect(big.status).toBe(400);
+      expect(big.body.error).toMatch(/^custom: the values take \d+ bytes, over the limit of 32768 bytes/);
+    });
+
+    it('required fields: a create without one is refused, a default fills it, a PATCH cannot clear it', async () => {
+      await freshOrg();
+      await define('deals', { key: 'region', type: 'select', required: true, options: [{ value: 'emea' }] });
+      await define('deals', { key: 'tier', type: 'text', required: true, default: 'standard' });
+      const missing = await createDeal({ title: 'No region' });
+      expect(missing.status).toBe(400);
+      expect(missing.body.error).toBe('custom.region: Required (a required custom field)');
+      const ok = await createDeal({ title: 'Has region', custom: { region: 'emea' } });
+      expect(ok.body.data.custom).toEqual({ region: 'emea', tier: 'standard' });
+      const cleared = await api(`/deals/${ok.body.data.id}`, {
+        method: 'PATCH',
+        json: { custom: { region: null } },
+      });
+      expect(cleared.status).toBe(400);
+      expect(cleared.body.error).toBe('custom.region: the field is required and cannot be cleared');
+    });
+
+    it('a PATCH changes only the keys sent, null clears one, and the change is an activity and in deal.updated', async () => {
+      await freshOrg();
+      await define('deals', { key: 'arr', type: 'number' });
+      await define('deals', { key: 'renewal', type: 'date' });
+      await define('deals', { key: 'champion_email', type: 'email' });
+      const deal = (await createDeal({ title: 'Acme', custom: { arr: 1, renewal: '2027-01-31' } })).body.data;
+      const res = await api(`/deals/${deal.id}`, {
+        method: 'PATCH',
+        json: { custom: { arr: 2, renewal: null, champion_email: 'Ann@Acme.IO' } },
+      });
+      expect(res.status, res.text).toBe(200);
+      expect(res.body.data.custom).toEqual({ arr: 2, champion_email: 'ann@acme.io' });
+      const detail = (await api(`/deals/${deal.id}`)).body.data;
+      const updated = detail.recent_activities.find((a: { type: string }) => a.type === 'deal_updated');
+      expect(updated.description).toMatch(/custom\.arr/);
+      const events = await api('/events?types=deal.updated');
+      const event = events.body.data.find((e: { data: { id: string } }) => e.data.id === deal.id);
+      expect(event.changes).toEqual({
+        'custom.arr': { from: 1, to: 2 },
+        'custom.renewal': { from: '2027-01-31', to: null },
+        'custom.champion_email': { from: null, to: 'ann@acme.io' },
+      });
+      // The same PATCH again changes nothing.
+      const again = await api(`/deals/${deal.id}`, { method: 'PATCH', json: { custom: { arr: 2 } } });
+      expect(again.body.data.updated_at).toBe(res.body.data.updated_at);
+    });
+
+    it('unique fields: a second holder is a 409 naming the holder, also within a batch and between concurrent writers', async () => {
+      await freshOrg();
+      await define('deals', { key: 'external_id', type: 'text', unique: true });
+      const first = (await createDeal({ title: 'One', custom: { external_id: 'SF-1' } })).body.data;
+      const second = await createDeal({ title: 'Two', custom: { external_id: 'SF-1' } });
+      expect(second.status).toBe(409);
+      expect(second.body).toMatchObject({
+        code: 'conflict',
+        error: `custom.external_id: the value is already held by deal ${first.id} (the field is unique)`,
+        conflicting_id: first.id,
+      });
+      // A PATCH to a held value, too; to a free one it goes through, and frees the old one.
+      const other = (await createDeal({ title: 'Three', custom: { external_id: 'SF-3' } })).body.data;
+      const taken = await api(`/deals/${other.id}`, {
+        method: 'PATCH',
+        json: { custom: { external_id: 'SF-1' } },
+      });
+      expect(taken.status).toBe(409);
+      expect(taken.body.conflicting_id).toBe(first.id);
+      const moved = await api(`/deals/${first.id}`, {
+        method: 'PATCH',
+        json: { custom: { external_id: 'SF-9' } },
+      });
+      expect(moved.status).toBe(200);
+      expect((await createDeal({ title: 'Reuses SF-1', custom: { external_id: 'SF-1' } })).status).toBe(201);
+      // A deleted deal frees its value.
+      expect((await api(`/deals/${other.id}`, { method: 'DELETE' })).status).toBe(200);
+      expect((await createDeal({ title: 'Reuses SF-3', custom: { external_id: 'SF-3' } })).status).toBe(201);
+
+      // Within one batch: all or nothing, the duplicate named by its index.
+      const before = (await api('/deals')).body.meta.total;
+      const batch = await api('/deals/batch', {
+        method: 'POST',
+        json: {
+          items: [
+            { title: 'B0', custom: { external_id: 'B-1' } },
+            { title: 'B1', custom: { external_id: 'B-2' } },
+            { title: 'B2', custom: { external_id: 'B-1' } },
+          ],
+        },
+      });
+      expect(batch.status).toBe(409);
+      expect(batch.body.error).toBe(
+        'items[2].custom.external_id: the value is already held by items[0] of this batch (the field is unique)',
+      );
+      expect((await api('/deals')).body.meta.total).toBe(before);
+
+      // Concurrent writers of one value: exactly one wins.
+      const racers = await Promise.all(
+        Array.from({ length: 6 }, (_, i) =>
+          createDeal({ title: `Racer ${i}`, custom: { external_id: 'RACE' } }),
+        ),
+      );
+      expect(racers.map((r) => r.status).sort()).toEqual([201, 409, 409, 409, 409, 409]);
+      const rows = await s.sql<{ n: string }>(
+        `select count(*) as n from deals where org_id = ? and custom ->> 'external_id' = 'RACE'`,
+        [org.orgId],
+      );
+      expect(Number(rows[0]?.n)).toBe(1);
+    });
+
+    it('making a field required or unique is refused (409, count and first ids) while the data breaks it', async () => {
+      await freshOrg();
+      await define('deals', { key: 'code', type: 'text' });
+      const a = (await createDeal({ title: 'A', custom: { code: 'X' } })).body.data;
+      const b = (await createDeal({ title: 'B', custom: { code: 'X' } })).body.data;
+      const c = (await createDeal({ title: 'C' })).body.data;
+      const unique = await api('/custom-fields/deals/code', { method: 'PATCH', json: { unique: true } });
+      expect(unique.status).toBe(409);
+      expect(unique.body.error).toMatch(
+        /^unique: 1 values of code are held by more than one of deals \(first: "X" by /,
+      );
+      expect(unique.body.error).toContain(a.id);
+      expect(unique.body.error).toContain(b.id);
+      const required = await api('/custom-fields/deals/code', { method: 'PATCH', json: { required: true } });
+      expect(required.status).toBe(409);
+      expect(required.body.error).toBe(
+        `required: 1 deals have no value for code (first: ${c.id}); give them one, or a default, first`,
+      );
+      // Once the data fits, the change goes through and holds from then on.
+      await api(`/deals/${b.id}`, { method: 'PATCH', json: { custom: { code: 'Y' } } });
+      const ok = await api('/custom-fields/deals/code', { method: 'PATCH', json: { unique: true } });
+      expect(ok.status, ok.text).toBe(200);
+      expect(ok.body.data.unique).toBe(true);
+      const dup = await api(`/deals/${c.id}`, { method: 'PATCH', json: { custom: { code: 'Y' } } });
+      expect(dup.status).toBe(409);
+      expect(dup.body.conflicting_id).toBe(b.id);
+    });
+
+    it('archiving keeps values readable, refuses new ones, and the key is never reused; options left out are archived', async () => {
+      await freshOrg();
+      await define('deals', {
+        key: 'region',
+        type: 'select',
+        options: [{ value: 'emea' }, { value: 'apac' }],
+      });
+      const deal = (await createDeal({ title: 'A', custom: { region: 'apac' } })).body.data;
+      const narrowed = await api('/custom-fields/deals/region', {
+        method: 'PATCH',
+        json: { options: [{ value: 'emea' }] },
+      });
+      expect(narrowed.body.data.options).toEqual([
+        { value: 'emea', label: 'emea', archived: false },
+        { value: 'apac', label: 'apac', archived: true },
+      ]);
+      expect((await createDeal({ title: 'B', custom: { region: 'apac' } })).status).toBe(400);
+      expect((await api(`/deals/${deal.id}`)).body.data.deal.custom).toEqual({ region: 'apac' });
+
+      const archived = await api('/custom-fields/deals/region', { method: 'DELETE' });
+      expect(archived.status).toBe(200);
+      expect(archived.body.data.archived).toBe(true);
+      expect((await api('/custom-fields/deals')).body.data).toEqual([]);
+      expect((await api('/custom-fields/deals?include_archived=true')).body.data).toHaveLength(1);
+      expect((await api(`/deals/${deal.id}`)).body.data.deal.custom).toEqual({ region: 'apac' });
+      const write = await createDeal({ title: 'C', custom: { region: 'emea' } });
+      expect(write.status).toBe(400);
+      expect(write.body.error).toBe('custom.region: the field is archived and takes no more values');
+      const reuse = await api('/custom-fields/deals', {
+        method: 'POST',
+        json: { key: 'region', type: 'text' },
+      });
+      expect(reuse.status).toBe(409);
+      expect(reuse.body.error).toMatch(/was archived; a key is never used again/);
+    });
+
+    it('refuses definitions that make no sense, naming what is wrong', async () => {
+      await freshOrg();
+      const bad: Array<[unknown, RegExp]> = [
+        [{ key: 'Bad Key', type: 'text' }, /^key: must be snake_case/],
+        [{ key: 'a', type: 'colour' }, /^type: /],
+        [{ key: 'a', type: 'select' }, /^options: a select field needs at least one option$/],
+        [{ key: 'a', type: 'text', options: [{ value: 'x' }] }, /^options: only select and multi_select/],
+        [{ key: 'a', type: 'boolean', unique: true }, /^unique: a boolean field cannot be unique/],
+        [{ key: 'a', type: 'number', default: 'ten' }, /^default: expected number, got string$/],
+        [{ key: 'a', type: 'text', validation: { min: 1 } }, /^validation: min and max apply to number/],
+        [
+          { key: 'a', type: 'text', validation: { pattern: '(?<=x)y' } },
+          /^validation\.pattern: not a regular expression/,
+        ],
+        [{ key: 'a', type: 'text', bogus: 1 }, /Unknown property: bogus/],
+      ];
+      for (const [json, message] of bad) {
+        const res = await api('/custom-fields/deals', { method: 'POST', json });
+        expect(res.status, JSON.stringify(json)).toBe(400);
+        expect(res.body.error).toMatch(message);
+      }
+      expect((await api('/custom-fields/companies')).status).toBe(400);
+      expect((await api('/custom-fields/deals/missing')).status).toBe(404);
+      await define('deals', { key: 'a', type: 'text' });
+      const dup = await api('/custom-fields/deals', { method: 'POST', json: { key: 'a', type: 'text' } });
+      expect(dup.status).toBe(409);
+    });
+
+    it('contacts take custom values too, and fields stay in their organization', async () => {
+      await freshOrg();
+      await define('contacts', { key: 'linkedin_followers', type: 'number', validation: { min: 0 } });
+      const deal = (await createDeal({ title: 'Acme' })).body.data;
+      const contact = await api('/contacts', {
+        method: 'POST',
+        json: { name: 'Ann', deal_id: deal.id, custom: { linkedin_followers: 1200 } },
+      });
+      expect(contact.status, contact.text).toBe(201);
+      expect(contact.body.data.custom).toEqual({ linkedin_followers: 1200 });
+      const patched = await api(`/contacts/${contact.body.data.id}`, {
+        method: 'PATCH',
+        json: { custom: { linkedin_followers: -1 } },
+      });
+      expect(patched.status).toBe(400);
+      expect(patched.body.error).toBe('custom.linkedin_followers: Too small: expected number to be >=0');
+      expect((await api('/contacts')).body.data[0].custom).toEqual({ linkedin_followers: 1200 });
+      // Another organization neither sees the field nor may write it.
+      expect((await s.api('/custom-fields/contacts')).body.data).toEqual([]);
+      expect((await s.api('/custom-fields/contacts/linkedin_followers')).status).toBe(404);
+    });
+
+    it('schema:read and schema:write scopes; tRPC and MCP reach the same operations', async () => {
+      await freshOrg();
+      const fork = () => s.running.db.orm.em.fork();
+      const { api_key: reader } = await issueApiKey(fork(), org.orgId, { scopes: ['schema:read'] });
+      const refused = await api('/custom-fields/deals', {
+        key: reader,
+        method: 'POST',
+        json: { key: 'a', type: 'text' },
+      });
+      expect(refused.status).toBe(403);
+      expect(refused.body.code).toBe('insufficient_scope');
+      expect((await api('/custom-fields/deals', { key: reader })).status).toBe(200);
+
+      const trpc = s.trpc(org);
+      const made = await trpc.customFields.create.mutate({ object: 'deals', key: 'seats', type: 'number' });
+      expect(made.data.key).toBe('seats');
+      const deal = await trpc.deals.create.mutate({ title: 'Via tRPC', custom: { seats: 40 } });
+      expect(deal.data.custom).toEqual({ seats: 40 });
+
+      const mcp = await mcpClient(s.url, org.apiKey);
+      try {
+        const tools = await mcp.listTools();
+        expect(tools.tools.map((t) => t.name)).toContain('customFields-list');
+        const listed = (await mcp.callTool({
+          name: 'customFields-list',
+          arguments: { object: 'deals' },
+        })) as CallToolResult;
+        expect(listed.isError).toBeFalsy();
+        expect(JSON.stringify(listed.structuredContent)).toContain('"seats"');
+        const created = (await mcp.callTool({
+          name: 'deals-create',
+          arguments: { title: 'Via MCP', custom: { seats: 'many' } },
+        })) as CallToolResult;
+        expect(created.isError).toBe(true);
+        expect(JSON.stringify(created.content)).toContain('custom.seats: expected number, got string');
+      } finally {
+        await mcp.close();
+      }
+      expect(made.data.created_at).toBeTruthy();
+      expect(deal.data.id).toMatch(UUID);
+    });
+  });
+}

@@ -1,0 +1,127 @@
+import { z } from 'zod';
+import { dataOf } from '../../schemas.ts';
+import { authedProcedure, router } from '../../trpc.ts';
+import {
+  CustomField,
+  CustomFieldCreateInput,
+  CustomFieldListQuery,
+  CustomFieldUpdateInput,
+  FieldPath,
+  ObjectPath,
+} from './custom-field.schemas.ts';
+import {
+  archiveCustomField,
+  createCustomField,
+  getCustomField,
+  listCustomFields,
+  updateCustomField,
+} from './custom-fields.service.ts';
+
+const tags = ['Custom fields'];
+
+export const customFieldsRouter = router({
+  list: authedProcedure
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/custom-fields/{object}',
+        tags,
+        summary: 'The organization’s own fields on deals or contacts',
+        description:
+          'Lists the custom fields of `object` (`deals` or `contacts`) in the order they were defined: each with its key (the name of its value under `custom`), type, rules and options. Archived fields only with `include_archived=true`.',
+      },
+      scope: 'schema:read',
+      agentHint:
+        'Use to learn which custom fields deals or contacts have (their keys, types and allowed options) before writing values under `custom`.',
+    })
+    .input(CustomFieldListQuery)
+    .output(dataOf(z.array(CustomField)))
+    .query(async ({ ctx, input }) => ({
+      data: await listCustomFields(ctx.em, input.object, input.include_archived),
+    })),
+
+  create: authedProcedure
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/custom-fields/{object}',
+        tags,
+        summary: 'Define a custom field',
+        description:
+          'Adds a field to every record of `object`: its values are then written and read under `custom.<key>` on creates, updates, batches, imports, reads, lists and events, and checked against its type and rules. A `required` field without a `default` needs every existing record to hold a value already (409 with the count and the first ids otherwise). 409 when the key exists (or existed: archived keys are never reused) or the object has 200 fields.',
+        successDescription: 'Created',
+      },
+      scope: 'schema:write',
+      agentHint: 'Use only when asked to add a field to deals or contacts.',
+      successStatus: 201,
+      errors: ['conflict'],
+    })
+    .input(
+      CustomFieldCreateInput.extend(ObjectPath.shape).meta({
+        examples: CustomFieldCreateInput.meta()?.examples,
+      }),
+    )
+    .output(dataOf(CustomField))
+    .mutation(async ({ ctx, input: { object, ...field } }) => ({
+      data: await createCustomField(ctx.em, object, field),
+    })),
+
+  get: authedProcedure
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/custom-fields/{object}/{key}',
+        tags,
+        summary: 'One custom field',
+        description: 'Returns the field (archived ones too).',
+      },
+      scope: 'schema:read',
+      agentHint: 'Use to read the type, rules and options of one custom field.',
+    })
+    .input(FieldPath)
+    .output(dataOf(CustomField))
+    .query(async ({ ctx, input }) => ({ data: await getCustomField(ctx.em, input.object, input.key) })),
+
+  update: authedProcedure
+    .meta({
+      openapi: {
+        method: 'PATCH',
+        path: '/custom-fields/{object}/{key}',
+        tags,
+        summary: 'Change a custom field’s label, rules or options',
+        description:
+          'Changes what is sent. `options` is the whole list: an option left out is archived (values holding it stay readable; writes refuse it). Making a field `required` needs every record to hold a value, making it `unique` needs the values held to be unique already: otherwise 409 with the count and the first ids. The key and the type do not change.',
+      },
+      scope: 'schema:write',
+      agentHint: 'Use only when asked to change a custom field.',
+      errors: ['conflict'],
+    })
+    .input(
+      CustomFieldUpdateInput.extend(FieldPath.shape).meta({
+        examples: CustomFieldUpdateInput.meta()?.examples,
+      }),
+    )
+    .output(dataOf(CustomField))
+    .mutation(async ({ ctx, input: { object, key, ...changes } }) => ({
+      data: await updateCustomField(ctx.em, object, key, changes),
+    })),
+
+  delete: authedProcedure
+    .meta({
+      openapi: {
+        method: 'DELETE',
+        path: '/custom-fields/{object}/{key}',
+        tags,
+        summary: 'Archive a custom field',
+        description:
+          'Archives the field: writes no longer take it, the values records hold stay readable (in reads, history and exports), and its key is never used again. Returns the archived field; archiving it again changes nothing.',
+      },
+      scope: 'schema:write',
+      agentHint: 'Use only when asked to remove a custom field.',
+    })
+    .input(FieldPath)
+    .output(dataOf(CustomField))
+    .mutation(async ({ ctx, input }) => ({
+      data: await archiveCustomField(ctx.em, input.object, input.key),
+    })),
+});

@@ -1,0 +1,384 @@
+import { type EntityManager, sqlOf, transaction } from '@crm/db';
+import { sql } from 'kysely';
+import { ApiError, notFound } from '../../errors.ts';
+import { currentOrg, orgDb, orgQuery } from '../../org-scope.ts';
+import { asJson, isoOf } from '../../read-model.ts';
+import {
+  CUSTOM_LIMITS,
+  type CustomFieldCreateInput,
+  type CustomFieldDto,
+  type CustomFieldOption,
+  type CustomFieldUpdateInput,
+  type CustomObject,
+} from './custom-field.schemas.ts';
+import {
+  checkedValue,
+  compilePattern,
+  type FieldRule,
+  RANGED_TYPES,
+  SELECT_TYPES,
+  TEXT_TYPES,
+  UNIQUE_TYPES,
+} from './custom-values.ts';
+
+/** A value for a jsonb column, as JSON text: the driver would send an array as a PostgreSQL array. */
+const jsonb = (value: unknown) => sql<never>`${JSON.stringify(value)}::jsonb`;
+
+const conflict = (message: string, conflictingId?: string) =>
+  new ApiError('conflict', message, conflictingId ? { extra: { conflicting_id: conflictingId } } : {});
+const invalid = (message: string) => new ApiError('invalid_request', message);
+
+const definitionColumns = [
+  'object',
+  'key',
+  'label',
+  'type',
+  'required',
+  'is_unique',
+  'default_value',
+  'options',
+  'validation',
+  'description',
+  'ai_hint',
+  'archived_at',
+  isoOf('created_at').as('created_at'),
+  isoOf('updated_at').as('updated_at'),
+] as const;
+
+type DefinitionRow = {
+  object: string;
+  key: string;
+  label: string;
+  type: string;
+  required: boolean;
+  is_unique: boolean;
+  default_value: unknown;
+  options: unknown;
+  validation: unknown;
+  description: string | null;
+  ai_hint: string | null;
+  archived_at: Date | string | null;
+  created_at: string;
+  updated_at: string | null;
+};
+
+function toDto(row: DefinitionRow): CustomFieldDto {
+  return {
+    object: row.object as CustomFieldDto['object'],
+    key: row.key,
+    label: row.label,
+    type: row.type as CustomFieldDto['type'],
+    required: row.required,
+    unique: row.is_unique,
+    default: (row.default_value as CustomFieldDto['default']) ?? null,
+    options: row.options as CustomFieldOption[],
+    validation: row.validation as CustomFieldDto['validation'],
+    description: row.description,
+    ai_hint: row.ai_hint as CustomFieldDto['ai_hint'],
+    archived: row.archived_at !== null,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+/** The rules a write checks values against: every field of `object`, archived ones marked (they take no values). */
+const ruleRows = orgQuery((db, a: { object: string }) =>
+  db
+    .selectFrom('custom_fields')
+    .select([
+      'key',
+      'type',
+      'required',
+      'is_unique',
+      'default_value',
+      'options',
+      'validation',
+      sql<boolean>`archived_at is not null`.as('archived'),
+    ])
+    .where('object', '=', a.object)
+    .orderBy('position'),
+);
+
+export async function fieldRules(em: EntityManager, object: CustomObject): Promise<FieldRule[]> {
+  const rows = await ruleRows(em, { object });
+  return rows.map((r) => ({
+    key: r.key,
+    type: r.type as FieldRule['type'],
+    required: r.required,
+    unique: r.is_unique,
+    default: r.default_value ?? null,
+    options: r.options as CustomFieldOption[],
+    validation: r.validation as FieldRule['validation'],
+    archived: r.archived,
+  }));
+}
+
+export async function listCustomFields(
+  em: EntityManager,
+  object: CustomObject,
+  includeArchived = false,
+): Promise<CustomFieldDto[]> {
+  let q = orgDb(em).selectFrom('custom_fields').select(definitionColumns).where('object', '=', object);
+  if (!includeArchived) q = q.where('archived_at', 'is', null);
+  const rows = await q.orderBy('position').execute();
+  return rows.map((r) => toDto(r as DefinitionRow));
+}
+
+async function findDefinition(em: EntityManager, object: CustomObject, key: string): Promise<DefinitionRow> {
+  const row = await orgDb(em)
+    .selectFrom('custom_fields')
+    .select(definitionColumns)
+    .where('object', '=', object)
+    .where('key', '=', key)
+    .executeTakeFirst();
+  if (!row) throw notFound(`Custom field ${object}.${key}`);
+  return row as DefinitionRow;
+}
+
+export async function getCustomField(em: EntityManager, object: CustomObject, key: string) {
+  return toDto(await findDefinition(em, object, key));
+}
+
+/** Options as stored: each with its label (the value when none) and archived flag. */
+function storedOptions(options: CustomFieldCreateInput['options']): CustomFieldOption[] {
+  const seen = new Set<string>();
+  return (options ?? []).map((o, i) => {
+    if (seen.has(o.value)) throw invalid(`options[${i}].value: ${JSON.stringify(o.value)} is listed twice`);
+    seen.add(o.value);
+    return { value: o.value, label: o.label ?? o.value, archived: o.archived ?? false };
+  });
+}
+
+/** The rules a definition must keep whatever its type: options for selects only, ranges for numbers, … */
+function checkDefinition(rule: FieldRule): void {
+  const { type, validation } = rule;
+  if (SELECT_TYPES.has(type) && rule.options.filter((o) => !o.archived).length === 0)
+    throw invalid(`options: a ${type} field needs at least one option`);
+  if (!SELECT_TYPES.has(type) && rule.options.length > 0)
+    throw invalid(`options: only select and multi_select fields take options, not ${type}`);
+  if (!RANGED_TYPES.has(type) && (validation.min !== undefined || validation.max !== undefined))
+    throw invalid(`validation: min and max apply to number and currency fields, not ${type}`);
+  if (!TEXT_TYPES.has(type) && (validation.max_length !== undefined || validation.pattern !== undefined))
+    throw invalid(`validation: max_length and pattern apply to text-like fields, not ${type}`);
+  if (validation.pattern !== undefined) {
+    try {
+      compilePattern(validation.pattern);
+    } catch (err) {
+      throw invalid(`validation.pattern: not a regular expression RE2 can run (${(err as Error).message})`);
+    }
+  }
+  if (rule.unique && !UNIQUE_TYPES.has(type))
+    throw invalid(`unique: a ${type} field cannot be unique (only ${[...UNIQUE_TYPES].join(', ')})`);
+  if (rule.default !== null && rule.default !== undefined) {
+    if (rule.unique)
+      throw invalid('default: a unique field cannot have a default (every record would share it)');
+    rule.default = checkedValue(rule, rule.default, 'default');
+  }
+}
+
+export async function createCustomField(
+  em: EntityManager,
+  object: CustomObject,
+  input: CustomFieldCreateInput,
+): Promise<CustomFieldDto> {
+  const rule: FieldRule = {
+    key: input.key,
+    type: input.type,
+    required: input.required ?? false,
+    unique: input.unique ?? false,
+    default: input.default ?? null,
+    options: storedOptions(input.options),
+    validation: input.validation ?? {},
+    archived: false,
+  };
+  checkDefinition(rule);
+  return transaction(em, async (tx) => {
+    // One schema change of an object at a time: the count and the position below stay exact.
+    await lockSchema(tx, object);
+    const existing = await orgDb(tx)
+      .selectFrom('custom_fields')
+      .select(['key', 'archived_at'])
+      .where('object', '=', object)
+      .execute();
+    const taken = existing.find((f) => f.key === input.key);
+    if (taken)
+      throw conflict(
+        taken.archived_at
+          ? `key: ${object}.${input.key} was archived; a key is never used again (choose another)`
+          : `key: ${object} already has a custom field ${input.key}`,
+      );
+    if (existing.length >= CUSTOM_LIMITS.fieldsPerObject)
+      throw conflict(
+        `${object} has ${existing.length} custom fields, the limit (${CUSTOM_LIMITS.fieldsPerObject}, archived ones included)`,
+      );
+    if (rule.required && rule.default === null) await requireEveryRecordHas(tx, object, rule.key);
+    await sqlOf(tx)
+      .insertInto('custom_fields')
+      .values({
+        org_id: currentOrg(tx),
+        object,
+        key: rule.key,
+        label: input.label ?? rule.key,
+        type: rule.type,
+        required: rule.required,
+        is_unique: rule.unique,
+        default_value: rule.default === null ? null : jsonb(rule.default),
+        options: jsonb(rule.options),
+        validation: jsonb(rule.validation),
+        description: input.description ?? null,
+        ai_hint: input.ai_hint ?? null,
+        position: existing.length,
+        created_at: new Date(),
+      })
+      .execute();
+    return toDto(await findDefinition(tx, object, rule.key));
+  });
+}
+
+export async function updateCustomField(
+  em: EntityManager,
+  object: CustomObject,
+  key: string,
+  input: CustomFieldUpdateInput,
+): Promise<CustomFieldDto> {
+  return transaction(em, async (tx) => {
+    await lockSchema(tx, object);
+    const row = await findDefinition(tx, object, key);
+    if (row.archived_at) throw conflict(`${object}.${key} is archived: it changes no more`);
+    const before = toDto(row);
+    const rule: FieldRule = {
+      key,
+      type: before.type,
+      required: input.required ?? before.required,
+      unique: input.unique ?? before.unique,
+      default: input.default === undefined ? before.default : input.default,
+      options: input.options ? mergedOptions(before.options, storedOptions(input.options)) : before.options,
+      validation: input.validation ?? before.validation,
+      archived: false,
+    };
+    checkDefinition(rule);
+    if (rule.required && !before.required) await requireEveryRecordHas(tx, object, key);
+    if (rule.unique && !before.unique) await claimExistingValues(tx, object, key);
+    if (!rule.unique && before.unique) await releaseValues(tx, object, key);
+    await orgDb(tx)
+      .updateTable('custom_fields')
+      .set({
+        label: input.label ?? before.label,
+        required: rule.required,
+        is_unique: rule.unique,
+        default_value: rule.default === null ? null : jsonb(rule.default),
+        options: jsonb(rule.options),
+        validation: jsonb(rule.validation),
+        description: input.description === undefined ? before.description : input.description,
+        ai_hint: input.ai_hint === undefined ? before.ai_hint : input.ai_hint,
+        updated_at: new Date(),
+      })
+      .where('object', '=', object)
+      .where('key', '=', key)
+      .execute();
+    return toDto(await findDefinition(tx, object, key));
+  });
+}
+
+/** The new list, and each option it leaves out kept archived: values that hold it stay readable. */
+function mergedOptions(before: CustomFieldOption[], sent: CustomFieldOption[]): CustomFieldOption[] {
+  const kept = new Set(sent.map((o) => o.value));
+  return [...sent, ...before.filter((o) => !kept.has(o.value)).map((o) => ({ ...o, archived: true }))];
+}
+
+/** DELETE: archived, its values kept (readable, in history and exports), its key never used again. */
+export async function archiveCustomField(em: EntityManager, object: CustomObject, key: string) {
+  return transaction(em, async (tx) => {
+    await lockSchema(tx, object);
+    const row = await findDefinition(tx, object, key);
+    if (!row.archived_at) {
+      if (row.is_unique) await releaseValues(tx, object, key);
+      await orgDb(tx)
+        .updateTable('custom_fields')
+        .set({ archived_at: new Date(), updated_at: new Date() })
+        .where('object', '=', object)
+        .where('key', '=', key)
+        .execute();
+    }
+    return toDto(await findDefinition(tx, object, key));
+  });
+}
+
+/**
+ * Holds the object's schema and its records still while a change checks the records against it: a lock
+ * per organization and object for schema changes (transaction-scoped), and the records' table in SHARE
+ * mode, so no write lands between the check and the change (writes wait for the change, reads do not).
+ */
+async function lockSchema(tx: EntityManager, object: CustomObject): Promise<void> {
+  await sql`select pg_advisory_xact_lock(hashtext(${`custom_fields:${currentOrg(tx)}:${object}`}))`.execute(
+    orgDb(tx),
+  );
+}
+
+async function lockRecords(tx: EntityManager, object: CustomObject): Promise<void> {
+  await sql`lock table ${sql.table(object)} in share mode`.execute(orgDb(tx));
+}
+
+const FIRST_IDS = 5;
+
+/** Making a field required: every record must already hold a value (409 with the count and first ids). */
+async function requireEveryRecordHas(tx: EntityManager, object: CustomObject, key: string) {
+  await lockRecords(tx, object);
+  const missing = sql<boolean>`jsonb_typeof(custom -> ${key}) is null or jsonb_typeof(custom -> ${key}) = 'null'`;
+  const [counted, first] = await Promise.all([
+    orgDb(tx)
+      .selectFrom(object)
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where(missing)
+      .executeTakeFirst(),
+    orgDb(tx).selectFrom(object).select('id').where(missing).orderBy('id').limit(FIRST_IDS).execute(),
+  ]);
+  const n = Number(counted?.n ?? 0);
+  if (n > 0)
+    throw conflict(
+      `required: ${n} ${object} have no value for ${key} (first: ${first.map((r) => r.id).join(', ')}); give them one, or a default, first`,
+      first[0]?.id,
+    );
+}
+
+/** Making a field unique: its values must already be unique; they are then claimed as writes claim them. */
+async function claimExistingValues(tx: EntityManager, object: CustomObject, key: string) {
+  await lockRecords(tx, object);
+  const value = sql<string>`custom ->> ${key}`;
+  const held = sql<boolean>`jsonb_typeof(custom -> ${key}) is distinct from 'null' and custom ? ${key}`;
+  const duplicates = await orgDb(tx)
+    .selectFrom(object)
+    .select([value.as('value'), sql<string[]>`array_agg(id order by id)`.as('ids')])
+    .where(held)
+    // By position: the value's expression, written again, would bind its key as another parameter.
+    .groupBy(sql`1`)
+    .having((eb) => eb.fn.countAll(), '>', 1)
+    .limit(FIRST_IDS)
+    .execute();
+  const first = duplicates[0];
+  if (first) {
+    const ids = asJson<string[]>(first.ids);
+    throw conflict(
+      `unique: ${duplicates.length}${duplicates.length === FIRST_IDS ? ' or more' : ''} values of ${key} are held by more than one of ${object} (first: ${JSON.stringify(first.value)} by ${ids.join(', ')})`,
+      ids[0],
+    );
+  }
+  await sqlOf(tx)
+    .insertInto('custom_unique_values')
+    .columns(['org_id', 'object', 'key', 'value', 'record_id'])
+    .expression(
+      orgDb(tx)
+        .selectFrom(object)
+        .select(['org_id', sql.val(object).as('object'), sql.val(key).as('key'), value.as('value'), 'id'])
+        .where(held),
+    )
+    .execute();
+}
+
+async function releaseValues(tx: EntityManager, object: CustomObject, key: string) {
+  await orgDb(tx)
+    .deleteFrom('custom_unique_values')
+    .where('object', '=', object)
+    .where('key', '=', key)
+    .execute();
+}

@@ -1,0 +1,229 @@
+import { RE2JS } from 're2js';
+import { z } from 'zod';
+import { ApiError, describeZodIssues } from '../../errors.ts';
+import { asText, DateTime } from '../../schemas.ts';
+import {
+  CUSTOM_LIMITS,
+  type CustomFieldOption,
+  type CustomObject,
+  type FieldType,
+} from './custom-field.schemas.ts';
+
+/** A field as a write checks its values against. */
+export interface FieldRule {
+  key: string;
+  type: FieldType;
+  required: boolean;
+  unique: boolean;
+  default: unknown;
+  options: CustomFieldOption[];
+  validation: { min?: number; max?: number; max_length?: number; pattern?: string };
+  archived: boolean;
+}
+
+/** The types whose values can be held unique (one value of a scalar each). */
+export const UNIQUE_TYPES: ReadonlySet<FieldType> = new Set([
+  'text',
+  'number',
+  'currency',
+  'date',
+  'datetime',
+  'email',
+  'url',
+  'phone',
+  'select',
+]);
+/** The types `validation.min`/`max` apply to, and those `max_length`/`pattern` apply to. */
+export const RANGED_TYPES: ReadonlySet<FieldType> = new Set(['number', 'currency']);
+export const TEXT_TYPES: ReadonlySet<FieldType> = new Set(['text', 'long_text', 'email', 'url', 'phone']);
+export const SELECT_TYPES: ReadonlySet<FieldType> = new Set(['select', 'multi_select']);
+
+/** A text field's length when its validation names none. */
+const DEFAULT_MAX_LENGTH: Partial<Record<FieldType, number>> = {
+  text: 1_000,
+  long_text: CUSTOM_LIMITS.valueBytesPerRecord,
+  email: 320,
+  url: 2_000,
+  phone: 32,
+};
+
+const activeOptions = (rule: FieldRule) => rule.options.filter((o) => !o.archived).map((o) => o.value);
+
+function optionOf(rule: FieldRule) {
+  const allowed = activeOptions(rule);
+  return z.string().refine((v) => allowed.includes(v), {
+    message: `must be one of ${allowed.map((v) => JSON.stringify(v)).join(', ') || '(no options)'}`,
+  });
+}
+
+/** The pattern as a linear-time (RE2) matcher: a field's pattern is a client's, and must not stall a write. */
+export function compilePattern(pattern: string): RE2JS {
+  return RE2JS.compile(pattern);
+}
+
+/** The zod schema of one field's value, normalizing it as stored (an e-mail lower-cased, a date-time in UTC). */
+function valueSchema(rule: FieldRule): z.ZodType {
+  const { min, max, pattern } = rule.validation;
+  const ranged = (n: z.ZodNumber) => {
+    let s = n;
+    if (min !== undefined) s = s.min(min);
+    if (max !== undefined) s = s.max(max);
+    return s;
+  };
+  // z.email() and z.url() are string formats: the same length and pattern rules apply.
+  const texted = (s: z.ZodString | z.ZodStringFormat): z.ZodType<string> => {
+    let t = (s as z.ZodString).max(rule.validation.max_length ?? DEFAULT_MAX_LENGTH[rule.type] ?? 1_000);
+    if (pattern) {
+      const re = compilePattern(pattern);
+      t = t.refine(
+        (v) => re.matcher(v).find(),
+        `must match the pattern ${pattern}`,
+      ) as unknown as z.ZodString;
+    }
+    return asText(t);
+  };
+  switch (rule.type) {
+    case 'text':
+    case 'long_text':
+      return texted(z.string());
+    case 'phone':
+      return texted(z.string().regex(/^\+?[0-9][0-9 ()./-]{2,31}$/, 'must be a phone number'));
+    case 'email':
+      return texted(z.email()).transform((v) => v.toLowerCase());
+    case 'url':
+      return texted(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }));
+    case 'number':
+      return ranged(z.number());
+    case 'currency':
+      return ranged(z.number()).refine((v) => Number(v.toFixed(2)) === v, 'at most 2 decimal places');
+    case 'boolean':
+      return z.boolean();
+    case 'date':
+      return z.iso.date();
+    case 'datetime':
+      return DateTime.transform((v) => new Date(v).toISOString());
+    case 'select':
+      return optionOf(rule);
+    case 'multi_select':
+      return z
+        .array(optionOf(rule))
+        .max(CUSTOM_LIMITS.optionsPerSelect)
+        .refine((v) => new Set(v).size === v.length, 'must not repeat a value');
+    case 'json':
+      return z.json();
+  }
+}
+
+/** Compiled schemas by what they depend on: a field's rules seldom change, its checks run on every write. */
+const compiled = new Map<string, z.ZodType>();
+const COMPILED_MAX = 5_000;
+
+function schemaOf(rule: FieldRule): z.ZodType {
+  const signature = JSON.stringify([rule.type, rule.options, rule.validation]);
+  let schema = compiled.get(signature);
+  if (!schema) {
+    if (compiled.size >= COMPILED_MAX) compiled.clear();
+    schema = valueSchema(rule);
+    compiled.set(signature, schema);
+  }
+  return schema;
+}
+
+const invalid = (message: string) => new ApiError('invalid_request', message);
+
+/** One value checked against its field, as stored; a 400 naming `custom.<key>` otherwise. */
+export function checkedValue(rule: FieldRule, value: unknown, path = `custom.${rule.key}`): unknown {
+  const parsed = schemaOf(rule).safeParse(value);
+  if (parsed.success) return parsed.data;
+  throw invalid(describeZodIssues(parsed.error.issues.map((i) => ({ ...i, path: [path, ...i.path] }))));
+}
+
+/** "did you mean …": the field whose key is nearest to a misspelled one, when one is near. */
+function nearest(key: string, keys: string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Math.max(2, Math.floor(key.length / 3)) + 1;
+  for (const candidate of keys) {
+    const d = editDistance(key, candidate);
+    if (d < bestDistance) [best, bestDistance] = [candidate, d];
+  }
+  return best;
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++)
+      row[j] = Math.min(
+        (previous[j] as number) + 1,
+        (row[j - 1] as number) + 1,
+        (previous[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
+    previous = row;
+  }
+  return previous[b.length] as number;
+}
+
+function ruleFor(rules: readonly FieldRule[], object: CustomObject, key: string): FieldRule {
+  const rule = rules.find((r) => r.key === key);
+  if (!rule) {
+    const active = rules.filter((r) => !r.archived).map((r) => r.key);
+    const guess = nearest(key, active);
+    throw invalid(
+      `custom.${key}: unknown field${guess ? `; did you mean "${guess}"?` : ''} (the custom fields of ${object}: ${active.join(', ') || 'none yet; POST /custom-fields/' + object + ' defines one'})`,
+    );
+  }
+  if (rule.archived) throw invalid(`custom.${key}: the field is archived and takes no more values`);
+  return rule;
+}
+
+/**
+ * The custom values a write stores: `sent` checked against the organization's fields of `object` and
+ * laid over `current` (a created record's: nothing, then the defaults of the fields left out). A key sent
+ * as null is cleared. Throws a 400 naming `custom.<key>` for an unknown or archived field, a value of the
+ * wrong type or outside its rules, a required field left without a value, or values over the size limit.
+ */
+export function customValuesOf(
+  rules: readonly FieldRule[],
+  object: CustomObject,
+  sent: Record<string, unknown> | null | undefined,
+  current?: Record<string, unknown>,
+): Record<string, unknown> {
+  const creating = current === undefined;
+  if (sent === null) throw invalid('custom: must be an object (send null for a key to clear it)');
+  const next: Record<string, unknown> = { ...current };
+  for (const [key, value] of Object.entries(sent ?? {})) {
+    const rule = ruleFor(rules, object, key);
+    if (value === null || value === undefined) {
+      if (rule.required) throw invalid(`custom.${key}: the field is required and cannot be cleared`);
+      delete next[key];
+    } else next[key] = checkedValue(rule, value);
+  }
+  if (creating) {
+    for (const rule of rules) {
+      if (rule.archived || rule.key in next) continue;
+      if (rule.default !== null && rule.default !== undefined) next[rule.key] = rule.default;
+      else if (rule.required) throw invalid(`custom.${rule.key}: Required (a required custom field)`);
+    }
+  }
+  const bytes = Buffer.byteLength(JSON.stringify(next));
+  if (bytes > CUSTOM_LIMITS.valueBytesPerRecord)
+    throw invalid(
+      `custom: the values take ${bytes} bytes, over the limit of ${CUSTOM_LIMITS.valueBytesPerRecord} bytes per record`,
+    );
+  return next;
+}
+
+/** What a write changed of a record's custom values, as `custom.<key>` entries of its changes. */
+export function customChanges(
+  before: Record<string, unknown>,
+  after: Record<string, unknown>,
+): Record<string, { from: unknown; to: unknown }> {
+  const changes: Record<string, { from: unknown; to: unknown }> = {};
+  for (const key of new Set([...Object.keys(before), ...Object.keys(after)])) {
+    const from = before[key] ?? null;
+    const to = after[key] ?? null;
+    if (JSON.stringify(from) !== JSON.stringify(to)) changes[`custom.${key}`] = { from, to };
+  }
+  return changes;
+}
