@@ -20,15 +20,28 @@ import { eventually, type Receiver, startReceiver } from './webhook-receiver.ts'
  * What isolation.test.ts checks beyond ids (lists, searches, ids in bodies, usage) stays there.
  */
 
-/** The kind of record a path parameter names: the collection before it (`/deals/{id}`: deals). */
+/**
+ * The kind of record a path parameter names: the collection before it (`/deals/{id}`: deals;
+ * `/custom-fields/{object}/{key}`: custom-fields).
+ */
 function kindOf(op: Operation, param: string): string {
   const segments = op.path.split('/');
-  return segments[segments.indexOf(`{${param}}`) - 1] ?? '';
+  const before = segments.slice(0, segments.indexOf(`{${param}}`)).filter((s) => !s.startsWith('{'));
+  return before.at(-1) ?? '';
 }
 
-/** Every path parameter of every operation, with the kind of record it names. */
+/** Path parameters that name no record but one of a few fixed values, the same in every organization. */
+const FIXED_PARAMS: Record<string, string> = { object: 'deals' };
+
+/** What names no record of a kind: an id nobody has, or a key nobody defined. */
+const MISSING: Record<string, string> = { 'custom-fields': 'never_defined' };
+const missingOf = (kind: string) => MISSING[kind] ?? MISSING_ID;
+
+/** Every path parameter of every operation that names a record, with the kind of record it names. */
 const CASES = OPERATIONS.flatMap((op) =>
-  op.pathParams.map((param) => ({ op, param, kind: kindOf(op, param) })),
+  op.pathParams
+    .filter((param) => !(param in FIXED_PARAMS))
+    .map((param) => ({ op, param, kind: kindOf(op, param) })),
 );
 
 type Made = Record<string, string>;
@@ -51,6 +64,20 @@ const MAKERS: Array<[kind: string, make: Maker]> = [
       created(s, org, '/webhooks', { url: receiver.url(`/${org.orgId}`), events: ['deal.created'] }),
   ],
   ['deals', (s, org) => created(s, org, '/deals', { title: `Isolated deal of ${org.orgId}` })],
+  [
+    'custom-fields',
+    async (s, org) => {
+      // A key of this organization's alone: the other's calls with it must find nothing.
+      const key = `isolated_${org.orgId.replace(/-/g, '').slice(-12)}`;
+      const res = await s.api(`/custom-fields/${FIXED_PARAMS.object}`, {
+        method: 'POST',
+        key: org.apiKey,
+        json: { key, type: 'text' },
+      });
+      expect(res.status, res.text).toBe(201);
+      return key;
+    },
+  ],
   [
     'contacts',
     (s, org, made) => created(s, org, '/contacts', { name: 'Isolated Contact', deal_id: made.deals }),
@@ -161,14 +188,14 @@ describeOnEachDatabase(
           throw new Error(`no record of "${kind}" for {${param}} of ${op.method} ${op.path}: add a maker`);
         // The path's other parameters are the caller's own records: only `param` is not found.
         const input = (id: string): OperationInput => ({
-          ...Object.fromEntries(op.pathParams.map((p) => [p, own[kindOf(op, p)]])),
+          ...Object.fromEntries(op.pathParams.map((p) => [p, FIXED_PARAMS[p] ?? own[kindOf(op, p)]])),
           [param]: id,
           ...(op.takesBody ? exampleBody(op) : {}),
         });
         const before = await everyRow();
 
         const rest = { foreign: await viaRest(s, s.orgA.apiKey, op, input(theirs)) };
-        const missing = await viaRest(s, s.orgA.apiKey, op, input(MISSING_ID));
+        const missing = await viaRest(s, s.orgA.apiKey, op, input(missingOf(kind)));
         expect(missing.status, missing.text).toBe(404);
         expect(missing.body.code).toBe('not_found');
         expect({ status: rest.foreign.status, body: rest.foreign.body }).toEqual({
@@ -178,11 +205,11 @@ describeOnEachDatabase(
 
         const trpc = await viaTrpc(s, s.orgA.apiKey, op, input(theirs));
         expect(trpc).toMatchObject({ status: 404, code: 'not_found' });
-        expect(trpc).toEqual(await viaTrpc(s, s.orgA.apiKey, op, input(MISSING_ID)));
+        expect(trpc).toEqual(await viaTrpc(s, s.orgA.apiKey, op, input(missingOf(kind))));
 
         const mcp = await viaMcp(client, op, input(theirs));
         expect(mcp).toMatchObject({ isError: true, _meta: { error: { code: 'not_found' } } });
-        expect(mcp).toEqual(await viaMcp(client, op, input(MISSING_ID)));
+        expect(mcp).toEqual(await viaMcp(client, op, input(missingOf(kind))));
 
         expect(await everyRow()).toEqual(before);
       });

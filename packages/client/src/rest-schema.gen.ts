@@ -615,6 +615,9 @@ export interface components {
         };
         /** @enum {string} */
         WebhookEvent: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed";
+        __schema0: string | number | boolean | null | components["schemas"]["__schema0"][] | {
+            [key: string]: components["schemas"]["__schema0"];
+        };
         Deal: {
             /** Format: uuid */
             id: string;
@@ -993,7 +996,7 @@ export interface components {
             type: "text" | "long_text" | "number" | "currency" | "boolean" | "date" | "datetime" | "select" | "multi_select" | "email" | "url" | "phone" | "json";
             required: boolean;
             unique: boolean;
-            default: unknown | null;
+            default: components["schemas"]["__schema1"] | null;
             options: {
                 value: string;
                 label: string;
@@ -1012,6 +1015,9 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             updated_at: string | null;
+        };
+        __schema1: string | number | boolean | null | components["schemas"]["__schema1"][] | {
+            [key: string]: components["schemas"]["__schema1"];
         };
         Error: {
             /** @description What went wrong, naming the field for invalid input */
@@ -3904,7 +3910,7 @@ export interface operations {
                     /** @description No two records of the object hold the same value (409 naming the record that holds it) */
                     unique?: boolean;
                     /** @description Given to a created record that leaves the field out */
-                    default?: unknown;
+                    default?: components["schemas"]["__schema0"];
                     /** @description select, multi_select: the allowed values */
                     options?: {
                         value: string;
@@ -4226,6 +4232,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "label": "Annual recurring revenue",
+                 *       "required": true
+                 *     }
+                 */
                 "application/json": {
                     label?: string;
                     /** @description A create without the field (and with no default) is refused */
@@ -4233,7 +4245,7 @@ export interface operations {
                     /** @description No two records of the object hold the same value (409 naming the record that holds it) */
                     unique?: boolean;
                     /** @description null removes the default */
-                    default?: unknown | null;
+                    default?: components["schemas"]["__schema0"] | null;
                     /** @description The whole list: an option left out is archived (values stay readable), never deleted */
                     options?: {
                         value: string;

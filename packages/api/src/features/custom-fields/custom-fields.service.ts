@@ -131,7 +131,7 @@ async function findDefinition(em: EntityManager, object: CustomObject, key: stri
     .where('object', '=', object)
     .where('key', '=', key)
     .executeTakeFirst();
-  if (!row) throw notFound(`Custom field ${object}.${key}`);
+  if (!row) throw notFound('Custom field');
   return row as DefinitionRow;
 }
 
