@@ -101,6 +101,44 @@ for (const { driver, label, skip } of DRIVERS) {
       expect(Number(counted?.activities)).toBe(VALID + VALID / 10);
     }, 120_000);
 
+    it('imports custom values checked as the API checks them: a bad one rejects its row, naming custom.<key>', async () => {
+      // An organization of its own: the other tests count this one's deals.
+      const own = await s.newOrg('Custom importer');
+      const field = await s.api('/custom-fields/deals', {
+        method: 'POST',
+        key: own.apiKey,
+        json: { key: 'import_tier', type: 'select', options: [{ value: 'gold' }, { value: 'silver' }] },
+      });
+      expect(field.status, field.text).toBe(201);
+      const file = path.join(dir, 'custom.ndjson');
+      await writeFile(
+        file,
+        [
+          { title: 'Gold import', custom: { import_tier: 'gold' } },
+          { title: 'Bronze import', custom: { import_tier: 'bronze' } },
+          { title: 'Typo import', custom: { import_teir: 'gold' } },
+        ]
+          .map((row) => JSON.stringify(row))
+          .join('\n'),
+      );
+      const result = await crm({ LOG_LEVEL: 'silent', ...dbEnv }, 'import', file, '--org', own.orgId);
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.lines[0]).toMatchObject({ imported: 1, rejected: 2 });
+      const rejects = (await readFile(`${file}.rejected.ndjson`, 'utf8'))
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { line: number; error: string });
+      expect(rejects.map((r) => [r.line, r.error])).toEqual([
+        [2, 'custom.import_tier: must be one of "gold", "silver"'],
+        [3, expect.stringMatching(/^custom\.import_teir: unknown field; did you mean "import_tier"\?/)],
+      ]);
+      const found = await s.api('/search?q=Gold%20import', { key: own.apiKey });
+      const id = found.body.data.deals[0].id;
+      expect((await s.api(`/deals/${id}`, { key: own.apiKey })).body.data.deal.custom).toEqual({
+        import_tier: 'gold',
+      });
+    });
+
     it('emits a deal.created event per imported deal, seen in the event feed as any other create', async () => {
       let total = 0;
       for (let attempt = 0; attempt < 100 && total < VALID; attempt++) {
