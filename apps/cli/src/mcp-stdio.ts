@@ -158,13 +158,14 @@ export async function serveMcpOverStdio(env: Record<string, string | undefined>,
     try {
       const headers = { authorization: `Bearer ${apiKey}` };
       // A wrong key is said once, at start, rather than as an error of every call.
-      const { scopes } = await authenticate(
+      const { scopes, orgId } = await authenticate(
         createRequestContext(services, { requestId: 'mcp-stdio', headers, door: 'mcp' }),
       );
       const server = createMcpServer({
         services,
         headers,
         scopes,
+        orgId,
         requestId: `mcp-stdio-${process.pid}`,
       });
       await serveOnStdio(server);

@@ -40,6 +40,7 @@ export function mcpRoute(services: Services): Middleware {
       headers: ctx.req.headers,
       principal,
       scopes: principal.scopes,
+      orgId: principal.orgId,
       requestId,
     });
     // The web-standard transport on a Request of our own, its Response's bytes written by Koa: the SDK's

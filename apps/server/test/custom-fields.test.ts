@@ -354,6 +354,25 @@ for (const { driver, label, skip } of DRIVERS) {
       try {
         const tools = await mcp.listTools();
         expect(tools.tools.map((t) => t.name)).toContain('customFields-list');
+        // The tools that write deals list this organization's own fields, typed, in their schemas.
+        const schemaOf = (name: string) => tools.tools.find((t) => t.name === name)?.inputSchema;
+        expect(schemaOf('deals-create')?.properties?.custom).toMatchObject({
+          type: 'object',
+          properties: { seats: { type: 'number', description: 'seats (number)' } },
+          additionalProperties: false,
+        });
+        expect(JSON.stringify(schemaOf('deals-batch'))).toContain('"seats":{"type":"number"');
+        expect(schemaOf('deals-update')?.properties?.custom).toMatchObject({
+          properties: { seats: { anyOf: [{ type: 'number' }, { type: 'null' }] } },
+        });
+        // Another organization's agent sees none of them.
+        const otherMcp = await mcpClient(s.url, s.orgB.apiKey);
+        try {
+          const theirs = (await otherMcp.listTools()).tools.find((t) => t.name === 'deals-create');
+          expect(theirs?.inputSchema.properties?.custom).toMatchObject({ properties: {} });
+        } finally {
+          await otherMcp.close();
+        }
         const listed = (await mcp.callTool({
           name: 'customFields-list',
           arguments: { object: 'deals' },

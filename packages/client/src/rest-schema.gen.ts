@@ -615,9 +615,6 @@ export interface components {
         };
         /** @enum {string} */
         WebhookEvent: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed";
-        __schema0: string | number | boolean | null | components["schemas"]["__schema0"][] | {
-            [key: string]: components["schemas"]["__schema0"];
-        };
         Deal: {
             /** Format: uuid */
             id: string;
@@ -996,7 +993,8 @@ export interface components {
             type: "text" | "long_text" | "number" | "currency" | "boolean" | "date" | "datetime" | "select" | "multi_select" | "email" | "url" | "phone" | "json";
             required: boolean;
             unique: boolean;
-            default: components["schemas"]["__schema1"] | null;
+            /** @description Given to a created record that leaves the field out; null for none */
+            default: unknown;
             options: {
                 value: string;
                 label: string;
@@ -1015,9 +1013,6 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             updated_at: string | null;
-        };
-        __schema1: string | number | boolean | null | components["schemas"]["__schema1"][] | {
-            [key: string]: components["schemas"]["__schema1"];
         };
         Error: {
             /** @description What went wrong, naming the field for invalid input */
@@ -3910,7 +3905,7 @@ export interface operations {
                     /** @description No two records of the object hold the same value (409 naming the record that holds it) */
                     unique?: boolean;
                     /** @description Given to a created record that leaves the field out */
-                    default?: components["schemas"]["__schema0"];
+                    default?: unknown;
                     /** @description select, multi_select: the allowed values */
                     options?: {
                         value: string;
@@ -4245,7 +4240,7 @@ export interface operations {
                     /** @description No two records of the object hold the same value (409 naming the record that holds it) */
                     unique?: boolean;
                     /** @description null removes the default */
-                    default?: components["schemas"]["__schema0"] | null;
+                    default?: unknown;
                     /** @description The whole list: an option left out is archived (values stay readable), never deleted */
                     options?: {
                         value: string;

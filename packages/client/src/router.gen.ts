@@ -880,7 +880,7 @@ export type AppRouter = TRPCBuiltRouter<{
           type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
           required: boolean;
           unique: boolean;
-          default: JSONType;
+          default: unknown;
           options: {
             value: string;
             label: string;
@@ -909,7 +909,7 @@ export type AppRouter = TRPCBuiltRouter<{
         label?: string | undefined;
         required?: boolean | undefined;
         unique?: boolean | undefined;
-        default?: JSONType | undefined;
+        default?: unknown;
         options?: {
           value: string;
           label?: string | undefined;
@@ -932,7 +932,7 @@ export type AppRouter = TRPCBuiltRouter<{
           type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
           required: boolean;
           unique: boolean;
-          default: JSONType;
+          default: unknown;
           options: {
             value: string;
             label: string;
@@ -966,7 +966,7 @@ export type AppRouter = TRPCBuiltRouter<{
           type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
           required: boolean;
           unique: boolean;
-          default: JSONType;
+          default: unknown;
           options: {
             value: string;
             label: string;
@@ -994,7 +994,7 @@ export type AppRouter = TRPCBuiltRouter<{
         label?: string | undefined;
         required?: boolean | undefined;
         unique?: boolean | undefined;
-        default?: JSONType | undefined;
+        default?: unknown;
         options?: {
           value: string;
           label?: string | undefined;
@@ -1017,7 +1017,7 @@ export type AppRouter = TRPCBuiltRouter<{
           type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
           required: boolean;
           unique: boolean;
-          default: JSONType;
+          default: unknown;
           options: {
             value: string;
             label: string;
@@ -1051,7 +1051,7 @@ export type AppRouter = TRPCBuiltRouter<{
           type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
           required: boolean;
           unique: boolean;
-          default: JSONType;
+          default: unknown;
           options: {
             value: string;
             label: string;

@@ -15,6 +15,8 @@ import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv
 import type { z } from 'zod';
 import { describeZodIssues } from '../errors.ts';
 import { buildOpenApiDocument } from '../openapi.ts';
+import { scopeToOrg } from '../org-scope.ts';
+import { withOrganizationFields } from './custom-schemas.ts';
 import { getPrompt, listPrompts } from './prompts.ts';
 import { callTool, type McpCaller, toolsFor } from './tools.ts';
 
@@ -110,7 +112,12 @@ export function createMcpServer(caller: McpCaller): Server {
     instructions: INSTRUCTIONS,
     jsonSchemaValidator: validator,
   });
-  onRequest(server, ListToolsRequestSchema, () => ({ tools: toolsFor(caller.scopes) }));
+  onRequest(server, ListToolsRequestSchema, async () => ({
+    tools: await withOrganizationFields(
+      scopeToOrg(caller.services.orm.em.fork(), caller.orgId),
+      toolsFor(caller.scopes),
+    ),
+  }));
   onRequest(server, CallToolRequestSchema, (request) =>
     callTool(caller, request.params.name, request.params.arguments),
   );

@@ -21,6 +21,8 @@ export interface McpCaller {
   principal?: Principal;
   /** The key's scopes, for the tool list (each call is still checked on its own). */
   scopes: readonly string[];
+  /** The key's organization, for the tool list (its own fields in the tools' schemas). */
+  orgId: string;
   requestId: string;
 }
 

@@ -79,7 +79,7 @@ const DefinitionFields = {
   unique: z
     .boolean()
     .describe('No two records of the object hold the same value (409 naming the record that holds it)'),
-  default: z.json().describe('Given to a created record that leaves the field out'),
+  default: z.unknown().describe('Given to a created record that leaves the field out'),
   options: z.array(Option).max(CUSTOM_LIMITS.optionsPerSelect),
   validation: Validation,
   description: ShortText,
@@ -118,7 +118,7 @@ export const CustomFieldUpdateInput = z
     label: DefinitionFields.label.optional(),
     required: DefinitionFields.required.optional(),
     unique: DefinitionFields.unique.optional(),
-    default: DefinitionFields.default.nullable().optional().describe('null removes the default'),
+    default: DefinitionFields.default.optional().describe('null removes the default'),
     options: DefinitionFields.options
       .optional()
       .describe('The whole list: an option left out is archived (values stay readable), never deleted'),
@@ -145,7 +145,7 @@ export const CustomField = z
     type: z.enum(FIELD_TYPES),
     required: z.boolean(),
     unique: z.boolean(),
-    default: z.json().nullable(),
+    default: z.unknown().describe('Given to a created record that leaves the field out; null for none'),
     options: z.array(CustomFieldOption),
     validation: z.object({
       min: z.number().optional(),
