@@ -102,6 +102,8 @@ describe('the OpenAPI document', () => {
       'PATCH /deals/{id}',
       'POST /contacts',
       'POST /contacts/batch',
+      'POST /custom-fields/apply',
+      'POST /custom-fields/plan',
       'POST /custom-fields/{object}',
       'POST /deals',
       'POST /deals/batch',

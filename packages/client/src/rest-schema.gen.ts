@@ -498,6 +498,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/custom-fields/plan": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * What applying a schema file would change
+         * @description Compares a schema file (`crm schema export` writes one) with the organization’s fields: the fields it would add, change (attribute by attribute) and archive, and each step’s problem where the data or the rules forbid it (a required or unique rule the records break, a type change, an archived key). Changes nothing.
+         *
+         *     Needs an API key with the scope `schema:read` (or `*`).
+         */
+        post: operations["customFields-schemaPlan"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/custom-fields/apply": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make the organization’s fields what a schema file says
+         * @description Applies the plan of a schema file in one transaction: every step, or none (409 `conflict` naming each step’s problem). An object the file leaves out is not touched; one listed with `[]` has every field archived. Returns the plan applied and the fields as they now are.
+         *
+         *     Needs an API key with the scope `schema:write` (or `*`).
+         */
+        post: operations["customFields-schemaApply"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/custom-fields/{object}": {
         parameters: {
             query?: never;
@@ -615,6 +659,69 @@ export interface components {
         };
         /** @enum {string} */
         WebhookEvent: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed";
+        /**
+         * @example {
+         *       "key": "arr",
+         *       "label": "ARR",
+         *       "type": "currency",
+         *       "validation": {
+         *         "min": 0
+         *       }
+         *     }
+         * @example {
+         *       "key": "region",
+         *       "type": "select",
+         *       "required": true,
+         *       "options": [
+         *         {
+         *           "value": "emea"
+         *         },
+         *         {
+         *           "value": "apac"
+         *         },
+         *         {
+         *           "value": "amer"
+         *         }
+         *       ]
+         *     }
+         */
+        CustomFieldCreateRequest: {
+            /** @description Chosen by you, immutable: how the value is named under `custom` */
+            key: string;
+            /** @enum {string} */
+            type: "text" | "long_text" | "number" | "currency" | "boolean" | "date" | "datetime" | "select" | "multi_select" | "email" | "url" | "phone" | "json";
+            /** @description Shown to people; the key when left out */
+            label?: string;
+            /** @description A create without the field (and with no default) is refused */
+            required?: boolean;
+            /** @description No two records of the object hold the same value (409 naming the record that holds it) */
+            unique?: boolean;
+            /** @description Given to a created record that leaves the field out */
+            default?: unknown;
+            /** @description select, multi_select: the allowed values */
+            options?: {
+                value: string;
+                /** @description Shown to people; the value when left out */
+                label?: string;
+                /** @description An archived option stays readable but is refused in writes */
+                archived?: boolean;
+            }[];
+            validation?: {
+                /** @description number, currency: the smallest value */
+                min?: number;
+                /** @description number, currency: the largest value */
+                max?: number;
+                max_length?: number;
+                /** @description text, long_text, phone: a regular expression (JavaScript syntax) the value must match */
+                pattern?: string;
+            };
+            description?: string;
+            /**
+             * @description The MEDDPICC pillar the field is evidence for
+             * @enum {string}
+             */
+            ai_hint?: "metrics" | "economic_buyer" | "decision_criteria" | "decision_process" | "paper_process" | "identify_pain" | "champion" | "competition";
+        };
         Deal: {
             /** Format: uuid */
             id: string;
@@ -983,6 +1090,52 @@ export interface components {
             deals_lost: number;
             avg_cycle_days: number | null;
             coaching_tips: string[];
+        };
+        CustomFieldSchemaPlan: {
+            steps: {
+                /** @enum {string} */
+                object: "deals" | "contacts";
+                key: string;
+                /** @enum {string} */
+                action: "add" | "change" | "archive";
+                /** @description change: each attribute that changes */
+                changes?: {
+                    [key: string]: {
+                        from: unknown;
+                        to: unknown;
+                    };
+                };
+                /** @description archive: how many records hold a value (they keep it, readable) */
+                records_with_values?: number;
+                /** @description Why this step cannot be applied as the data stands */
+                problem?: string;
+            }[];
+            /** @description No step has a problem: apply would make every step */
+            applicable: boolean;
+        };
+        CustomFieldSchemaApplied: {
+            steps: {
+                /** @enum {string} */
+                object: "deals" | "contacts";
+                key: string;
+                /** @enum {string} */
+                action: "add" | "change" | "archive";
+                /** @description change: each attribute that changes */
+                changes?: {
+                    [key: string]: {
+                        from: unknown;
+                        to: unknown;
+                    };
+                };
+                /** @description archive: how many records hold a value (they keep it, readable) */
+                records_with_values?: number;
+                /** @description Why this step cannot be applied as the data stands */
+                problem?: string;
+            }[];
+            /** @description No step has a problem: apply would make every step */
+            applicable: boolean;
+            /** @description Every field of the objects the file names, after the apply */
+            fields: components["schemas"]["CustomField"][];
         };
         CustomField: {
             /** @enum {string} */
@@ -3763,6 +3916,293 @@ export interface operations {
                 };
             };
             /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets. `ai_quota_exceeded`: The monthly AI call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "customFields-schemaPlan": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "version": 1,
+                 *       "objects": {
+                 *         "deals": [
+                 *           {
+                 *             "key": "arr",
+                 *             "label": "ARR",
+                 *             "type": "currency",
+                 *             "validation": {
+                 *               "min": 0
+                 *             },
+                 *             "ai_hint": "metrics"
+                 *           },
+                 *           {
+                 *             "key": "region",
+                 *             "type": "select",
+                 *             "required": true,
+                 *             "options": [
+                 *               {
+                 *                 "value": "emea"
+                 *               },
+                 *               {
+                 *                 "value": "apac"
+                 *               }
+                 *             ]
+                 *           }
+                 *         ]
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description The format of this file: 1
+                     * @constant
+                     */
+                    version: 1;
+                    objects: {
+                        deals?: components["schemas"]["CustomFieldCreateRequest"][];
+                        contacts?: components["schemas"]["CustomFieldCreateRequest"][];
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["CustomFieldSchemaPlan"];
+                    };
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected. `invalid_json`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large`: The body is over 1 MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type`: The body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "customFields-schemaApply": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "version": 1,
+                 *       "objects": {
+                 *         "deals": [
+                 *           {
+                 *             "key": "arr",
+                 *             "label": "ARR",
+                 *             "type": "currency",
+                 *             "validation": {
+                 *               "min": 0
+                 *             },
+                 *             "ai_hint": "metrics"
+                 *           },
+                 *           {
+                 *             "key": "region",
+                 *             "type": "select",
+                 *             "required": true,
+                 *             "options": [
+                 *               {
+                 *                 "value": "emea"
+                 *               },
+                 *               {
+                 *                 "value": "apac"
+                 *               }
+                 *             ]
+                 *           }
+                 *         ]
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description The format of this file: 1
+                     * @constant
+                     */
+                    version: 1;
+                    objects: {
+                        deals?: components["schemas"]["CustomFieldCreateRequest"][];
+                        contacts?: components["schemas"]["CustomFieldCreateRequest"][];
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["CustomFieldSchemaApplied"];
+                    };
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected. `invalid_json`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `conflict`: The write breaks a rule of the organization’s data (a unique custom field’s value held by another record, a field made required that records lack): the message names the field, `conflicting_id` the record */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large`: The body is over 1 MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type`: The body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
             429: {
                 headers: {
                     [name: string]: unknown;

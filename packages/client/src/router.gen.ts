@@ -866,6 +866,163 @@ export type AppRouter = TRPCBuiltRouter<{
     }>;
   };
   customFields: {
+    schemaPlan: TRPCMutationProcedure<{
+      meta: object;
+      input: {
+        version: 1;
+        objects: {
+          deals?: {
+            key: string;
+            type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
+            label?: string | undefined;
+            required?: boolean | undefined;
+            unique?: boolean | undefined;
+            default?: unknown;
+            options?: {
+              value: string;
+              label?: string | undefined;
+              archived?: boolean | undefined;
+            }[] | undefined;
+            validation?: {
+              min?: number | undefined;
+              max?: number | undefined;
+              max_length?: number | undefined;
+              pattern?: string | undefined;
+            } | undefined;
+            description?: string | undefined;
+            ai_hint?: "economic_buyer" | "champion" | "metrics" | "decision_criteria" | "decision_process" | "paper_process" | "identify_pain" | "competition" | undefined;
+          }[] | undefined;
+          contacts?: {
+            key: string;
+            type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
+            label?: string | undefined;
+            required?: boolean | undefined;
+            unique?: boolean | undefined;
+            default?: unknown;
+            options?: {
+              value: string;
+              label?: string | undefined;
+              archived?: boolean | undefined;
+            }[] | undefined;
+            validation?: {
+              min?: number | undefined;
+              max?: number | undefined;
+              max_length?: number | undefined;
+              pattern?: string | undefined;
+            } | undefined;
+            description?: string | undefined;
+            ai_hint?: "economic_buyer" | "champion" | "metrics" | "decision_criteria" | "decision_process" | "paper_process" | "identify_pain" | "competition" | undefined;
+          }[] | undefined;
+        };
+      };
+      output: {
+        data: {
+          steps: {
+            object: "deals" | "contacts";
+            key: string;
+            action: "add" | "change" | "archive";
+            changes?: Record<string, {
+              from: unknown;
+              to: unknown;
+            }> | undefined;
+            records_with_values?: number | undefined;
+            problem?: string | undefined;
+          }[];
+          applicable: boolean;
+        };
+      };
+    }>;
+    schemaApply: TRPCMutationProcedure<{
+      meta: object;
+      input: {
+        version: 1;
+        objects: {
+          deals?: {
+            key: string;
+            type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
+            label?: string | undefined;
+            required?: boolean | undefined;
+            unique?: boolean | undefined;
+            default?: unknown;
+            options?: {
+              value: string;
+              label?: string | undefined;
+              archived?: boolean | undefined;
+            }[] | undefined;
+            validation?: {
+              min?: number | undefined;
+              max?: number | undefined;
+              max_length?: number | undefined;
+              pattern?: string | undefined;
+            } | undefined;
+            description?: string | undefined;
+            ai_hint?: "economic_buyer" | "champion" | "metrics" | "decision_criteria" | "decision_process" | "paper_process" | "identify_pain" | "competition" | undefined;
+          }[] | undefined;
+          contacts?: {
+            key: string;
+            type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
+            label?: string | undefined;
+            required?: boolean | undefined;
+            unique?: boolean | undefined;
+            default?: unknown;
+            options?: {
+              value: string;
+              label?: string | undefined;
+              archived?: boolean | undefined;
+            }[] | undefined;
+            validation?: {
+              min?: number | undefined;
+              max?: number | undefined;
+              max_length?: number | undefined;
+              pattern?: string | undefined;
+            } | undefined;
+            description?: string | undefined;
+            ai_hint?: "economic_buyer" | "champion" | "metrics" | "decision_criteria" | "decision_process" | "paper_process" | "identify_pain" | "competition" | undefined;
+          }[] | undefined;
+        };
+      };
+      output: {
+        data: {
+          steps: {
+            object: "deals" | "contacts";
+            key: string;
+            action: "add" | "change" | "archive";
+            changes?: Record<string, {
+              from: unknown;
+              to: unknown;
+            }> | undefined;
+            records_with_values?: number | undefined;
+            problem?: string | undefined;
+          }[];
+          applicable: boolean;
+          fields: {
+            object: "deals" | "contacts";
+            key: string;
+            label: string;
+            type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
+            required: boolean;
+            unique: boolean;
+            default: unknown;
+            options: {
+              value: string;
+              label: string;
+              archived: boolean;
+            }[];
+            validation: {
+              min?: number | undefined;
+              max?: number | undefined;
+              max_length?: number | undefined;
+              pattern?: string | undefined;
+            };
+            description: string | null;
+            ai_hint: "economic_buyer" | "champion" | "metrics" | "decision_criteria" | "decision_process" | "paper_process" | "identify_pain" | "competition" | null;
+            archived: boolean;
+            created_at: string;
+            updated_at: string | null;
+          }[];
+        };
+      };
+    }>;
     list: TRPCQueryProcedure<{
       meta: object;
       input: {

@@ -1,7 +1,14 @@
+import { readFile } from 'node:fs/promises';
 import type { Config } from '@crm/config';
 import { type EntityManager, USER_ROLES, type UserRole } from '@crm/db';
 import { z } from 'zod';
-import { ApiError, notFound } from '../../errors.ts';
+import { ApiError, describeZodIssues, notFound } from '../../errors.ts';
+import {
+  applySchema,
+  exportSchema,
+  planSchema,
+  SchemaFile,
+} from '../../features/custom-fields/schema-file.ts';
 import { orgQuotaReport, setOrgQuota, UnknownOrganizationError } from '../../limits/org-quotas.ts';
 import { orgFork, unscopedDb } from '../../org-scope.ts';
 import { parseScopes } from '../../scopes.ts';
@@ -142,6 +149,44 @@ async function personsUnitOfWork(em: EntityManager, userId: string): Promise<Ent
   return scoped;
 }
 
+/** A schema file (`crm schema export` wrote one), read and checked; a CliError naming what is wrong. */
+async function schemaFileArg(value: string | undefined): Promise<SchemaFile> {
+  const file = userPath(value ?? '');
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    throw new CliError(`cannot read ${file}: ${(err as Error).message}`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    throw new CliError(`${file} is not JSON: ${(err as Error).message}`);
+  }
+  const parsed = SchemaFile.safeParse(json);
+  if (!parsed.success) throw new CliError(`${file}: ${describeZodIssues(parsed.error.issues)}`);
+  return parsed.data;
+}
+
+const schemaCommand = (
+  name: 'plan' | 'apply',
+  summary: string,
+  run: typeof planSchema | typeof applySchema,
+): CommandSpec => ({
+  name: `schema ${name}`,
+  positionals: ['file'],
+  options: { org: { type: 'string', required: true, description: 'org_id' } },
+  summary,
+  prepare({ positionals, options }) {
+    const orgId = uuidArg(options.org ?? '', '--org');
+    return async (em) => {
+      const file = await schemaFileArg(positionals[0]);
+      return [await asCliMessage(async () => run(await scopedToOrg(em, orgId), file))];
+    };
+  },
+});
+
 export const COMMANDS: CommandSpec[] = [
   {
     name: 'import',
@@ -159,6 +204,26 @@ export const COMMANDS: CommandSpec[] = [
       return async (em, _config, io) => [await runImport(em, { file, orgId, rejectsPath }, io)];
     },
   },
+  {
+    name: 'schema export',
+    positionals: [],
+    options: { org: { type: 'string', required: true, description: 'org_id' } },
+    summary: "Print the organization's custom fields as a schema file (for plan and apply)",
+    prepare({ options }) {
+      const orgId = uuidArg(options.org ?? '', '--org');
+      return async (em) => [await exportSchema(await scopedToOrg(em, orgId))];
+    },
+  },
+  schemaCommand(
+    'plan',
+    'Show what applying a schema file would add, change and archive, and what of the data it touches',
+    planSchema,
+  ),
+  schemaCommand(
+    'apply',
+    "Make the organization's custom fields what a schema file says: every step, or none",
+    applySchema,
+  ),
   {
     name: 'org create',
     positionals: ['name'],

@@ -16,10 +16,46 @@ import {
   listCustomFields,
   updateCustomField,
 } from './custom-fields.service.ts';
+import { applySchema, planSchema, SchemaApplied, SchemaFile, SchemaPlan } from './schema-file.ts';
 
 const tags = ['Custom fields'];
 
 export const customFieldsRouter = router({
+  schemaPlan: authedProcedure
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/custom-fields/plan',
+        tags,
+        summary: 'What applying a schema file would change',
+        description:
+          'Compares a schema file (`crm schema export` writes one) with the organization’s fields: the fields it would add, change (attribute by attribute) and archive, and each step’s problem where the data or the rules forbid it (a required or unique rule the records break, a type change, an archived key). Changes nothing.',
+      },
+      scope: 'schema:read',
+      agentHint: 'Use to preview a change of the custom fields kept as a schema file.',
+    })
+    .input(SchemaFile)
+    .output(dataOf(SchemaPlan))
+    .mutation(async ({ ctx, input }) => ({ data: await planSchema(ctx.em, input) })),
+
+  schemaApply: authedProcedure
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/custom-fields/apply',
+        tags,
+        summary: 'Make the organization’s fields what a schema file says',
+        description:
+          'Applies the plan of a schema file in one transaction: every step, or none (409 `conflict` naming each step’s problem). An object the file leaves out is not touched; one listed with `[]` has every field archived. Returns the plan applied and the fields as they now are.',
+      },
+      scope: 'schema:write',
+      agentHint: 'Use only when asked to apply a schema file of custom fields.',
+      errors: ['conflict'],
+    })
+    .input(SchemaFile)
+    .output(dataOf(SchemaApplied))
+    .mutation(async ({ ctx, input }) => ({ data: await applySchema(ctx.em, input) })),
+
   list: authedProcedure
     .meta({
       openapi: {

@@ -176,11 +176,8 @@ function checkDefinition(rule: FieldRule): void {
   }
 }
 
-export async function createCustomField(
-  em: EntityManager,
-  object: CustomObject,
-  input: CustomFieldCreateInput,
-): Promise<CustomFieldDto> {
+/** The rules a new field's definition gives, checked (a 400 naming what makes no sense). */
+export function newFieldRule(input: CustomFieldCreateInput): FieldRule {
   const rule: FieldRule = {
     key: input.key,
     type: input.type,
@@ -192,6 +189,15 @@ export async function createCustomField(
     archived: false,
   };
   checkDefinition(rule);
+  return rule;
+}
+
+export async function createCustomField(
+  em: EntityManager,
+  object: CustomObject,
+  input: CustomFieldCreateInput,
+): Promise<CustomFieldDto> {
+  const rule = newFieldRule(input);
   return transaction(em, async (tx) => {
     // One schema change of an object at a time: the count and the position below stay exact.
     await lockSchema(tx, object);
@@ -321,56 +327,78 @@ async function lockRecords(tx: EntityManager, object: CustomObject): Promise<voi
 
 const FIRST_IDS = 5;
 
-/** Making a field required: every record must already hold a value (409 with the count and first ids). */
-async function requireEveryRecordHas(tx: EntityManager, object: CustomObject, key: string) {
-  await lockRecords(tx, object);
-  const missing = sql<boolean>`jsonb_typeof(custom -> ${key}) is null or jsonb_typeof(custom -> ${key}) = 'null'`;
+const MISSING = (key: string) =>
+  sql<boolean>`jsonb_typeof(custom -> ${key}) is null or jsonb_typeof(custom -> ${key}) = 'null'`;
+const HELD = (key: string) =>
+  sql<boolean>`jsonb_typeof(custom -> ${key}) is distinct from 'null' and custom ? ${key}`;
+
+/** How many records of `object` hold no value for `key`, and the first of them. */
+export async function missingValues(tx: EntityManager, object: CustomObject, key: string) {
   const [counted, first] = await Promise.all([
     orgDb(tx)
       .selectFrom(object)
       .select((eb) => eb.fn.countAll<string>().as('n'))
-      .where(missing)
+      .where(MISSING(key))
       .executeTakeFirst(),
-    orgDb(tx).selectFrom(object).select('id').where(missing).orderBy('id').limit(FIRST_IDS).execute(),
+    orgDb(tx).selectFrom(object).select('id').where(MISSING(key)).orderBy('id').limit(FIRST_IDS).execute(),
   ]);
-  const n = Number(counted?.n ?? 0);
-  if (n > 0)
-    throw conflict(
-      `required: ${n} ${object} have no value for ${key} (first: ${first.map((r) => r.id).join(', ')}); give them one, or a default, first`,
-      first[0]?.id,
-    );
+  const count = Number(counted?.n ?? 0);
+  return count === 0
+    ? undefined
+    : {
+        count,
+        first: first.map((r) => r.id),
+        message: `required: ${count} ${object} have no value for ${key} (first: ${first.map((r) => r.id).join(', ')}); give them one, or a default, first`,
+      };
 }
 
-/** Making a field unique: its values must already be unique; they are then claimed as writes claim them. */
-async function claimExistingValues(tx: EntityManager, object: CustomObject, key: string) {
-  await lockRecords(tx, object);
-  const value = sql<string>`custom ->> ${key}`;
-  const held = sql<boolean>`jsonb_typeof(custom -> ${key}) is distinct from 'null' and custom ? ${key}`;
+/** The values of `key` more than one record of `object` holds (the first few), with their holders. */
+export async function duplicateValues(tx: EntityManager, object: CustomObject, key: string) {
   const duplicates = await orgDb(tx)
     .selectFrom(object)
-    .select([value.as('value'), sql<string[]>`array_agg(id order by id)`.as('ids')])
-    .where(held)
+    .select([sql<string>`custom ->> ${key}`.as('value'), sql<string[]>`array_agg(id order by id)`.as('ids')])
+    .where(HELD(key))
     // By position: the value's expression, written again, would bind its key as another parameter.
     .groupBy(sql`1`)
     .having((eb) => eb.fn.countAll(), '>', 1)
     .limit(FIRST_IDS)
     .execute();
   const first = duplicates[0];
-  if (first) {
-    const ids = asJson<string[]>(first.ids);
-    throw conflict(
-      `unique: ${duplicates.length}${duplicates.length === FIRST_IDS ? ' or more' : ''} values of ${key} are held by more than one of ${object} (first: ${JSON.stringify(first.value)} by ${ids.join(', ')})`,
-      ids[0],
-    );
-  }
+  if (!first) return undefined;
+  const ids = asJson<string[]>(first.ids);
+  return {
+    count: duplicates.length,
+    first: ids,
+    message: `unique: ${duplicates.length}${duplicates.length === FIRST_IDS ? ' or more' : ''} values of ${key} are held by more than one of ${object} (first: ${JSON.stringify(first.value)} by ${ids.join(', ')})`,
+  };
+}
+
+/** Making a field required: every record must already hold a value (409 with the count and first ids). */
+async function requireEveryRecordHas(tx: EntityManager, object: CustomObject, key: string) {
+  await lockRecords(tx, object);
+  const missing = await missingValues(tx, object, key);
+  if (missing) throw conflict(missing.message, missing.first[0]);
+}
+
+/** Making a field unique: its values must already be unique; they are then claimed as writes claim them. */
+async function claimExistingValues(tx: EntityManager, object: CustomObject, key: string) {
+  await lockRecords(tx, object);
+  const duplicates = await duplicateValues(tx, object, key);
+  if (duplicates) throw conflict(duplicates.message, duplicates.first[0]);
   await sqlOf(tx)
     .insertInto('custom_unique_values')
     .columns(['org_id', 'object', 'key', 'value', 'record_id'])
     .expression(
       orgDb(tx)
         .selectFrom(object)
-        .select(['org_id', sql.val(object).as('object'), sql.val(key).as('key'), value.as('value'), 'id'])
-        .where(held),
+        .select([
+          'org_id',
+          sql.val(object).as('object'),
+          sql.val(key).as('key'),
+          sql<string>`custom ->> ${key}`.as('value'),
+          'id',
+        ])
+        .where(HELD(key)),
     )
     .execute();
 }

@@ -1,0 +1,146 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DRIVERS, startTestServer, type TestOrg, type TestServer } from '../../server/test/harness.ts';
+import { crm } from './crm.ts';
+
+/**
+ * The custom fields kept as a file in a repository: `crm schema export`, edited, `crm schema plan`, then
+ * `crm schema apply`; and the same plan and apply over HTTP. Beside a running server, as `crm import`.
+ */
+for (const { driver, label, skip } of DRIVERS) {
+  describe.skipIf(skip)(`crm schema on ${label}`, () => {
+    let s: TestServer;
+    let dir: string;
+    let org: TestOrg;
+    let dbEnv: Record<string, string>;
+    beforeAll(async () => {
+      dir = await mkdtemp(path.join(tmpdir(), 'crm-schema-'));
+      s = await startTestServer(driver, driver === 'pglite' ? { CRM_DATA_DIR: path.join(dir, 'data') } : {});
+      dbEnv =
+        driver === 'pglite'
+          ? { CRM_DATA_DIR: path.join(dir, 'data') }
+          : { DATABASE_URL: s.env.DATABASE_URL as string };
+      org = await s.newOrg('Schema as code');
+    }, 60_000);
+    afterAll(async () => {
+      await s?.stop();
+      await rm(dir, { recursive: true, force: true });
+    });
+    const schema = (...args: string[]) =>
+      crm({ LOG_LEVEL: 'silent', ...dbEnv }, 'schema', ...args, '--org', org.orgId);
+    const api = (p: string, json?: unknown) =>
+      s.api(p, { key: org.apiKey, ...(json === undefined ? {} : { method: 'POST', json }) });
+
+    it('export, plan, apply: a round trip through a file, every step or none', async () => {
+      await api('/custom-fields/deals', { key: 'arr', type: 'number' });
+      await api('/custom-fields/deals', { key: 'legacy_code', type: 'text' });
+      await api('/deals', { title: 'Holds a legacy code', custom: { legacy_code: 'L-1' } });
+
+      const exported = await schema('export');
+      expect(exported.code, exported.stderr).toBe(0);
+      const file = exported.lines[0] as {
+        version: 1;
+        objects: Record<string, Array<Record<string, unknown>>>;
+      };
+      expect(file).toEqual({
+        version: 1,
+        objects: {
+          deals: [
+            { key: 'arr', type: 'number', label: 'arr' },
+            { key: 'legacy_code', type: 'text', label: 'legacy_code' },
+          ],
+          contacts: [],
+        },
+      });
+
+      // The repository's edit: a label, a new select, legacy_code gone; contacts left alone.
+      const edited = {
+        version: 1,
+        objects: {
+          deals: [
+            { key: 'arr', type: 'number', label: 'ARR', validation: { min: 0 } },
+            { key: 'region', type: 'select', options: [{ value: 'emea' }, { value: 'apac' }] },
+          ],
+        },
+      };
+      const at = path.join(dir, 'crm.schema.json');
+      await writeFile(at, JSON.stringify(edited, null, 2));
+      const plan = await schema('plan', at);
+      expect(plan.code, plan.stderr).toBe(0);
+      expect(plan.lines[0]).toEqual({
+        steps: [
+          {
+            object: 'deals',
+            key: 'arr',
+            action: 'change',
+            changes: { label: { from: 'arr', to: 'ARR' }, validation: { from: null, to: { min: 0 } } },
+          },
+          { object: 'deals', key: 'region', action: 'add' },
+          { object: 'deals', key: 'legacy_code', action: 'archive', records_with_values: 1 },
+        ],
+        applicable: true,
+      });
+      // The plan over HTTP is the same, and changed nothing.
+      expect((await api('/custom-fields/plan', edited)).body.data).toEqual(plan.lines[0]);
+      expect((await api('/custom-fields/deals')).body.data.map((f: { key: string }) => f.key)).toEqual([
+        'arr',
+        'legacy_code',
+      ]);
+
+      const applied = await schema('apply', at);
+      expect(applied.code, applied.stderr).toBe(0);
+      const fields = (await api('/custom-fields/deals')).body.data;
+      expect(fields.map((f: { key: string; label: string }) => [f.key, f.label])).toEqual([
+        ['arr', 'ARR'],
+        ['region', 'region'],
+      ]);
+      // Applying again plans nothing.
+      expect((await schema('plan', at)).lines[0]).toEqual({ steps: [], applicable: true });
+      // The archived field's value stays readable.
+      const deal = (await api('/deals')).body.data[0];
+      expect(deal.custom).toEqual({ legacy_code: 'L-1' });
+    });
+
+    it('a step the data forbids makes the plan not applicable; apply changes nothing and says why', async () => {
+      await api('/deals', { title: 'No region yet' });
+      const file = {
+        version: 1,
+        objects: {
+          deals: [
+            { key: 'arr', type: 'text', label: 'ARR' },
+            { key: 'region', type: 'select', required: true, options: [{ value: 'emea' }] },
+            { key: 'legacy_code', type: 'text' },
+          ],
+        },
+      };
+      const plan = (await api('/custom-fields/plan', file)).body.data;
+      expect(plan.applicable).toBe(false);
+      expect(
+        plan.steps.map((s: { key: string; problem?: string }) => [s.key, s.problem?.split(':')[0]]),
+      ).toEqual([
+        ['arr', 'the type cannot change (number to text)'],
+        ['region', 'required'],
+        ['legacy_code', 'legacy_code was archived; a key is never used again'],
+      ]);
+      const refused = await api('/custom-fields/apply', file);
+      expect(refused.status).toBe(409);
+      expect(refused.body.error).toMatch(/^objects\.deals\.arr: the type cannot change/);
+      const at = path.join(dir, 'bad.schema.json');
+      await writeFile(at, JSON.stringify(file));
+      const cli = await schema('apply', at);
+      expect(cli.code).toBe(1);
+      expect(cli.stderr).toMatch(/objects\.deals\.region: required: 2 deals have no value for region/);
+      expect((await api('/custom-fields/deals')).body.data.map((f: { key: string }) => f.key)).toEqual([
+        'arr',
+        'region',
+      ]);
+      // A file that is not a schema file is named as such.
+      await writeFile(at, JSON.stringify({ version: 2, objects: {} }));
+      const wrong = await schema('plan', at);
+      expect(wrong.code).toBe(1);
+      expect(wrong.stderr).toMatch(/version: Invalid input: expected 1/);
+    });
+  });
+}

@@ -1,0 +1,249 @@
+import { type EntityManager, transaction } from '@crm/db';
+import { z } from 'zod';
+import { ApiError } from '../../errors.ts';
+import { orgDb } from '../../org-scope.ts';
+import {
+  CUSTOM_LIMITS,
+  CUSTOM_OBJECTS,
+  CustomField,
+  CustomFieldCreateInput,
+  type CustomFieldDto,
+  type CustomObject,
+} from './custom-field.schemas.ts';
+import {
+  archiveCustomField,
+  createCustomField,
+  duplicateValues,
+  listCustomFields,
+  missingValues,
+  newFieldRule,
+  updateCustomField,
+} from './custom-fields.service.ts';
+
+/**
+ * An organization's custom fields as a file kept in its repository (`crm schema export > crm.schema.json`):
+ * per object, its active fields as a create takes them. An object the file leaves out is not touched; an
+ * object listed with `[]` has every field archived.
+ */
+export const SchemaFile = z
+  .strictObject({
+    version: z.literal(1).describe('The format of this file: 1'),
+    objects: z.strictObject(
+      Object.fromEntries(
+        CUSTOM_OBJECTS.map((o) => [
+          o,
+          z.array(CustomFieldCreateInput).max(CUSTOM_LIMITS.fieldsPerObject).optional(),
+        ]),
+      ) as Record<CustomObject, z.ZodOptional<z.ZodArray<typeof CustomFieldCreateInput>>>,
+    ),
+  })
+  .meta({
+    id: 'CustomFieldSchemaFile',
+    examples: [
+      {
+        version: 1,
+        objects: {
+          deals: [
+            { key: 'arr', label: 'ARR', type: 'currency', validation: { min: 0 }, ai_hint: 'metrics' },
+            {
+              key: 'region',
+              type: 'select',
+              required: true,
+              options: [{ value: 'emea' }, { value: 'apac' }],
+            },
+          ],
+        },
+      },
+    ],
+  });
+export type SchemaFile = z.infer<typeof SchemaFile>;
+
+const Attribute = z.object({ from: z.unknown(), to: z.unknown() });
+
+export const SchemaStep = z.object({
+  object: z.enum(CUSTOM_OBJECTS),
+  key: z.string(),
+  action: z.enum(['add', 'change', 'archive']),
+  changes: z.record(z.string(), Attribute).optional().describe('change: each attribute that changes'),
+  records_with_values: z
+    .number()
+    .int()
+    .optional()
+    .describe('archive: how many records hold a value (they keep it, readable)'),
+  problem: z.string().optional().describe('Why this step cannot be applied as the data stands'),
+});
+export type SchemaStep = z.infer<typeof SchemaStep>;
+
+export const SchemaPlan = z
+  .object({
+    steps: z.array(SchemaStep),
+    applicable: z.boolean().describe('No step has a problem: apply would make every step'),
+  })
+  .meta({ id: 'CustomFieldSchemaPlan' });
+export type SchemaPlan = z.infer<typeof SchemaPlan>;
+
+export const SchemaApplied = SchemaPlan.extend({
+  fields: z.array(CustomField).describe('Every field of the objects the file names, after the apply'),
+}).meta({ id: 'CustomFieldSchemaApplied' });
+
+/** A field as the file states it: what a create of it takes, defaults left out. */
+function asFileField(f: CustomFieldDto): CustomFieldCreateInput {
+  return {
+    key: f.key,
+    type: f.type,
+    label: f.label,
+    ...(f.required ? { required: true } : {}),
+    ...(f.unique ? { unique: true } : {}),
+    ...(f.default !== null && f.default !== undefined ? { default: f.default } : {}),
+    ...(f.options.length > 0
+      ? { options: f.options.filter((o) => !o.archived).map(({ value, label }) => ({ value, label })) }
+      : {}),
+    ...(Object.keys(f.validation).length > 0 ? { validation: f.validation } : {}),
+    ...(f.description ? { description: f.description } : {}),
+    ...(f.ai_hint ? { ai_hint: f.ai_hint } : {}),
+  };
+}
+
+export async function exportSchema(em: EntityManager): Promise<SchemaFile> {
+  const objects: SchemaFile['objects'] = {};
+  for (const object of CUSTOM_OBJECTS)
+    objects[object] = (await listCustomFields(em, object)).map(asFileField);
+  return { version: 1, objects };
+}
+
+/** The attributes a file's field changes on the stored one, compared as the file states them. */
+function changedAttributes(stored: CustomFieldDto, wanted: CustomFieldCreateInput) {
+  const now = asFileField(stored) as Record<string, unknown>;
+  const next = { ...asFileField({ ...stored, ...toDtoShape(wanted) }) } as Record<string, unknown>;
+  const changes: Record<string, { from: unknown; to: unknown }> = {};
+  for (const attr of new Set([...Object.keys(now), ...Object.keys(next)])) {
+    if (attr === 'key') continue;
+    if (JSON.stringify(now[attr] ?? null) !== JSON.stringify(next[attr] ?? null))
+      changes[attr] = { from: now[attr] ?? null, to: next[attr] ?? null };
+  }
+  return changes;
+}
+
+/** A file's field in the stored field's shape (what it leaves out: the defaults a create gives). */
+function toDtoShape(f: CustomFieldCreateInput): Partial<CustomFieldDto> {
+  return {
+    type: f.type,
+    label: f.label ?? f.key,
+    required: f.required ?? false,
+    unique: f.unique ?? false,
+    default: f.default ?? null,
+    options: (f.options ?? []).map((o) => ({ value: o.value, label: o.label ?? o.value, archived: false })),
+    validation: f.validation ?? {},
+    description: f.description ?? null,
+    ai_hint: f.ai_hint ?? null,
+  };
+}
+
+/**
+ * What applying `file` would do, and what of the data each step touches or breaks: fields to add, to
+ * change (attribute by attribute) and to archive; a required or unique rule the records break, a type
+ * change, or a key that was archived is a step's problem, and the plan is then not applicable.
+ */
+export async function planSchema(em: EntityManager, file: SchemaFile): Promise<SchemaPlan> {
+  const steps: SchemaStep[] = [];
+  for (const object of CUSTOM_OBJECTS) {
+    const wanted = file.objects[object];
+    if (!wanted) continue;
+    const stored = await listCustomFields(em, object, true);
+    const byKey = new Map(stored.map((f) => [f.key, f]));
+    const seen = new Set<string>();
+    for (const [i, field] of wanted.entries()) {
+      if (seen.has(field.key))
+        throw new ApiError('invalid_request', `objects.${object}[${i}].key: ${field.key} is listed twice`);
+      seen.add(field.key);
+      const rule = definitionOf(field, `objects.${object}[${i}]`);
+      const current = byKey.get(field.key);
+      const step: SchemaStep = current
+        ? { object, key: field.key, action: 'change', changes: changedAttributes(current, field) }
+        : { object, key: field.key, action: 'add' };
+      if (current?.archived) step.problem = `${field.key} was archived; a key is never used again`;
+      else if (current && current.type !== field.type)
+        step.problem = `the type cannot change (${current.type} to ${field.type}): add a field under a new key`;
+      else {
+        const newlyRequired = rule.required && rule.default === null && !current?.required;
+        const newlyUnique = rule.unique && !current?.unique;
+        const broken =
+          (newlyRequired ? await missingValues(em, object, field.key) : undefined) ??
+          (newlyUnique ? await duplicateValues(em, object, field.key) : undefined);
+        if (broken) step.problem = broken.message;
+      }
+      if (step.action === 'change' && Object.keys(step.changes ?? {}).length === 0 && !step.problem) continue;
+      steps.push(step);
+    }
+    for (const field of stored)
+      if (!field.archived && !seen.has(field.key)) {
+        const missing = await missingValues(em, object, field.key);
+        const total = await countRecords(em, object);
+        steps.push({
+          object,
+          key: field.key,
+          action: 'archive',
+          records_with_values: total - (missing?.count ?? 0),
+        });
+      }
+  }
+  return { steps, applicable: steps.every((s) => !s.problem) };
+}
+
+/** A field of the file checked as a create checks it, its errors named by where they are in the file. */
+function definitionOf(field: CustomFieldCreateInput, at: string) {
+  try {
+    return newFieldRule(field);
+  } catch (err) {
+    if (err instanceof ApiError) throw new ApiError(err.code, `${at}.${err.message}`);
+    throw err;
+  }
+}
+
+async function countRecords(em: EntityManager, object: CustomObject): Promise<number> {
+  const row = await orgDb(em)
+    .selectFrom(object)
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .executeTakeFirst();
+  return Number(row?.n ?? 0);
+}
+
+/**
+ * Applies `file` in one transaction: every step of its plan, or none (409 `conflict` naming the first
+ * step's problem, with the plan's other problems). Returns the plan and the fields as they now are.
+ */
+export async function applySchema(em: EntityManager, file: SchemaFile) {
+  return transaction(em, async (tx) => {
+    const plan = await planSchema(tx, file);
+    const problems = plan.steps.filter((s) => s.problem);
+    if (problems.length > 0)
+      throw new ApiError(
+        'conflict',
+        problems.map((s) => `objects.${s.object}.${s.key}: ${s.problem}`).join('; '),
+      );
+    for (const step of plan.steps) {
+      const field = file.objects[step.object]?.find((f) => f.key === step.key);
+      if (step.action === 'add' && field) await createCustomField(tx, step.object, field);
+      if (step.action === 'change' && field) {
+        const { key: _key, type: _type, ...rest } = field;
+        const shape = toDtoShape(field);
+        await updateCustomField(tx, step.object, step.key, {
+          ...rest,
+          label: shape.label,
+          required: shape.required,
+          unique: shape.unique,
+          default: shape.default,
+          options: field.options ?? [],
+          validation: shape.validation,
+          description: shape.description,
+          ai_hint: shape.ai_hint,
+        });
+      }
+      if (step.action === 'archive') await archiveCustomField(tx, step.object, step.key);
+    }
+    const fields: CustomFieldDto[] = [];
+    for (const object of CUSTOM_OBJECTS)
+      if (file.objects[object]) fields.push(...(await listCustomFields(tx, object)));
+    return { ...plan, fields };
+  });
+}
