@@ -81,36 +81,27 @@ function toDto(row: DefinitionRow): CustomFieldDto {
   };
 }
 
-/** The rules a write checks values against: every field of `object`, archived ones marked (they take no values). */
-const ruleRows = orgQuery((db, a: { object: string }) =>
-  db
-    .selectFrom('custom_fields')
-    .select([
-      'key',
-      'type',
-      'required',
-      'is_unique',
-      'default_value',
-      'options',
-      'validation',
-      sql<boolean>`archived_at is not null`.as('archived'),
-    ])
-    .where('object', '=', a.object)
-    .orderBy('position'),
+/** Every field of `object`, archived ones too, in the order they were defined: one statement, compiled once. */
+const definitionRows = orgQuery((db, a: { object: string }) =>
+  db.selectFrom('custom_fields').select(definitionColumns).where('object', '=', a.object).orderBy('position'),
 );
 
+/** The rules a write checks values against: every field of `object`, archived ones marked (they take no values). */
 export async function fieldRules(em: EntityManager, object: CustomObject): Promise<FieldRule[]> {
-  const rows = await ruleRows(em, { object });
-  return rows.map((r) => ({
-    key: r.key,
-    type: r.type as FieldRule['type'],
-    required: r.required,
-    unique: r.is_unique,
-    default: r.default_value ?? null,
-    options: r.options as CustomFieldOption[],
-    validation: r.validation as FieldRule['validation'],
-    archived: r.archived,
-  }));
+  const rows = await definitionRows(em, { object });
+  return rows.map((row) => {
+    const f = toDto(row as DefinitionRow);
+    return {
+      key: f.key,
+      type: f.type,
+      required: f.required,
+      unique: f.unique,
+      default: f.default,
+      options: f.options,
+      validation: f.validation,
+      archived: f.archived,
+    };
+  });
 }
 
 export async function listCustomFields(
@@ -118,10 +109,8 @@ export async function listCustomFields(
   object: CustomObject,
   includeArchived = false,
 ): Promise<CustomFieldDto[]> {
-  let q = orgDb(em).selectFrom('custom_fields').select(definitionColumns).where('object', '=', object);
-  if (!includeArchived) q = q.where('archived_at', 'is', null);
-  const rows = await q.orderBy('position').execute();
-  return rows.map((r) => toDto(r as DefinitionRow));
+  const fields = (await definitionRows(em, { object })).map((row) => toDto(row as DefinitionRow));
+  return includeArchived ? fields : fields.filter((f) => !f.archived);
 }
 
 async function findDefinition(em: EntityManager, object: CustomObject, key: string): Promise<DefinitionRow> {
