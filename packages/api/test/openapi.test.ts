@@ -96,10 +96,14 @@ describe('the OpenAPI document', () => {
     expect(bodies.map(({ method, path }) => `${method.toUpperCase()} ${path}`).sort()).toEqual([
       'PATCH /contacts/{id}',
       'PATCH /deals/{id}',
+      'PATCH /pipelines/{id}',
+      'PATCH /pipelines/{id}/stages/{stage_id}',
       'POST /contacts',
       'POST /contacts/batch',
       'POST /deals',
       'POST /deals/batch',
+      'POST /pipelines',
+      'POST /pipelines/{id}/stages',
       'POST /webhooks',
     ]);
     for (const { method, path, op } of bodies) {

@@ -24,6 +24,12 @@ import { forgetStages } from './stages.service.ts';
  * writers see the same "before"), and then forgets the stages this process remembers for deal writes.
  */
 
+/**
+ * The first key of the per-organization lock pipeline writes take (the second is the organization's hash):
+ * the two-key lock space, apart from the event sequencer's one-key lock.
+ */
+const PIPELINES_LOCK = 29_006;
+
 /** A stage's colour when none is given (the default pipeline's Lead grey). */
 const DEFAULT_COLOR = '#94a3b8';
 /** A stage's probability when none is given: certain for won, none for lost, unknown for open. */
@@ -129,7 +135,7 @@ async function pipelinesWrite<T>(em: EntityManager, fn: (tx: EntityManager) => P
   const orgId = currentOrg(em);
   try {
     return await transaction(em, async (tx) => {
-      await sql`select pg_advisory_xact_lock(hashtext(${`crm_pipelines:${orgId}`}))`.execute(sqlOf(tx));
+      await tx.execute('select pg_advisory_xact_lock(?, hashtext(?))', [PIPELINES_LOCK, orgId]);
       return fn(tx);
     });
   } finally {
