@@ -359,6 +359,40 @@ describeOnEachDatabase(
       await expectKeptCountsExact(s.orgA);
     });
 
+    it('deletes a stage while deals are created in it and moved out of it: no deal left behind, no 5xx, counts exact', async () => {
+      const org = await s.newOrg('Concurrent stage delete');
+      const p = await newPipeline(org, 'Busy');
+      const [intro, pilot, signed] = p.stages as [Stage, Stage, Stage, Stage];
+      const ids: string[] = [];
+      for (let i = 0; i < 8; i++)
+        ids.push(
+          (await post('/deals', { title: `Busy ${i}`, pipeline_id: p.id, value: i }, org.apiKey)).body.data
+            .id,
+        );
+      const answers = await Promise.all([
+        del(`/pipelines/${p.id}/stages/${intro.id}?move_to=${pilot.id}`, org.apiKey),
+        ...Array.from({ length: 6 }, (_, i) =>
+          post('/deals', { title: `Late ${i}`, pipeline_id: p.id, stage_id: intro.id }, org.apiKey),
+        ),
+        ...ids.slice(0, 4).map((id) => patch(`/deals/${id}`, { stage_id: signed.id }, org.apiKey)),
+      ]);
+      const [deleted, ...others] = answers;
+      expect(deleted?.status, deleted?.text).toBe(200);
+      for (const res of others) {
+        expect([200, 201, 400, 409], res.text).toContain(res.status);
+        if (res.status >= 400) expect(res.body.error).toMatch(/^stage_id: /);
+      }
+      const [left] = await s.sql<{ n: unknown }>('select count(*) as n from deals where stage_id = ?', [
+        intro.id,
+      ]);
+      expect(Number(left?.n)).toBe(0);
+      const after = (await s.api(`/pipelines/${p.id}`, { key: org.apiKey })).body.data as Pipeline;
+      expect(after.stages.map((x) => x.position)).toEqual([1, 2, 3]);
+      const created = others.filter((r) => r.status === 201).length;
+      expect(after.stages.reduce((n, x) => n + x.deal_count, 0)).toBe(8 + created);
+      await expectKeptCountsExact(org);
+    });
+
     it('protects the default pipeline, switches the default, and deletes only an empty pipeline', async () => {
       const pipelines = (await s.api('/pipelines')).body.data as Pipeline[];
       const original = pipelines.find((p) => p.is_default) as Pipeline;
