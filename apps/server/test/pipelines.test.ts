@@ -8,6 +8,7 @@ import {
   type TestServer,
   UUID,
 } from './harness.ts';
+import { mcpClient } from './mcp-client.ts';
 import { eventually } from './webhook-receiver.ts';
 
 /** Pipelines and their stages through the API (docs/api/pipelines.md), as a client sees them. */
@@ -180,9 +181,26 @@ describeOnEachDatabase(
         ['color', 'id', 'is_closed', 'name', 'position', 'probability', 'stage_type'].sort(),
       );
 
-      // Over tRPC too, with the typed client.
+      // Over tRPC too, with the typed client, and as MCP tools.
       const trpc = s.trpc(s.orgA);
       expect((await trpc.pipelines.get.query({ id: created.id })).data).toEqual(created);
+      const mcp = await mcpClient(s.url, s.orgA.apiKey);
+      try {
+        const got = await mcp.callTool({ name: 'pipelines-get', arguments: { id: created.id } });
+        expect(got.structuredContent).toEqual({ data: created });
+        const added = await mcp.callTool({
+          name: 'pipelines-createStage',
+          arguments: { id: created.id, name: 'From an agent', position: 1 },
+        });
+        expect(added.structuredContent).toMatchObject({ data: { name: 'From an agent', position: 1 } });
+        const health = await mcp.callTool({
+          name: 'pipeline-health',
+          arguments: { pipeline_id: created.id },
+        });
+        expect(health.structuredContent).toMatchObject({ data: { total_deals: 0 } });
+      } finally {
+        await mcp.close();
+      }
     });
 
     it('puts deals in the new pipeline (its first stage, or the stage named) and counts them per stage', async () => {
