@@ -154,6 +154,14 @@ async function lockPipeline(tx: EntityManager, id: string, forDelete = false) {
   return row;
 }
 
+/**
+ * Locks a stage's row FOR UPDATE for the transaction: deals written into it (whose foreign key takes a
+ * share lock on it) wait until the transaction ends.
+ */
+async function lockStage(tx: EntityManager, stageId: string): Promise<void> {
+  await orgDb(tx).selectFrom('pipeline_stages').select('id').where('id', '=', stageId).forUpdate().execute();
+}
+
 /** The pipeline's stages in order, as they are in this transaction. */
 function stagesIn(tx: EntityManager, pipelineId: string) {
   return orgDb(tx)
@@ -339,7 +347,9 @@ export function updateStage(
     checkPosition(position, stages.length);
     if (fields.stage_type !== undefined && fields.stage_type !== stage.stage_type) {
       // The deals in it would be won or lost (or reopened) without a move of their own: no event, no
-      // activity, their lifecycle as it was. They move first, each with its own events.
+      // activity, their lifecycle as it was. They move first, each with its own events. The stage is
+      // locked before they are counted: a deal being written into it is counted, or waits.
+      await lockStage(tx, stage_id);
       const deals = await dealsIn(tx, { stage_id });
       if (deals > 0)
         throw new ApiError(
@@ -397,12 +407,7 @@ export function deleteStage(
         'A pipeline keeps at least one stage: add another before deleting this one, or delete the pipeline',
       );
     // The stage locked first: a deal being written into it waits for this transaction, then finds it gone.
-    await orgDb(tx)
-      .selectFrom('pipeline_stages')
-      .select('id')
-      .where('id', '=', stage_id)
-      .forUpdate()
-      .execute();
+    await lockStage(tx, stage_id);
     // The deals in it, locked in id order: one a concurrent PATCH moved out meanwhile is not moved again.
     const deals = await orgDb(tx)
       .selectFrom('deals')
