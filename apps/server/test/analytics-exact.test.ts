@@ -503,6 +503,40 @@ for (const { driver, label, skip } of DRIVERS) {
         expect(Number(negatives?.wrong)).toBe(0);
       });
 
+      it('stay the same as the scans after stages are added, renamed and deleted with their deals moved', async () => {
+        const api = (path: string, method: string, json?: unknown) =>
+          s.api(path, { method, key: sig.apiKey, ...(json === undefined ? {} : { json }) });
+        const pipelineId = ((await api('/pipelines', 'GET')).body.data[0] as { id: string }).id;
+        const stages = `/pipelines/${pipelineId}/stages`;
+        // The won stage renamed: the week's moves into "Closed Won" no longer name a won stage.
+        expect((await api(`${stages}/${stageIds['Closed Won']}`, 'PATCH', { name: 'Won' })).status).toBe(200);
+        // An open stage takes the old name; a new lost stage takes the lost deals, its old stage goes.
+        expect((await api(`${stages}/${stageIds.Qualified}`, 'PATCH', { name: 'Closed Won' })).status).toBe(
+          200,
+        );
+        const stalled = await api(stages, 'POST', { name: 'Stalled', stage_type: 'lost' });
+        expect(stalled.status, stalled.text).toBe(201);
+        const moved = await api(
+          `${stages}/${stageIds['Closed Lost']}?move_to=${stalled.body.data.id}`,
+          'DELETE',
+        );
+        expect(moved.status, moved.text).toBe(200);
+        expect(moved.body.moved_deals).toBeGreaterThan(0);
+        // Open deals of a deleted stage won, by their moves.
+        const won = await api(`${stages}/${stageIds.Proposal}?move_to=${stageIds['Closed Won']}`, 'DELETE');
+        expect(won.status, won.text).toBe(200);
+        await expectSignalsAndCoachingAsScanned(s, sig);
+        await expectSameAsScan(s, sig);
+        // Back as the next tests expect it: the names they look for, the lost stage that was there.
+        expect((await api(`${stages}/${stageIds.Qualified}`, 'PATCH', { name: 'Qualified' })).status).toBe(
+          200,
+        );
+        expect(
+          (await api(`${stages}/${stageIds['Closed Won']}`, 'PATCH', { name: 'Closed Won' })).status,
+        ).toBe(200);
+        await expectSignalsAndCoachingAsScanned(s, sig);
+      });
+
       it('keep every figure when their rows are folded and the sums past every window pruned', async () => {
         const answers = async () => ({
           coaching: (await s.api('/coaching', { key: sig.apiKey })).body.data,

@@ -63,6 +63,15 @@ const MAKERS: Array<[kind: string, make: Maker]> = [
     (s, org, _made, receiver) =>
       created(s, org, '/webhooks', { url: receiver.url(`/${org.orgId}`), events: ['deal.created'] }),
   ],
+  [
+    'pipelines',
+    (s, org) =>
+      created(s, org, '/pipelines', {
+        name: `Isolated pipeline of ${org.orgId}`,
+        stages: [{ name: 'Only' }],
+      }),
+  ],
+  ['stages', (s, org, made) => created(s, org, `/pipelines/${made.pipelines}/stages`, { name: 'Isolated' })],
   ['deals', (s, org) => created(s, org, '/deals', { title: `Isolated deal of ${org.orgId}` })],
   [
     'custom-fields',

@@ -37,7 +37,7 @@ export const ERRORS = {
   },
   conflict: {
     status: 409,
-    when: 'The write breaks a rule of the organization’s data (a unique custom field’s value held by another record, a field made required that records lack): the message names the field, `conflicting_id` the record',
+    when: 'The write conflicts with the data as it is (a unique custom field’s value another record holds, a rule the records break, a stage deals are in, the default pipeline): the message says with what and how to proceed; `conflicting_id` names the record that holds a value',
   },
   webhook_inactive: { status: 409, when: 'The webhook endpoint is deactivated: activate it first' },
   last_admin: { status: 409, when: 'Dashboard: an organization keeps at least one admin' },
@@ -218,10 +218,11 @@ export function isDatabaseUnavailable(err: unknown): boolean {
 
 /**
  * What a write referred to that another request deleted after this one had read it (a foreign key failing
- * for the row it inserts), if that is what `err` (or what caused it) is: a deal, or the caller's whole
- * organization (deleted on another instance while this one still knew its key, see KEY_CACHE_TTL_MS).
+ * for the row it inserts), if that is what `err` (or what caused it) is: a deal, a deal's stage or
+ * pipeline, or the caller's whole organization (deleted on another instance while this one still knew its
+ * key, see KEY_CACHE_TTL_MS).
  */
-function goneMeanwhile(err: unknown): 'deal' | 'organization' | undefined {
+function goneMeanwhile(err: unknown): 'deal' | 'stage' | 'organization' | undefined {
   for (
     let e = err, depth = 0;
     e && typeof e === 'object' && depth < 5;
@@ -230,6 +231,9 @@ function goneMeanwhile(err: unknown): 'deal' | 'organization' | undefined {
     const { code, constraint } = e as { code?: unknown; constraint?: unknown };
     if (code !== '23503' || typeof constraint !== 'string') continue;
     if (constraint.endsWith('_deal_id_fkey')) return 'deal';
+    // A deal written into a stage or pipeline deleted meanwhile (another instance still knew its stages,
+    // see STAGE_CACHE_TTL_MS).
+    if (constraint === 'deals_stage_id_fkey' || constraint === 'deals_pipeline_id_fkey') return 'stage';
     // The organization's keys go with it: an Idempotency-Key record names the key that made the call.
     if (constraint.endsWith('_org_id_fkey') || constraint.endsWith('_api_key_id_fkey')) return 'organization';
   }
@@ -266,6 +270,11 @@ export function toApiError(err: unknown): ApiError {
   switch (goneMeanwhile(err)) {
     case 'deal':
       return notFound('Deal');
+    case 'stage':
+      return new ApiError(
+        'conflict',
+        'stage_id: the stage (or its pipeline) was deleted meanwhile; read the pipeline’s stages again',
+      );
     case 'organization':
       return new ApiError('invalid_api_key', 'Invalid or revoked API key');
   }

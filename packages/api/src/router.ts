@@ -4,6 +4,7 @@ import { customFieldsRouter } from './features/custom-fields/custom-fields.route
 import { dealsRouter } from './features/deals/deals.router.ts';
 import { eventsRouter } from './features/events/event-feed.router.ts';
 import { pipelineRouter } from './features/pipeline/pipeline.router.ts';
+import { pipelinesRouter } from './features/pipeline/pipelines.router.ts';
 import { searchRouter } from './features/search/search.router.ts';
 import { usageRouter } from './features/usage/usage.router.ts';
 import { webhooksRouter } from './features/webhooks/webhooks.router.ts';
@@ -13,6 +14,7 @@ export const appRouter = router({
   deals: dealsRouter,
   contacts: contactsRouter,
   pipeline: pipelineRouter,
+  pipelines: pipelinesRouter,
   search: searchRouter,
   usage: usageRouter,
   webhooks: webhooksRouter,

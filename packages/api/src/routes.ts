@@ -56,9 +56,18 @@ export interface Operation {
 
 type ProcedureDef = { _def: { meta?: Meta; inputs?: z.ZodType[]; output?: z.ZodType } };
 
+/**
+ * An input schema without its `.optional()`: an operation whose parameters are all optional may take no
+ * input at all (`GET /pipeline/health`, and `pipeline.health.query()` on tRPC), and is read as its object.
+ */
+function unwrapOptional(input: z.ZodType | undefined): z.ZodType | undefined {
+  const def = (input as { def?: { type?: string; innerType?: z.ZodType } } | undefined)?.def;
+  return def?.type === 'optional' ? def.innerType : input;
+}
+
 /** The top-level keys of a procedure's zod input (an object schema), or none (`z.void()`). */
 function inputKeys(input: z.ZodType | undefined): string[] {
-  const shape = (input as { shape?: Record<string, unknown> } | undefined)?.shape;
+  const shape = (unwrapOptional(input) as { shape?: Record<string, unknown> } | undefined)?.shape;
   return shape ? Object.keys(shape) : [];
 }
 
@@ -68,7 +77,8 @@ function inputKeys(input: z.ZodType | undefined): string[] {
  * `{"limit":1,"bogus":1}` where REST refuses the query parameter.
  */
 function refusesUnknownKeys(input: z.ZodType | undefined): boolean {
-  const catchall = (input as { def?: { catchall?: { def?: { type?: string } } } } | undefined)?.def?.catchall;
+  const catchall = (unwrapOptional(input) as { def?: { catchall?: { def?: { type?: string } } } } | undefined)
+    ?.def?.catchall;
   return catchall?.def?.type === 'never';
 }
 

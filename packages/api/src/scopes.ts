@@ -8,6 +8,7 @@ export const SCOPES = [
   'contacts:read',
   'contacts:write',
   'pipeline:read',
+  'pipeline:write',
   'search',
   'ai',
   'usage:read',

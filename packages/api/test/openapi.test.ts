@@ -100,6 +100,8 @@ describe('the OpenAPI document', () => {
       'PATCH /contacts/{id}',
       'PATCH /custom-fields/{object}/{key}',
       'PATCH /deals/{id}',
+      'PATCH /pipelines/{id}',
+      'PATCH /pipelines/{id}/stages/{stage_id}',
       'POST /contacts',
       'POST /contacts/batch',
       'POST /custom-fields/apply',
@@ -107,6 +109,8 @@ describe('the OpenAPI document', () => {
       'POST /custom-fields/{object}',
       'POST /deals',
       'POST /deals/batch',
+      'POST /pipelines',
+      'POST /pipelines/{id}/stages',
       'POST /webhooks',
     ]);
     for (const { method, path, op } of bodies) {

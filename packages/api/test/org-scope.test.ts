@@ -221,6 +221,8 @@ describe('organization scope of the service’s SQL (source)', () => {
       'a schema change locks its object’s schema (an advisory lock) and records while it checks them',
     'features/deals/deal-import.ts': 'folds the kept sums and vacuums the tables after an import',
     'features/events/event-feed.service.ts': 'the sequencer numbers every organization’s events in one order',
+    'features/pipeline/pipelines.service.ts':
+      'one organization’s pipeline writes run one after another: an advisory lock keyed by the organization',
     'idempotency.ts': 'idempotency records belong to an API key (no org_id): stored and replayed by key',
     'limits/usage-store.ts': 'the usage flush upserts every organization’s counts, one statement a table',
   };

@@ -193,7 +193,7 @@ export interface paths {
         };
         /**
          * Health of the open pipeline
-         * @description Counts the open deals that are healthy, stale (idle for more than `stale_threshold_days`), in need of a next step soon, or critical (past their close date or idle for twice the threshold).
+         * @description Counts the open deals that are healthy, stale (idle for more than `stale_threshold_days`), in need of a next step soon, or critical (past their close date or idle for twice the threshold): those of every pipeline of the organization, or of the one `pipeline_id` names (404 for an unknown one).
          *
          *     Needs an API key with the scope `pipeline:read` (or `*`).
          */
@@ -204,6 +204,118 @@ export interface paths {
         options?: never;
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/pipelines": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every pipeline with its stages
+         * @description Returns the organization’s pipelines, the default first, then oldest first, each with its stages in order (each stage with its `deal_count`).
+         *
+         *     Needs an API key with the scope `pipeline:read` (or `*`).
+         */
+        get: operations["pipelines-list"];
+        put?: never;
+        /**
+         * Create a pipeline with its stages
+         * @description Creates a pipeline with the `stages` given, in that order (at least one), and returns it with 201. `is_default: true` makes it the default pipeline in place of the one before. At most 100 pipelines per organization and 50 stages per pipeline (409 `conflict` beyond).
+         *
+         *     Needs an API key with the scope `pipeline:write` (or `*`).
+         */
+        post: operations["pipelines-create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/pipelines/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A pipeline with its stages
+         * @description Returns the pipeline with its stages in order. A pipeline that does not exist or belongs to another organization is a 404.
+         *
+         *     Needs an API key with the scope `pipeline:read` (or `*`).
+         */
+        get: operations["pipelines-get"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete an empty pipeline
+         * @description Deletes the pipeline and its stages and returns `{"success": true}`. The default pipeline is a 409, and so is a pipeline any deal is in (the message gives their count): move or delete those deals first.
+         *
+         *     Needs an API key with the scope `pipeline:write` (or `*`).
+         */
+        delete: operations["pipelines-delete"];
+        options?: never;
+        head?: never;
+        /**
+         * Rename a pipeline or make it the default
+         * @description Changes the `name`, or with `is_default: true` makes the pipeline the default one (GET /pipeline/stages answers it, deals without a pipeline_id go to it). `is_default: false` on the default pipeline is a 409: make another one the default instead. Returns the pipeline.
+         *
+         *     Needs an API key with the scope `pipeline:write` (or `*`).
+         */
+        patch: operations["pipelines-update"];
+        trace?: never;
+    };
+    "/pipelines/{id}/stages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add a stage to a pipeline
+         * @description Adds a stage at `position` (the stages from there on move down one) or at the end, and returns it with 201. `stage_type` is open unless given; a won or lost stage is closed.
+         *
+         *     Needs an API key with the scope `pipeline:write` (or `*`).
+         */
+        post: operations["pipelines-createStage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/pipelines/{id}/stages/{stage_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a stage, moving its deals
+         * @description Deletes the stage; the stages after it move up one. A stage that deals are in needs `move_to`, another stage of the same pipeline (409 naming their count otherwise): each deal moves there as a PATCH of its `stage_id` would move it, with its `stage_changed` activity and its `deal.updated`, `deal.stage_changed` (and `deal.won` or `deal.lost`) events, all in one transaction. A pipeline keeps at least one stage (409). Returns how many deals moved.
+         *
+         *     Needs an API key with the scope `pipeline:write` (or `*`).
+         */
+        delete: operations["pipelines-deleteStage"];
+        options?: never;
+        head?: never;
+        /**
+         * Change or move a stage
+         * @description Changes the fields sent; `position` moves the stage there and the others shift, so positions stay 1, 2, … without gaps. `stage_type` changes only on a stage no deal is in (409 otherwise). Deals keep their stage and lifecycle_stage. Returns the stage.
+         *
+         *     Needs an API key with the scope `pipeline:write` (or `*`).
+         */
+        patch: operations["pipelines-updateStage"];
         trace?: never;
     };
     "/search": {
@@ -857,6 +969,34 @@ export interface components {
             /** @description Open deals past their close date or idle for twice the threshold */
             critical_actions: number;
             stale_threshold_days: number;
+        };
+        Pipeline: {
+            /** Format: uuid */
+            id: string;
+            name: string;
+            /** @description The pipeline GET /pipeline/stages answers and deals go to without a pipeline_id */
+            is_default: boolean;
+            /** Format: date-time */
+            created_at: string;
+            /** @description In order of position (1, 2, … without gaps) */
+            stages: components["schemas"]["Stage"][];
+        };
+        Stage: {
+            /** Format: uuid */
+            id: string;
+            name: string;
+            /** @enum {string} */
+            stage_type: "open" | "won" | "lost";
+            position: number;
+            color: string;
+            is_closed: boolean;
+            probability: number | null;
+            /** Format: uuid */
+            pipeline_id: string;
+            /** @description Days without activity after which a deal in the stage is rotting; null: never */
+            rotten_days: number | null;
+            /** @description Deals in the stage now */
+            deal_count: number;
         };
         SearchResponse: {
             deals?: components["schemas"]["SearchDeal"][];
@@ -2564,7 +2704,9 @@ export interface operations {
     };
     "pipeline-health": {
         parameters: {
-            query?: never;
+            query?: {
+                pipeline_id?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -2582,6 +2724,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
             401: {
                 headers: {
@@ -2593,6 +2744,929 @@ export interface operations {
             };
             /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "pipelines-list": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Pipeline"][];
+                    };
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "pipelines-create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Partnerships",
+                 *       "stages": [
+                 *         {
+                 *           "name": "Intro",
+                 *           "probability": 10
+                 *         },
+                 *         {
+                 *           "name": "Pilot",
+                 *           "probability": 40,
+                 *           "rotten_days": 21
+                 *         },
+                 *         {
+                 *           "name": "Signed",
+                 *           "stage_type": "won"
+                 *         },
+                 *         {
+                 *           "name": "Dropped",
+                 *           "stage_type": "lost"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    name: string;
+                    /** @description Make it the default pipeline (the one before stops being it) */
+                    is_default?: boolean;
+                    /** @description Its stages, in order */
+                    stages: {
+                        name: string;
+                        /**
+                         * @description open (the default), won or lost; a won or lost stage is closed
+                         * @enum {string}
+                         */
+                        stage_type?: "open" | "won" | "lost";
+                        /** @description #rrggbb; a grey when left out */
+                        color?: string;
+                        /** @description 0..100; when left out 100 for a won stage, 0 for a lost one, none for an open one */
+                        probability?: number | null;
+                        /** @description Days idle before a deal in it is rotting; none by default */
+                        rotten_days?: number | null;
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Pipeline"];
+                    };
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected. `invalid_json`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `conflict`: The write conflicts with the data as it is (a unique custom field’s value another record holds, a rule the records break, a stage deals are in, the default pipeline): the message says with what and how to proceed; `conflicting_id` names the record that holds a value */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large`: The body is over 1 MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type`: The body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "pipelines-get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource id (uuid) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Pipeline"];
+                    };
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "pipelines-delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource id (uuid) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `conflict`: The write conflicts with the data as it is (a unique custom field’s value another record holds, a rule the records break, a stage deals are in, the default pipeline): the message says with what and how to proceed; `conflicting_id` names the record that holds a value */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "pipelines-update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Pipeline id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Enterprise sales"
+                 *     }
+                 */
+                "application/json": {
+                    name?: string;
+                    /** @description true makes it the default pipeline; to stop being it, make another one the default */
+                    is_default?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Pipeline"];
+                    };
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected. `invalid_json`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `conflict`: The write conflicts with the data as it is (a unique custom field’s value another record holds, a rule the records break, a stage deals are in, the default pipeline): the message says with what and how to proceed; `conflicting_id` names the record that holds a value */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large`: The body is over 1 MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type`: The body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "pipelines-createStage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Pipeline id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Security review",
+                 *       "probability": 60,
+                 *       "color": "#0ea5e9"
+                 *     }
+                 */
+                "application/json": {
+                    name: string;
+                    /**
+                     * @description open (the default), won or lost; a won or lost stage is closed
+                     * @enum {string}
+                     */
+                    stage_type?: "open" | "won" | "lost";
+                    /** @description #rrggbb; a grey when left out */
+                    color?: string;
+                    /** @description 0..100; when left out 100 for a won stage, 0 for a lost one, none for an open one */
+                    probability?: number | null;
+                    /** @description Days idle before a deal in it is rotting; none by default */
+                    rotten_days?: number | null;
+                    /** @description 1 is first; at the end when left out; the others move down */
+                    position?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Stage"];
+                    };
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected. `invalid_json`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `conflict`: The write conflicts with the data as it is (a unique custom field’s value another record holds, a rule the records break, a stage deals are in, the default pipeline): the message says with what and how to proceed; `conflicting_id` names the record that holds a value */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large`: The body is over 1 MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type`: The body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "pipelines-deleteStage": {
+        parameters: {
+            query?: {
+                move_to?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Pipeline id */
+                id: string;
+                /** @description Stage id */
+                stage_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** @description Deals moved to `move_to` */
+                        moved_deals: number;
+                    };
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `conflict`: The write conflicts with the data as it is (a unique custom field’s value another record holds, a rule the records break, a stage deals are in, the default pipeline): the message says with what and how to proceed; `conflicting_id` names the record that holds a value */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "pipelines-updateStage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Pipeline id */
+                id: string;
+                /** @description Stage id */
+                stage_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "position": 1
+                 *     }
+                 */
+                "application/json": {
+                    name?: string;
+                    /**
+                     * @description open, won or lost: only for a stage no deal is in (move them first)
+                     * @enum {string}
+                     */
+                    stage_type?: "open" | "won" | "lost";
+                    color?: string;
+                    probability?: number | null;
+                    rotten_days?: number | null;
+                    /** @description Move the stage there (1 is first); the others shift, without gaps */
+                    position?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Stage"];
+                    };
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected. `invalid_json`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `conflict`: The write conflicts with the data as it is (a unique custom field’s value another record holds, a rule the records break, a stage deals are in, the default pipeline): the message says with what and how to proceed; `conflicting_id` names the record that holds a value */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large`: The body is over 1 MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type`: The body is not `application/json` */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4175,7 +5249,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `conflict`: The write breaks a rule of the organization’s data (a unique custom field’s value held by another record, a field made required that records lack): the message names the field, `conflicting_id` the record */
+            /** @description `conflict`: The write conflicts with the data as it is (a unique custom field’s value another record holds, a rule the records break, a stage deals are in, the default pipeline): the message says with what and how to proceed; `conflicting_id` names the record that holds a value */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4420,7 +5494,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `conflict`: The write breaks a rule of the organization’s data (a unique custom field’s value held by another record, a field made required that records lack): the message names the field, `conflicting_id` the record */
+            /** @description `conflict`: The write conflicts with the data as it is (a unique custom field’s value another record holds, a rule the records break, a stage deals are in, the default pipeline): the message says with what and how to proceed; `conflicting_id` names the record that holds a value */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4751,7 +5825,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `conflict`: The write breaks a rule of the organization’s data (a unique custom field’s value held by another record, a field made required that records lack): the message names the field, `conflicting_id` the record */
+            /** @description `conflict`: The write conflicts with the data as it is (a unique custom field’s value another record holds, a rule the records break, a stage deals are in, the default pipeline): the message says with what and how to proceed; `conflicting_id` names the record that holds a value */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -470,7 +470,9 @@ export type AppRouter = TRPCBuiltRouter<{
     }>;
     health: TRPCQueryProcedure<{
       meta: object;
-      input: void;
+      input: {
+        pipeline_id?: string | undefined;
+      } | undefined;
       output: {
         data: {
           total_deals: number;
@@ -481,6 +483,194 @@ export type AppRouter = TRPCBuiltRouter<{
           critical_actions: number;
           stale_threshold_days: number;
         };
+      };
+    }>;
+  };
+  pipelines: {
+    list: TRPCQueryProcedure<{
+      meta: object;
+      input: void;
+      output: {
+        data: {
+          id: string;
+          name: string;
+          is_default: boolean;
+          created_at: string;
+          stages: {
+            id: string;
+            name: string;
+            position: number;
+            color: string;
+            is_closed: boolean;
+            probability: number | null;
+            stage_type: "open" | "won" | "lost";
+            pipeline_id: string;
+            rotten_days: number | null;
+            deal_count: number;
+          }[];
+        }[];
+      };
+    }>;
+    create: TRPCMutationProcedure<{
+      meta: object;
+      input: {
+        name: string;
+        stages: {
+          name: string;
+          stage_type?: "open" | "won" | "lost" | undefined;
+          color?: string | undefined;
+          probability?: number | null | undefined;
+          rotten_days?: number | null | undefined;
+        }[];
+        is_default?: boolean | undefined;
+      };
+      output: {
+        data: {
+          id: string;
+          name: string;
+          is_default: boolean;
+          created_at: string;
+          stages: {
+            id: string;
+            name: string;
+            position: number;
+            color: string;
+            is_closed: boolean;
+            probability: number | null;
+            stage_type: "open" | "won" | "lost";
+            pipeline_id: string;
+            rotten_days: number | null;
+            deal_count: number;
+          }[];
+        };
+      };
+    }>;
+    get: TRPCQueryProcedure<{
+      meta: object;
+      input: {
+        id: string;
+      };
+      output: {
+        data: {
+          id: string;
+          name: string;
+          is_default: boolean;
+          created_at: string;
+          stages: {
+            id: string;
+            name: string;
+            position: number;
+            color: string;
+            is_closed: boolean;
+            probability: number | null;
+            stage_type: "open" | "won" | "lost";
+            pipeline_id: string;
+            rotten_days: number | null;
+            deal_count: number;
+          }[];
+        };
+      };
+    }>;
+    update: TRPCMutationProcedure<{
+      meta: object;
+      input: {
+        id: string;
+        name?: string | undefined;
+        is_default?: boolean | undefined;
+      };
+      output: {
+        data: {
+          id: string;
+          name: string;
+          is_default: boolean;
+          created_at: string;
+          stages: {
+            id: string;
+            name: string;
+            position: number;
+            color: string;
+            is_closed: boolean;
+            probability: number | null;
+            stage_type: "open" | "won" | "lost";
+            pipeline_id: string;
+            rotten_days: number | null;
+            deal_count: number;
+          }[];
+        };
+      };
+    }>;
+    delete: TRPCMutationProcedure<{
+      meta: object;
+      input: {
+        id: string;
+      };
+      output: {
+        success: true;
+      };
+    }>;
+    createStage: TRPCMutationProcedure<{
+      meta: object;
+      input: {
+        name: string;
+        id: string;
+        position?: number | undefined;
+        stage_type?: "open" | "won" | "lost" | undefined;
+        color?: string | undefined;
+        probability?: number | null | undefined;
+        rotten_days?: number | null | undefined;
+      };
+      output: {
+        data: {
+          id: string;
+          name: string;
+          position: number;
+          color: string;
+          is_closed: boolean;
+          probability: number | null;
+          stage_type: "open" | "won" | "lost";
+          pipeline_id: string;
+          rotten_days: number | null;
+          deal_count: number;
+        };
+      };
+    }>;
+    updateStage: TRPCMutationProcedure<{
+      meta: object;
+      input: {
+        id: string;
+        stage_id: string;
+        name?: string | undefined;
+        stage_type?: "open" | "won" | "lost" | undefined;
+        color?: string | undefined;
+        probability?: number | null | undefined;
+        rotten_days?: number | null | undefined;
+        position?: number | undefined;
+      };
+      output: {
+        data: {
+          id: string;
+          name: string;
+          position: number;
+          color: string;
+          is_closed: boolean;
+          probability: number | null;
+          stage_type: "open" | "won" | "lost";
+          pipeline_id: string;
+          rotten_days: number | null;
+          deal_count: number;
+        };
+      };
+    }>;
+    deleteStage: TRPCMutationProcedure<{
+      meta: object;
+      input: {
+        id: string;
+        stage_id: string;
+        move_to?: string | undefined;
+      };
+      output: {
+        success: true;
+        moved_deals: number;
       };
     }>;
   };

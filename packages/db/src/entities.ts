@@ -94,6 +94,8 @@ export const PipelineStage = defineEntity({
     position: p.integer(),
     color: p.string(),
     probability: p.integer().nullable(),
+    /** Days without activity after which a deal in this stage is rotting; null: never. */
+    rottenDays: p.integer().nullable(),
     createdAt: createdAt(),
   },
 });

@@ -13,7 +13,14 @@ export const SCOPE_INFO: Record<Scope, { group: string; description: string }> =
   'deals:write': { group: 'Deals', description: 'create, change, delete deals' },
   'contacts:read': { group: 'Contacts', description: 'read contacts' },
   'contacts:write': { group: 'Contacts', description: 'create and change contacts' },
-  'pipeline:read': { group: 'Pipeline, search and AI', description: 'read pipeline stages and health' },
+  'pipeline:read': {
+    group: 'Pipeline, search and AI',
+    description: 'read pipelines, their stages and health',
+  },
+  'pipeline:write': {
+    group: 'Pipeline, search and AI',
+    description: 'create, change, delete pipelines and stages (a stage delete moves its deals)',
+  },
   search: { group: 'Pipeline, search and AI', description: 'search deals and contacts' },
   ai: { group: 'Pipeline, search and AI', description: 'use the AI features (analysis, briefing, coaching)' },
   'usage:read': { group: 'Usage', description: 'read usage and quotas' },

@@ -1,8 +1,9 @@
 import { z } from 'zod';
 import { dataOf } from '../../schemas.ts';
 import { authedProcedure, router } from '../../trpc.ts';
-import { PipelineHealth, PipelineStage } from './pipeline.schemas.ts';
+import { PipelineHealth, PipelineHealthQuery, PipelineStage } from './pipeline.schemas.ts';
 import { listDefaultStages, pipelineHealth } from './pipeline.service.ts';
+import { requirePipeline } from './pipelines.service.ts';
 
 const tags = ['Pipeline'];
 
@@ -32,15 +33,18 @@ export const pipelineRouter = router({
         tags,
         summary: 'Health of the open pipeline',
         description:
-          'Counts the open deals that are healthy, stale (idle for more than `stale_threshold_days`), in need of a next step soon, or critical (past their close date or idle for twice the threshold).',
+          'Counts the open deals that are healthy, stale (idle for more than `stale_threshold_days`), in need of a next step soon, or critical (past their close date or idle for twice the threshold): those of every pipeline of the organization, or of the one `pipeline_id` names (404 for an unknown one).',
       },
       scope: 'pipeline:read',
       agentHint:
-        'Use for an overview of the open pipeline: deals and value per stage, stale deals, weighted value.',
+        'Use for an overview of the open pipeline: deals and value per stage, stale deals, weighted value. Pass pipeline_id for one pipeline only.',
+      errors: ['not_found'],
     })
-    .input(z.void())
+    .input(PipelineHealthQuery)
     .output(dataOf(PipelineHealth))
-    .query(async ({ ctx }) => ({
-      data: await pipelineHealth(ctx.em, ctx.services.config.staleThresholdDays),
-    })),
+    .query(async ({ ctx, input }) => {
+      const pipelineId = input?.pipeline_id;
+      if (pipelineId) await requirePipeline(ctx.em, pipelineId);
+      return { data: await pipelineHealth(ctx.em, ctx.services.config.staleThresholdDays, pipelineId) };
+    }),
 });

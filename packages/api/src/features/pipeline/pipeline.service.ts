@@ -33,9 +33,11 @@ const CLOSING = sql<boolean>`(${sql.ref('d.expected_close_date')} is null or ${s
  * the range of the deals active within 2T days, each figure a filtered count of it (read from the index
  * alone). `stale` is T in days, `risk` 2T.
  */
-const healthFigures = orgQuery((db, a: { stale: number; risk: number }) =>
+const healthFigures = orgQuery((db, a: { stale: number; risk: number; pipeline_id?: string }) =>
   db
-    .with('stages', () => stagesOfType('open'))
+    .with('stages', () =>
+      a.pipeline_id ? stagesOfType('open').where('pipeline_id', '=', a.pipeline_id) : stagesOfType('open'),
+    )
     .with('kept', () => KEPT_TOTALS)
     .with('t', (qc) => CLOCK(qc, { stale: a.stale, risk: a.risk, closing: sql.lit(CLOSING_SOON_DAYS) }))
     .with('recent', (qc) =>
@@ -61,7 +63,7 @@ const healthFigures = orgQuery((db, a: { stale: number; risk: number }) =>
 );
 
 /**
- * Pipeline health over the organization's open deals (docs/api/analytics.md, "Pipeline health"):
+ * Pipeline health over the organization's open deals, or one pipeline's (docs/api/analytics.md, "Pipeline health"):
  * - stale: no activity (or creation) for more than T days;
  * - critical: past the expected close date, or idle for more than 2T days;
  * - pending: not critical, and stale, closing within 7 days, or without a close date;
@@ -75,8 +77,13 @@ const healthFigures = orgQuery((db, a: { stale: number; risk: number }) =>
 export async function pipelineHealth(
   em: EntityManager,
   staleThresholdDays: number,
+  pipelineId?: string,
 ): Promise<PipelineHealthDto> {
-  const [row] = await healthFigures(em, { stale: staleThresholdDays, risk: staleThresholdDays * 2 });
+  const [row] = await healthFigures(em, {
+    stale: staleThresholdDays,
+    risk: staleThresholdDays * 2,
+    pipeline_id: pipelineId,
+  });
   const n = (v: unknown) => Number(v ?? 0);
   const total = n(row?.total);
   return {

@@ -18,9 +18,11 @@ export interface StageRow {
 }
 
 /**
- * How long a process reuses an organization's pipeline stages it has read. Stages have no write API: an
- * organization's are made with it, and change only by a migration or by hand in SQL, which is seen within
- * this time. A deal's create or stage move reads them; this saves that round trip (docs/development.md: What made the difference).
+ * How long a process reuses an organization's pipeline stages it has read. A write through the pipelines
+ * API (pipelines.service.ts) forgets the organization's at once in the process that made it; other
+ * instances, and changes made by hand in SQL, are seen within this time (docs/api/pipelines.md: Stages
+ * read from memory). A deal's create or stage move reads them; this saves that round trip
+ * (docs/development.md: What made the difference).
  */
 export const STAGE_CACHE_TTL_MS = 10_000;
 const recentStages = new LRUCache<string, readonly StageRow[]>({ max: 10_000, ttl: STAGE_CACHE_TTL_MS });
@@ -44,6 +46,15 @@ const stagesOf = orgQuery((db, a: { pipeline_id?: string }) => {
     a.pipeline_id ? stages.where('p.id', '=', a.pipeline_id) : stages.where(sql.ref<SqlBool>('p.is_default'))
   ).orderBy('s.position');
 });
+
+/**
+ * Drops what this process remembers of an organization's stages: after a pipeline or stage write, once its
+ * transaction has ended (a read within it may have remembered what it saw).
+ */
+export function forgetStages(orgId: string): void {
+  const prefix = `${orgId}:`;
+  for (const key of [...recentStages.keys()]) if (key.startsWith(prefix)) recentStages.delete(key);
+}
 
 /** A pipeline's stages in order: the default pipeline unless one is named. An unknown pipeline has none. */
 export async function pipelineStages(em: EntityManager, pipelineId?: string): Promise<readonly StageRow[]> {
