@@ -1509,7 +1509,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `idempotency_key_in_use`: A request with this `Idempotency-Key` is still running: retry in a moment */
+            /** @description `idempotency_key_in_use`: A request with this `Idempotency-Key` is still running: retry in a moment. `conflict`: The write conflicts with the data as it is (a unique custom field’s value another record holds, a rule the records break, a stage deals are in, the default pipeline): the message says with what and how to proceed; `conflicting_id` names the record that holds a value */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1647,7 +1647,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `idempotency_key_in_use`: A request with this `Idempotency-Key` is still running: retry in a moment */
+            /** @description `idempotency_key_in_use`: A request with this `Idempotency-Key` is still running: retry in a moment. `conflict`: The write conflicts with the data as it is (a unique custom field’s value another record holds, a rule the records break, a stage deals are in, the default pipeline): the message says with what and how to proceed; `conflicting_id` names the record that holds a value */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1979,6 +1979,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description `conflict`: The write conflicts with the data as it is (a unique custom field’s value another record holds, a rule the records break, a stage deals are in, the default pipeline): the message says with what and how to proceed; `conflicting_id` names the record that holds a value */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description `payload_too_large`: The body is over 1 MB */
             413: {
                 headers: {
@@ -2204,7 +2213,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `idempotency_key_in_use`: A request with this `Idempotency-Key` is still running: retry in a moment */
+            /** @description `idempotency_key_in_use`: A request with this `Idempotency-Key` is still running: retry in a moment. `conflict`: The write conflicts with the data as it is (a unique custom field’s value another record holds, a rule the records break, a stage deals are in, the default pipeline): the message says with what and how to proceed; `conflicting_id` names the record that holds a value */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2348,7 +2357,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `idempotency_key_in_use`: A request with this `Idempotency-Key` is still running: retry in a moment */
+            /** @description `idempotency_key_in_use`: A request with this `Idempotency-Key` is still running: retry in a moment. `conflict`: The write conflicts with the data as it is (a unique custom field’s value another record holds, a rule the records break, a stage deals are in, the default pipeline): the message says with what and how to proceed; `conflicting_id` names the record that holds a value */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2581,6 +2590,15 @@ export interface operations {
             };
             /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `conflict`: The write conflicts with the data as it is (a unique custom field’s value another record holds, a rule the records break, a stage deals are in, the default pipeline): the message says with what and how to proceed; `conflicting_id` names the record that holds a value */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

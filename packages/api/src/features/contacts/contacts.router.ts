@@ -56,7 +56,7 @@ export const contactsRouter = router({
       agentHint:
         'Use to add a stakeholder to a deal (deal_id) with role, influence, engagement and sentiment: the AI analysis reads them. Pass idempotency_key when you may retry.',
       idempotencyKey: true,
-      errors: ['not_found'],
+      errors: ['not_found', 'conflict'],
       successStatus: 201,
       rateLimit: 'crud',
     })
@@ -81,7 +81,7 @@ export const contactsRouter = router({
       agentHint:
         'Use to add many stakeholders at once (an import): up to 100 per call, all or nothing. Pass idempotency_key when you may retry.',
       idempotencyKey: true,
-      errors: ['not_found'],
+      errors: ['not_found', 'conflict'],
       successStatus: 201,
       rateLimit: 'crud',
     })
@@ -121,6 +121,7 @@ export const contactsRouter = router({
       scope: 'contacts:write',
       agentHint:
         "Use to change a contact's fields, for instance its sentiment or engagement after a meeting.",
+      errors: ['conflict'],
     })
     // Adding the path's id drops the body schema's meta: its examples are given again for the document.
     .input(ContactUpdateInput.extend(IdParam.shape).meta({ examples: ContactUpdateInput.meta()?.examples }))

@@ -52,6 +52,7 @@ export const dealsRouter = router({
       idempotencyKey: true,
       successStatus: 201,
       rateLimit: 'crud',
+      errors: ['conflict'],
     })
     .input(DealCreateInput)
     .output(dataOf(Deal))
@@ -75,6 +76,7 @@ export const dealsRouter = router({
       idempotencyKey: true,
       successStatus: 201,
       rateLimit: 'crud',
+      errors: ['conflict'],
     })
     .input(batchOf(DealCreateInput))
     .output(dataOf(z.array(Deal)))
@@ -111,6 +113,7 @@ export const dealsRouter = router({
       scope: 'deals:write',
       agentHint:
         'Use to change fields of one deal or move it to another stage (stage_id); send only the fields to change. Returns the updated deal.',
+      errors: ['conflict'],
     })
     // Adding the path's id drops the body schema's meta: its examples are given again for the document.
     .input(DealUpdateInput.extend(IdParam.shape).meta({ examples: DealUpdateInput.meta()?.examples }))
