@@ -217,6 +217,63 @@ for (const { driver, label, skip } of DRIVERS) {
       expect(Number(rows[0]?.n)).toBe(1);
     });
 
+    it('a batch upserts on a unique field: held values update their deal, the others are created; said per item', async () => {
+      await freshOrg();
+      await define('deals', { key: 'external_id', type: 'text', unique: true });
+      await define('deals', { key: 'arr', type: 'number' });
+      const held = (await createDeal({ title: 'Old title', custom: { external_id: 'SF-1', arr: 1 } })).body
+        .data;
+      const res = await api('/deals/batch?upsert_on=external_id', {
+        method: 'POST',
+        json: {
+          items: [
+            { title: 'New title', custom: { external_id: 'SF-1', arr: 2 } },
+            { title: 'Brand new', custom: { external_id: 'SF-2' } },
+            { title: 'No external id' },
+          ],
+        },
+      });
+      expect(res.status, res.text).toBe(201);
+      expect(res.body.meta).toEqual({
+        upserted_on: 'external_id',
+        results: ['updated', 'created', 'created'],
+      });
+      expect(res.body.data[0]).toMatchObject({
+        id: held.id,
+        title: 'New title',
+        custom: { external_id: 'SF-1', arr: 2 },
+      });
+      expect(res.body.data[1].custom).toEqual({ external_id: 'SF-2' });
+      expect((await api('/deals')).body.meta.total).toBe(3);
+      const updated = await api('/events?types=deal.updated');
+      expect(updated.body.data.map((e: { data: { id: string } }) => e.data.id)).toEqual([held.id]);
+
+      // The field must be a unique one; the parameter goes in the query, not the body.
+      const notUnique = await api('/deals/batch?upsert_on=arr', {
+        method: 'POST',
+        json: { items: [{ title: 'x' }] },
+      });
+      expect(notUnique.status).toBe(400);
+      expect(notUnique.body.error).toBe(
+        'upsert_on: "arr" is not a unique custom field of deals (its unique fields: external_id)',
+      );
+      const inBody = await api('/deals/batch', {
+        method: 'POST',
+        json: { items: [{ title: 'x' }], upsert_on: 'external_id' },
+      });
+      expect(inBody.status).toBe(400);
+      // tRPC takes it as an input field.
+      const viaTrpc = await s.trpc(org).deals.batch.mutate({
+        upsert_on: 'external_id',
+        items: [{ title: 'Via tRPC', custom: { external_id: 'SF-2' } }],
+      });
+      expect(viaTrpc.meta?.results).toEqual(['updated']);
+      expect(viaTrpc.data[0]?.id).toBe(res.body.data[1].id);
+      // Without upsert_on, a batch answers as before: no meta.
+      const plain = await api('/deals/batch', { method: 'POST', json: { items: [{ title: 'Plain' }] } });
+      expect(plain.body.meta).toBeUndefined();
+    });
+
     it('making a field required or unique is refused (409, count and first ids) while the data breaks it', async () => {
       await freshOrg();
       await define('deals', { key: 'code', type: 'text' });

@@ -79,6 +79,24 @@ function setRequestExample(media: MediaType, examples: unknown[] | undefined) {
     media.examples = Object.fromEntries(all.map((value, i) => [`example${i + 1}`, { value }]));
 }
 
+type ObjectSchema = { properties?: Record<string, { description?: string }>; required?: string[] };
+
+/**
+ * The query parameters of a create (`?upsert_on=`), which trpc-to-openapi puts in its body with the rest
+ * of the input: taken out of the body's schema and its example, and described as parameters.
+ */
+function moveToQuery(media: MediaType, names: ReadonlySet<string>) {
+  const schema = media.schema as ObjectSchema | undefined;
+  return [...names].flatMap((name) => {
+    const property = schema?.properties?.[name];
+    if (!schema?.properties || !property) return [];
+    delete schema.properties[name];
+    if (schema.required) schema.required = schema.required.filter((r) => r !== name);
+    const { description, ...rest } = property;
+    return [{ in: 'query', name, required: false, description, schema: rest }];
+  });
+}
+
 /**
  * The OpenAPI 3.1 document generated from the routers, with what trpc-to-openapi cannot express
  * fixed up: 201 on creates, the contract's error bodies instead of tRPC's, the Idempotency-Key header.
@@ -123,6 +141,8 @@ export function buildOpenApiDocument(baseUrl = API_BASE_PATH): OpenAPIObject {
       if (!operation) throw new Error(`${method} ${path} is in the document but not in the route table`);
       const media = (op.requestBody as RequestBody | undefined)?.content['application/json'];
       if (media) setRequestExample(media, operation.input?.meta()?.examples);
+      if (media && operation.takesBody && operation.queryParams.size > 0)
+        op.parameters = [...(op.parameters ?? []), ...moveToQuery(media, operation.queryParams)];
       const responses: Record<string, unknown> = { [operation.successStatus]: op.responses['200'] };
       for (const [status, description] of errorResponses(operation))
         responses[status] = {

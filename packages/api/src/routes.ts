@@ -28,7 +28,7 @@ export interface Operation {
   pathParams: string[];
   /** The top-level keys of its input (none when it takes none). */
   inputKeys: readonly string[];
-  /** The query parameters the operation reads (none for operations with a body). */
+  /** The query parameters the operation reads (for operations with a body, those its meta names). */
   queryParams: ReadonlySet<string>;
   /** Whether it reads a JSON body: a POST or PATCH whose input has more than the path's parameters. */
   takesBody: boolean;
@@ -129,8 +129,11 @@ function collectOperations(): Operation[] {
       pattern: new RegExp(`^${path.replace(/\{([^}]+)\}/g, '(?<$1>[^/]+)')}$`),
       pathParams,
       inputKeys: inputKeys(input),
-      queryParams: new Set(readsQuery ? inputKeys(input).filter((k) => !pathParams.includes(k)) : []),
-      takesBody: !readsQuery && inputKeys(input).some((k) => !pathParams.includes(k)),
+      queryParams: new Set(
+        readsQuery ? inputKeys(input).filter((k) => !pathParams.includes(k)) : (meta.query ?? []),
+      ),
+      takesBody:
+        !readsQuery && inputKeys(input).some((k) => !pathParams.includes(k) && !meta.query?.includes(k)),
       summary,
       description,
       agentHint: meta.agentHint ?? '',

@@ -26,6 +26,8 @@ export type Meta = OpenApiMeta<{
   agentHint?: string;
   /** The scope an API key needs to call it. */
   scope?: Scope;
+  /** A create's or update's input keys read from the query string, beside its body (`?upsert_on=`). */
+  query?: string[];
 }>;
 
 /** What a tRPC client finds in `error.data`, and what the REST edge turns into the contract body. */

@@ -39,7 +39,7 @@ export interface paths {
         put?: never;
         /**
          * Create up to 100 deals at once
-         * @description Creates every deal of `items` (each the body of POST /deals) in one transaction: all or nothing. Each records its `deal_created` activity and emits `deal.created`, as a single create does; an item that fails fails the call with its index (`items[3].title: Required`). Each item counts as one API call against the monthly quota; a batch the quota cannot take answers 429 and creates nothing. Send `Idempotency-Key` to retry safely. Returns the deals with 201, in the order given.
+         * @description Creates every deal of `items` (each the body of POST /deals) in one transaction: all or nothing. Each records its `deal_created` activity and emits `deal.created`, as a single create does; an item that fails fails the call with its index (`items[3].title: Required`). Each item counts as one API call against the monthly quota; a batch the quota cannot take answers 429 and creates nothing. Send `Idempotency-Key` to retry safely. Returns the deals with 201, in the order given. With `?upsert_on=<a unique custom field>`, an item whose value of that field a deal holds changes that deal instead (its fields sent, as a PATCH, with `deal.updated`), and `meta.results` says for each item whether it was `created` or `updated`.
          *
          *     Needs an API key with the scope `deals:write` (or `*`).
          */
@@ -1576,7 +1576,10 @@ export interface operations {
     };
     "deals-batch": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description A unique custom field: an item whose value of it a deal holds changes that deal (only the fields sent), the others are created; `meta.results` says which */
+                upsert_on?: string;
+            };
             header?: {
                 /** @description Retry safely: the same key with the same input within 24 hours returns the first answer instead of doing it again; with another input, 422. */
                 "Idempotency-Key"?: string;
@@ -1617,6 +1620,12 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: components["schemas"]["Deal"][];
+                        /** @description With upsert_on only */
+                        meta?: {
+                            upserted_on: string;
+                            /** @description What became of each item, in order */
+                            results: ("created" | "updated")[];
+                        };
                     };
                 };
             };

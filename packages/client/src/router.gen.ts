@@ -140,6 +140,7 @@ export type AppRouter = TRPCBuiltRouter<{
           lead_source?: string | undefined;
           expected_close_date?: string | undefined;
         }[];
+        upsert_on?: string | undefined;
       };
       output: {
         data: {
@@ -168,6 +169,10 @@ export type AppRouter = TRPCBuiltRouter<{
           updated_at: string | null;
           custom: Record<string, unknown>;
         }[];
+        meta?: {
+          upserted_on: string;
+          results: ("created" | "updated")[];
+        } | undefined;
       };
     }>;
     get: TRPCQueryProcedure<{

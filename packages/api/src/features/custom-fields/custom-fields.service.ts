@@ -399,3 +399,36 @@ async function releaseValues(tx: EntityManager, object: CustomObject, key: strin
     .where('key', '=', key)
     .execute();
 }
+
+/**
+ * The field a batch upserts on (`?upsert_on=`): an active unique field of `object`, or a 400 saying
+ * which fields could be.
+ */
+export async function upsertField(em: EntityManager, object: CustomObject, key: string): Promise<FieldRule> {
+  const rules = await fieldRules(em, object);
+  const rule = rules.find((r) => r.key === key && !r.archived);
+  if (rule?.unique) return rule;
+  const unique = rules.filter((r) => r.unique && !r.archived).map((r) => r.key);
+  throw invalid(
+    `upsert_on: ${JSON.stringify(key)} is not a unique custom field of ${object} (${unique.length > 0 ? `its unique fields: ${unique.join(', ')}` : 'it has none: define one with unique: true'})`,
+  );
+}
+
+/** The record of `object` that holds `value` (as stored) of the unique field `key`, if one does. */
+export async function holderOf(
+  em: EntityManager,
+  object: CustomObject,
+  key: string,
+  value: unknown,
+): Promise<string | undefined> {
+  // As the claim stores it: the value's text (`custom ->> key`), a string as it is.
+  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  const row = await orgDb(em)
+    .selectFrom('custom_unique_values')
+    .select('record_id')
+    .where('object', '=', object)
+    .where('key', '=', key)
+    .where('value', '=', text)
+    .executeTakeFirst();
+  return row?.record_id;
+}

@@ -2,6 +2,8 @@ import { z } from 'zod';
 import { batchOf, createBatch } from '../../batch.ts';
 import { dataOf, IdParam, SuccessResponse } from '../../schemas.ts';
 import { authedProcedure, router } from '../../trpc.ts';
+import { FieldKey } from '../custom-fields/custom-field.schemas.ts';
+import { upsertField } from '../custom-fields/custom-fields.service.ts';
 import { queryDeals } from './deal.queries.ts';
 import {
   Deal,
@@ -11,7 +13,7 @@ import {
   DealListQuery,
   DealUpdateInput,
 } from './deal.schemas.ts';
-import { createDeal, deleteDeal, getDealDetail, updateDeal } from './deals.service.ts';
+import { createDeal, deleteDeal, getDealDetail, updateDeal, upsertDeal } from './deals.service.ts';
 
 const tags = ['Deals'];
 
@@ -67,7 +69,7 @@ export const dealsRouter = router({
         tags,
         summary: 'Create up to 100 deals at once',
         description:
-          'Creates every deal of `items` (each the body of POST /deals) in one transaction: all or nothing. Each records its `deal_created` activity and emits `deal.created`, as a single create does; an item that fails fails the call with its index (`items[3].title: Required`). Each item counts as one API call against the monthly quota; a batch the quota cannot take answers 429 and creates nothing. Send `Idempotency-Key` to retry safely. Returns the deals with 201, in the order given.',
+          'Creates every deal of `items` (each the body of POST /deals) in one transaction: all or nothing. Each records its `deal_created` activity and emits `deal.created`, as a single create does; an item that fails fails the call with its index (`items[3].title: Required`). Each item counts as one API call against the monthly quota; a batch the quota cannot take answers 429 and creates nothing. Send `Idempotency-Key` to retry safely. Returns the deals with 201, in the order given. With `?upsert_on=<a unique custom field>`, an item whose value of that field a deal holds changes that deal instead (its fields sent, as a PATCH, with `deal.updated`), and `meta.results` says for each item whether it was `created` or `updated`.',
         successDescription: 'Created',
       },
       scope: 'deals:write',
@@ -77,10 +79,39 @@ export const dealsRouter = router({
       successStatus: 201,
       rateLimit: 'crud',
       errors: ['conflict'],
+      query: ['upsert_on'],
     })
-    .input(batchOf(DealCreateInput))
-    .output(dataOf(z.array(Deal)))
-    .mutation(({ ctx, input }) => createBatch(ctx, input, (em, item) => createDeal(ctx, em, item))),
+    .input(
+      batchOf(DealCreateInput)
+        .extend({
+          upsert_on: FieldKey.optional().describe(
+            'A unique custom field: an item whose value of it a deal holds changes that deal (only the fields sent), the others are created; `meta.results` says which',
+          ),
+        })
+        .meta({ examples: batchOf(DealCreateInput).meta()?.examples }),
+    )
+    .output(
+      dataOf(z.array(Deal)).extend({
+        meta: z
+          .object({
+            upserted_on: z.string(),
+            results: z.array(z.enum(['created', 'updated'])).describe('What became of each item, in order'),
+          })
+          .optional()
+          .describe('With upsert_on only'),
+      }),
+    )
+    .mutation(async ({ ctx, input: { upsert_on, ...batch } }) => {
+      if (upsert_on === undefined) return createBatch(ctx, batch, (em, item) => createDeal(ctx, em, item));
+      const rule = await upsertField(ctx.em, 'deals', upsert_on);
+      const results: Array<'created' | 'updated'> = [];
+      const done = await createBatch(ctx, batch, async (em, item) => {
+        const { deal, action } = await upsertDeal(ctx, em, rule, item);
+        results.push(action);
+        return deal;
+      });
+      return { ...done, meta: { upserted_on: upsert_on, results } };
+    }),
 
   get: authedProcedure
     .meta({
