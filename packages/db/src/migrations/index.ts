@@ -9,6 +9,7 @@ import { Migration20261126000000_scoped_keys_events } from './Migration202611260
 import { Migration20261127000000_kept_counts } from './Migration20261127000000_kept_counts.ts';
 import { Migration20261128000000_stage_totals } from './Migration20261128000000_stage_totals.ts';
 import { Migration20261129000000_analytics_aggregates } from './Migration20261129000000_analytics_aggregates.ts';
+import { Migration20261130000100_search_scale } from './Migration20261130000100_search_scale.ts';
 
 /** Listed explicitly (no folder scan): the same list runs on PGlite and on PostgreSQL. */
 export const migrationsList = [
@@ -26,4 +27,5 @@ export const migrationsList = [
     name: 'Migration20261129000000_analytics_aggregates',
     class: Migration20261129000000_analytics_aggregates,
   },
+  { name: 'Migration20261130000100_search_scale', class: Migration20261130000100_search_scale },
 ];
