@@ -86,18 +86,43 @@ function newestMatches<Row>(
  */
 export const MATCH_COUNT_BOUND = 1000;
 
-/** How many of the rows matching `match` (in `from`) there are, counted up to MATCH_COUNT_BOUND + 1. */
-const boundedCount = (from: 'deals as d' | 'contacts as c', match: Expression<SqlBool>) =>
+/** The rows of `from` matching `where`, counted up to MATCH_COUNT_BOUND + 1. */
+const countUpToBound = (from: 'deals as d' | 'contacts as c', where: Expression<SqlBool>) =>
   sql<string>`(select count(*) from ${tables
     // biome-ignore lint/suspicious/noExplicitAny: one helper for both tables
     .selectFrom(from as any)
     .select(sql.lit(1).as('one'))
-    .where(match)
+    .where(where)
     .limit(sql.lit(MATCH_COUNT_BOUND + 1))
     .as('m')})`;
 
+/**
+ * How many rows of `from` match (`match`, a value containing the term), counted up to
+ * MATCH_COUNT_BOUND + 1. The rows whose `prefixColumns` begin with the term match too, and are counted
+ * first down the prefix indexes (a thousand index entries): when one column alone has more than the bound,
+ * so does the whole, and the trigram indexes are not read (the CASE runs its subquery only when reached).
+ * A common company name took 84 ms to count over them at a million deals, its trigrams being everywhere.
+ */
+const boundedCount = (
+  from: 'deals as d' | 'contacts as c',
+  match: Expression<SqlBool>,
+  prefixColumns: string[],
+  term: Expression<string>,
+) => {
+  const alias = from.slice(-1);
+  const byPrefix = prefixColumns.map((c) => countUpToBound(from, prefixRange(keyOf(`${alias}.${c}`), term)));
+  const most =
+    byPrefix.length > 1 ? sql`greatest(${sql.join(byPrefix)})` : (byPrefix[0] as Expression<string>);
+  return sql<string>`case when ${most} > ${sql.lit(MATCH_COUNT_BOUND)} then ${sql.lit(MATCH_COUNT_BOUND + 1)} else ${countUpToBound(from, match)} end`;
+};
+
 /** A column's lower-cased value in byte order: what the *_prefix indexes (Migration20261130000100) hold. */
 const keyOf = (column: string) => sql<string>`lower(${sql.ref(column)}) collate "C"`;
+
+/** A key (`keyOf`) that begins with the term, case-insensitively: one range of its prefix index. */
+const prefixRange = (key: Expression<string>, term: Expression<string>) =>
+  // U+10FFFF, the last code point: every value that begins with the term sorts before term || it.
+  sql<SqlBool>`(${key} >= lower(${term}) and ${key} < lower(${term}) || chr(1114111))`;
 
 /**
  * The SEARCH_LIMIT best rows of `from` whose `column` is the term or begins with it (case-insensitively),
@@ -107,7 +132,6 @@ const keyOf = (column: string) => sql<string>`lower(${sql.ref(column)}) collate 
 const prefixMatches = (from: 'deals as d' | 'contacts as c', column: string, term: Expression<string>) => {
   const alias = from.slice(-1);
   const key = keyOf(`${alias}.${column}`);
-  const lo = sql<string>`lower(${term})`;
   return (
     tables
       // biome-ignore lint/suspicious/noExplicitAny: one helper for both tables
@@ -115,12 +139,10 @@ const prefixMatches = (from: 'deals as d' | 'contacts as c', column: string, ter
       .select([
         sql.ref(`${alias}.id`).as('id'),
         sql.ref(`${alias}.created_at`).as('created_at'),
-        sql<number>`case when ${key} = ${lo} then 0 else 1 end`.as('r'),
+        sql<number>`case when ${key} = lower(${term}) then 0 else 1 end`.as('r'),
         key.as('k'),
       ])
-      .where(key, '>=', lo)
-      // U+10FFFF, the last code point: every value that begins with the term sorts before term || it.
-      .where(key, '<', sql<string>`${lo} || chr(1114111)`)
+      .where(prefixRange(key, term))
       .orderBy(key)
       .orderBy(sql.ref(`${alias}.created_at`), 'desc')
       .orderBy(sql.ref(`${alias}.id`), 'desc')
@@ -281,8 +303,8 @@ const searchBoth = (large: { deals: boolean; contacts: boolean }) =>
             'x.k' as never,
           ]),
       ).as('contacts'),
-      boundedCount('deals as d', dealMatches(a.pattern)).as('deals_matched'),
-      boundedCount('contacts as c', contactMatches(a.pattern)).as('contacts_matched'),
+      boundedCount('deals as d', dealMatches(a.pattern), ['title', 'company_name'], term).as('deals_matched'),
+      boundedCount('contacts as c', contactMatches(a.pattern), ['name'], term).as('contacts_matched'),
     ]);
   });
 
