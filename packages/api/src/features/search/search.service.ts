@@ -97,15 +97,15 @@ const countUpToBound = (from: 'deals as d' | 'contacts as c', where: Expression<
     .as('m')})`;
 
 /**
- * How many rows of `from` match (`match`, a value containing the term), counted up to
- * MATCH_COUNT_BOUND + 1. The rows whose `prefixColumns` begin with the term match too, and are counted
+ * How many rows of `from` match (a value containing the term), counted up to MATCH_COUNT_BOUND + 1: the
+ * rows of the CTE `found` (`foundRows`). The rows whose `prefixColumns` begin with the term match too, and are counted
  * first down the prefix indexes (a thousand index entries): when one column alone has more than the bound,
  * so does the whole, and the trigram indexes are not read (the CASE runs its subquery only when reached).
  * A common company name took 84 ms to count over them at a million deals, its trigrams being everywhere.
  */
 const boundedCount = (
   from: 'deals as d' | 'contacts as c',
-  match: Expression<SqlBool>,
+  found: string,
   prefixColumns: string[],
   term: Expression<string>,
 ) => {
@@ -113,7 +113,7 @@ const boundedCount = (
   const byPrefix = prefixColumns.map((c) => countUpToBound(from, prefixRange(keyOf(`${alias}.${c}`), term)));
   const most =
     byPrefix.length > 1 ? sql`greatest(${sql.join(byPrefix)})` : (byPrefix[0] as Expression<string>);
-  return sql<string>`case when ${most} > ${sql.lit(MATCH_COUNT_BOUND)} then ${sql.lit(MATCH_COUNT_BOUND + 1)} else ${countUpToBound(from, match)} end`;
+  return sql<string>`case when ${most} > ${sql.lit(MATCH_COUNT_BOUND)} then ${sql.lit(MATCH_COUNT_BOUND + 1)} else (select count(*) from ${sql.table(found)}) end`;
 };
 
 /** A column's lower-cased value in byte order: what the *_prefix indexes (Migration20261130000100) hold. */
@@ -169,6 +169,7 @@ function rankedMatches(
   term: Expression<string>,
   // biome-ignore lint/suspicious/noExplicitAny: see above
   contains: SelectQueryBuilder<any, any, { id: string; created_at: Date }>,
+  found: string,
 ) {
   // Each walk as a subquery: a union's branches cannot carry their own order and limit.
   const [first, ...rest] = prefixColumns.map((c, i) =>
@@ -187,18 +188,54 @@ function rankedMatches(
     .orderBy('w.r' as never)
     .orderBy('w.k' as never);
   db = db.withoutPlugins();
+  const foundCount = sql<number>`(select count(*) from ${sql.table(found)})`;
+  // Every match is in `found` when it holds no more than the bound: its newest, sorted. Else the term is
+  // common, and `contains` reads the newest rows.
+  const newestFound = db
+    .selectFrom(found)
+    .select(['id', 'created_at'])
+    .where(foundCount, '<=', sql.lit(MATCH_COUNT_BOUND))
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(sql.lit(SEARCH_LIMIT));
+  const others = db
+    .selectFrom(newestFound.as('f'))
+    .selectAll()
+    .unionAll(
+      db
+        .selectFrom(contains.as('m'))
+        .select(['m.id', 'm.created_at'])
+        .where(foundCount, '>', sql.lit(MATCH_COUNT_BOUND)),
+    );
   return db
     .with('pre', () => pre)
     .selectFrom('pre')
     .select(['id', 'created_at', 'r', 'k'])
     .unionAll(
       db
-        .selectFrom(contains.as('m'))
+        .selectFrom(others.as('m'))
         .select(['m.id', 'm.created_at', sql.lit(2).as('r'), sql<string>`null`.as('k')])
         .where(sql<number>`(select count(*) from pre)`, '<', sql.lit(SEARCH_LIMIT))
         .where('m.id', 'not in', db.selectFrom('pre').select('id')),
     );
 }
+
+/**
+ * The CTE body of one table's matches (a value containing the term), up to MATCH_COUNT_BOUND + 1 of them:
+ * counted by `boundedCount`, and, when they are all there, the list's matches inside a value too, so a
+ * rare term's trigram indexes are read once.
+ */
+const foundRows = (from: 'deals as d' | 'contacts as c', match: Expression<SqlBool>) => {
+  const alias = from.slice(-1);
+  return (
+    tables
+      // biome-ignore lint/suspicious/noExplicitAny: one helper for both tables
+      .selectFrom(from as any)
+      .select([sql.ref(`${alias}.id`).as('id'), sql.ref(`${alias}.created_at`).as('created_at')])
+      .where(match)
+      .limit(sql.lit(MATCH_COUNT_BOUND + 1))
+  );
+};
 
 const searchedDeals = () =>
   tables.selectFrom('deals as d').select(['d.id', 'd.title', 'd.company_name', 'd.created_at']);
@@ -245,6 +282,7 @@ const searchBoth = (large: { deals: boolean; contacts: boolean }) =>
           dealMatches(a.pattern),
           a.window,
         ) as never,
+        'deals_found',
       ),
     );
     const contacts = best(
@@ -261,51 +299,55 @@ const searchBoth = (large: { deals: boolean; contacts: boolean }) =>
           contactMatches(a.pattern),
           a.window,
         ) as never,
+        'contacts_found',
       ),
     );
-    return db.selectNoFrom((eb) => [
-      rankedAsJson(
-        eb
-          // biome-ignore lint/suspicious/noExplicitAny: the ranked ids
-          .selectFrom(deals.as('x') as any)
-          .innerJoin('deals as d', 'd.id', 'x.id' as never)
-          .leftJoin('pipeline_stages as s', 's.id', 'd.stage_id')
-          .select([
-            'd.id',
-            'd.title',
-            'd.company_name',
-            's.name as stage',
-            'd.value',
-            'd.deal_health',
-            'd.win_probability',
-            'x.created_at' as never,
-            'x.r' as never,
-            'x.k' as never,
-          ]),
-      ).as('deals'),
-      rankedAsJson(
-        eb
-          // biome-ignore lint/suspicious/noExplicitAny: the ranked ids
-          .selectFrom(contacts.as('x') as any)
-          .innerJoin('contacts as c', 'c.id', 'x.id' as never)
-          .leftJoin('deals as d', 'd.id', 'c.deal_id')
-          .select([
-            'c.id',
-            'c.name',
-            'c.email',
-            'c.title',
-            'c.role_type',
-            'c.deal_id',
-            'd.title as deal_title',
-            'd.company_name as company',
-            'x.created_at' as never,
-            'x.r' as never,
-            'x.k' as never,
-          ]),
-      ).as('contacts'),
-      boundedCount('deals as d', dealMatches(a.pattern), ['title', 'company_name'], term).as('deals_matched'),
-      boundedCount('contacts as c', contactMatches(a.pattern), ['name'], term).as('contacts_matched'),
-    ]);
+    return db
+      .with('deals_found', () => foundRows('deals as d', dealMatches(a.pattern)))
+      .with('contacts_found', () => foundRows('contacts as c', contactMatches(a.pattern)))
+      .selectNoFrom((eb) => [
+        rankedAsJson(
+          eb
+            // biome-ignore lint/suspicious/noExplicitAny: the ranked ids
+            .selectFrom(deals.as('x') as any)
+            .innerJoin('deals as d', 'd.id', 'x.id' as never)
+            .leftJoin('pipeline_stages as s', 's.id', 'd.stage_id')
+            .select([
+              'd.id',
+              'd.title',
+              'd.company_name',
+              's.name as stage',
+              'd.value',
+              'd.deal_health',
+              'd.win_probability',
+              'x.created_at' as never,
+              'x.r' as never,
+              'x.k' as never,
+            ]),
+        ).as('deals'),
+        rankedAsJson(
+          eb
+            // biome-ignore lint/suspicious/noExplicitAny: the ranked ids
+            .selectFrom(contacts.as('x') as any)
+            .innerJoin('contacts as c', 'c.id', 'x.id' as never)
+            .leftJoin('deals as d', 'd.id', 'c.deal_id')
+            .select([
+              'c.id',
+              'c.name',
+              'c.email',
+              'c.title',
+              'c.role_type',
+              'c.deal_id',
+              'd.title as deal_title',
+              'd.company_name as company',
+              'x.created_at' as never,
+              'x.r' as never,
+              'x.k' as never,
+            ]),
+        ).as('contacts'),
+        boundedCount('deals as d', 'deals_found', ['title', 'company_name'], term).as('deals_matched'),
+        boundedCount('contacts as c', 'contacts_found', ['name'], term).as('contacts_matched'),
+      ]);
   });
 
 /** The four statements, by which of the two tables is large (`deals/contacts`). */
