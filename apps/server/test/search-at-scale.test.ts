@@ -83,7 +83,10 @@ describeOnEachDatabase(
     const searchFor = async (q: string) => {
       const res = await s.api(`/search?q=${encodeURIComponent(q)}`, { key });
       expect(res.status).toBe(200);
-      return res.body.data as { deals: Array<{ id: string }>; contacts: Array<{ id: string }> };
+      return res.body.data as {
+        deals: Array<{ id: string; title: string }>;
+        contacts: Array<{ id: string }>;
+      };
     };
     const search = async (q: string) => {
       const found = await searchFor(q);
