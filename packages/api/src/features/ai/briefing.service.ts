@@ -17,8 +17,8 @@ import {
   type ClockCte,
   clock,
   KEPT_TOTALS,
-  since,
   type StagesCte,
+  since,
   stagesOfType,
 } from '../pipeline/open-pipeline.sql.ts';
 import { asDateOrNull } from './rows.ts';
