@@ -1648,8 +1648,8 @@ export interface operations {
                             offset: number;
                             /** @description Pass as `after` for the next page; null on the last page */
                             next_cursor: string | null;
-                            /** @description false when `q` matched more than `total` contacts (matches are counted up to 1,000) */
-                            total_exact: boolean;
+                            /** @description With `q`: false when it matched more than `total` contacts (matches are counted up to 1,000) */
+                            total_exact?: boolean;
                         };
                     };
                 };

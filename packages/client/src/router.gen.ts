@@ -304,7 +304,7 @@ export type AppRouter = TRPCBuiltRouter<{
           limit: number;
           offset: number;
           next_cursor: string | null;
-          total_exact: boolean;
+          total_exact?: boolean | undefined;
         };
       };
     }>;

@@ -118,6 +118,9 @@ export const ContactList = z.object({
   meta: CursorPaginationMeta.extend({
     total_exact: z
       .boolean()
-      .describe('false when `q` matched more than `total` contacts (matches are counted up to 1,000)'),
+      .optional()
+      .describe(
+        'With `q`: false when it matched more than `total` contacts (matches are counted up to 1,000)',
+      ),
   }),
 });
