@@ -177,8 +177,28 @@ describeOnEachDatabase(
         count_bound: 1000,
       });
       const listed = await s.api('/contacts?q=person&limit=5', { key });
-      expect(listed.body.meta).toMatchObject({ total: CONTACTS - 3, total_exact: true });
+      expect(listed.body.meta).toMatchObject({ total: CONTACTS - 3 });
+      expect(listed.body.meta).not.toHaveProperty('total_exact');
     });
+
+    it('says "more than 1,000" past the bound, from a prefix index or from the matches inside values', async () => {
+      const big = (await s.newOrg('Past the bound')).apiKey;
+      for (let i = 0; i < 1001; i += 100) {
+        const items = Array.from({ length: Math.min(100, 1001 - i) }, (_, k) => ({
+          title: `Bound ${i + k}`,
+          company_name: `Inner bound ${(i + k) % 7}`,
+        }));
+        expect((await s.api('/deals/batch', { method: 'POST', key: big, json: { items } })).status).toBe(201);
+      }
+      const prefix = await s.api('/search?q=bound', { key: big });
+      expect(prefix.body.meta.deals).toEqual({ total: 1000, exact: false });
+      expect(prefix.body.data.deals[0].title).toBe('Bound 0');
+      const inner = await s.api('/search?q=ner%20bound', { key: big });
+      expect(inner.body.meta.deals).toEqual({ total: 1000, exact: false });
+      expect(inner.body.data.deals).toHaveLength(20);
+      const exact = await s.api('/search?q=bound%2099', { key: big });
+      expect(exact.body.meta.deals).toEqual({ total: 11, exact: true });
+    }, 120_000);
 
     it('answers an unknown term with empty lists, and stays inside its organization', async () => {
       expect(await search('nothing like this')).toEqual({ deals: [], contacts: [] });

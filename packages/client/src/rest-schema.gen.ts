@@ -1648,7 +1648,7 @@ export interface operations {
                             offset: number;
                             /** @description Pass as `after` for the next page; null on the last page */
                             next_cursor: string | null;
-                            /** @description With `q`: false when it matched more than `total` contacts (matches are counted up to 1,000) */
+                            /** @description Present (false) only when `q` matched more than `total` contacts: matches are counted up to 1,000 */
                             total_exact?: boolean;
                         };
                     };

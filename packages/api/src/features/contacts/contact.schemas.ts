@@ -120,7 +120,7 @@ export const ContactList = z.object({
       .boolean()
       .optional()
       .describe(
-        'With `q`: false when it matched more than `total` contacts (matches are counted up to 1,000)',
+        'Present (false) only when `q` matched more than `total` contacts: matches are counted up to 1,000',
       ),
   }),
 });

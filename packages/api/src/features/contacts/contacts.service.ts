@@ -82,7 +82,7 @@ const keptContactCount = orgQuery((db) =>
  * A page of contacts, newest first, by `offset` or after a cursor (compared in SQL with the anchor row, at
  * the column's full precision, and read down the (org_id, created_at, id) index). Without `q` the total
  * is the count the database keeps; with `q` the matches are counted up to MATCH_COUNT_BOUND: beyond,
- * `total` is the bound and `total_exact` false ("more than"); `total_exact` is there only with `q`.
+ * `total` is the bound and `total_exact` false ("more than"); `total_exact` (false) is there only then.
  */
 export async function listContacts(em: EntityManager, query: ContactListQuery) {
   await checkCursor(em, { table: 'contacts', what: 'contact' }, query);
@@ -97,7 +97,8 @@ export async function listContacts(em: EntityManager, query: ContactListQuery) {
     data,
     meta: {
       total: matched ? matched.total : Number(counted?.total ?? 0),
-      ...(matched ? { total_exact: matched.exact } : {}),
+      // Only when more than the bound matched: an exact total's meta is as it always was.
+      ...(matched && !matched.exact ? { total_exact: false } : {}),
       limit: query.limit,
       offset: query.offset,
       next_cursor: rows.length > query.limit ? (data.at(-1)?.id ?? null) : null,
