@@ -57,7 +57,7 @@ for (let r = 0; r < rounds; r++)
           },
         );
         const k = `${name}|${label}|${o.n}`;
-        (res[k] ??= []).push(st.p50);
+        res[k] = [...(res[k] ?? []), st.p50];
         if (st.non2xx) console.error(k, 'non2xx', st.statuses);
         console.error(`round ${r} ${k}: p50 ${st.p50.toFixed(2)}`);
       }
