@@ -6,6 +6,8 @@ import { cpuMsOf } from './processes.ts';
 export interface NextRequest {
   method?: string;
   path: string;
+  /** A JSON body, for a write. */
+  body?: string;
 }
 
 /**
@@ -40,7 +42,7 @@ export async function measureSequential(
       );
       r.on('timeout', () => r.destroy(new Error('timeout')));
       r.on('error', reject);
-      r.end();
+      r.end(req.body);
     });
   const run = async (seconds: number, record: boolean) => {
     const latencies: number[] = [];

@@ -145,7 +145,7 @@ for (const { driver, label, skip } of DRIVERS) {
       expect(none.body.data).toEqual({ deals: [], contacts: [] });
     });
 
-    it('returns the 20 newest matches of each kind, newest first, values as numbers', async () => {
+    it('returns the 20 best matches of each kind, values equal to the term first, then by value, then newest', async () => {
       for (let i = 1; i <= 22; i++) {
         const deal = await s.api('/deals', {
           method: 'POST',
@@ -157,22 +157,40 @@ for (const { driver, label, skip } of DRIVERS) {
           json: { name: `Orderly person ${i}`, deal_id: deal.body.data.id },
         });
       }
+      const exact = await s.api('/deals', { method: 'POST', json: { title: 'orderly' } });
+      const inside = await s.api('/deals', { method: 'POST', json: { title: 'Very orderly' } });
       const res = await s.api('/search?q=orderly');
-      const deals = await s.sql<{ id: string }>(
-        `select id from deals where org_id = ? and title ilike '%orderly%' order by created_at desc, id desc limit 20`,
-        [s.orgA.orgId],
+      expect(res.status).toBe(200);
+      // The one equal to the term, then those beginning with it in the order of their values, byte by byte.
+      const titles = ['orderly', ...Array.from({ length: 22 }, (_, i) => `Orderly ${i + 1}`).sort()].slice(
+        0,
+        20,
       );
-      const contacts = await s.sql<{ id: string }>(
-        `select id from contacts where org_id = ? and name ilike '%orderly%' order by created_at desc, id desc limit 20`,
-        [s.orgA.orgId],
-      );
-      expect(res.body.data.deals.map((d: { id: string }) => d.id)).toEqual(deals.map((d) => d.id));
-      expect(res.body.data.contacts.map((c: { id: string }) => c.id)).toEqual(contacts.map((c) => c.id));
-      expect(res.body.data.deals[0]).toMatchObject({ title: 'Orderly 22', value: 231, stage: 'Lead' });
-      expect(res.body.data.contacts[0]).toMatchObject({
-        name: 'Orderly person 22',
-        deal_title: 'Orderly 22',
+      expect(res.body.data.deals.map((d: { title: string }) => d.title)).toEqual(titles);
+      expect(res.body.data.deals[0].id).toBe(exact.body.data.id);
+      expect(res.body.data.deals.map((d: { id: string }) => d.id)).not.toContain(inside.body.data.id);
+      expect(res.body.data.deals[1]).toMatchObject({ title: 'Orderly 1', value: 10.5, stage: 'Lead' });
+      const names = Array.from({ length: 22 }, (_, i) => `Orderly person ${i + 1}`)
+        .sort()
+        .slice(0, 20);
+      expect(res.body.data.contacts.map((c: { name: string }) => c.name)).toEqual(names);
+      expect(res.body.data.contacts[0]).toMatchObject({ name: 'Orderly person 1', deal_title: 'Orderly 1' });
+      // How many matched: every one of them (the one inside a title too), exactly.
+      expect(res.body.meta).toEqual({
+        deals: { total: 24, exact: true },
+        contacts: { total: 22, exact: true },
+        count_bound: 1000,
       });
+      // Matches inside a value come after those that begin with the term, newest first.
+      await s.api('/deals', { method: 'POST', json: { title: 'Rderly 2 first' } });
+      const inner = await s.api('/search?q=rderly%202');
+      expect(inner.body.data.deals.map((d: { title: string }) => d.title)).toEqual([
+        'Rderly 2 first',
+        'Orderly 22',
+        'Orderly 21',
+        'Orderly 20',
+        'Orderly 2',
+      ]);
     });
 
     it('treats % and _ in the query as plain characters', async () => {

@@ -2,11 +2,12 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeOnEachDatabase, startTestServer, type TestServer } from './harness.ts';
 
 /**
- * A large organization's search (docs/development.md: Search at scale): its newest rows first (2,000 by default), then,
- * for a term rarer than that, every match over the trigram indexes. The server here takes every
- * organization for a large one and reads its 20 newest rows first (CRM_SEARCH_PLAIN_UP_TO=0,
- * CRM_SEARCH_NEWEST_WINDOW=20), so a hundred rows exercise both branches; each answer is compared with
- * what the lists show, newest first.
+ * A large organization's search (docs/api/lists-and-search.md: Search): values equal to the term, then
+ * beginning with it, read down the prefix indexes; then the matches inside a value, from its newest rows
+ * first (2,000 by default), then, for a term rarer than that, every match over the trigram indexes. The
+ * server here takes every organization for a large one and reads its 20 newest rows first
+ * (CRM_SEARCH_PLAIN_UP_TO=0, CRM_SEARCH_NEWEST_WINDOW=20), so a hundred rows exercise every branch; each
+ * answer is compared with the ranking recomputed from what the lists show.
  */
 const WINDOW = 20;
 const DEALS = 100;
@@ -14,13 +15,17 @@ const CONTACTS = 60;
 
 const dealTitle = (i: number) =>
   i < 25
-    ? `Mixed early ${i}`
+    ? `Early ${i} mixed`
     : i < 30
-      ? `Rare early ${i}`
+      ? `Early ${i} rare`
       : i >= DEALS - 5
-        ? `Deal mixed late ${i}`
-        : `Deal ${i}`;
-const contactName = (i: number) => (i < 3 ? `Zed early ${i}` : `Person ${i}`);
+        ? `Deal late ${i} mixed`
+        : i === 50
+          ? 'Deal'
+          : i === 60
+            ? 'Mixed 60'
+            : `Deal ${i}`;
+const contactName = (i: number) => (i < 3 ? `Early ${i} zed` : `Person ${i}`);
 
 describeOnEachDatabase(
   (label) => `search of a large organization on ${label}`,
@@ -78,40 +83,57 @@ describeOnEachDatabase(
     const searchFor = async (q: string) => {
       const res = await s.api(`/search?q=${encodeURIComponent(q)}`, { key });
       expect(res.status).toBe(200);
-      return res.body.data as { deals: Array<{ id: string }>; contacts: Array<{ id: string }> };
+      return res.body.data as {
+        deals: Array<{ id: string; title: string }>;
+        contacts: Array<{ id: string }>;
+      };
     };
     const search = async (q: string) => {
       const found = await searchFor(q);
       return { deals: found.deals.map((d) => d.id), contacts: found.contacts.map((c) => c.id) };
     };
-    /** The ids of the 20 newest rows (of a list newest first) whose `text` contains q, case-insensitive. */
-    const newest = <T extends { id: string }>(rows: T[], text: (row: T) => string, q: string) =>
-      rows
-        .filter((row) => text(row).toLowerCase().includes(q.toLowerCase()))
+    /**
+     * The ids of the 20 best rows (of a list newest first) for q, as the search ranks them: a value equal
+     * to q (0), then beginning with it (1), by the value byte by byte; then (2) containing it; then newest.
+     */
+    const best = <T extends { id: string }>(rows: T[], text: (row: T) => string, q: string) => {
+      const lq = q.toLowerCase();
+      return rows
+        .map((row, i) => {
+          const v = text(row).toLowerCase();
+          const r = v === lq ? 0 : v.startsWith(lq) ? 1 : v.includes(lq) ? 2 : 3;
+          return { id: row.id, r, k: r < 2 ? v : '', i };
+        })
+        .filter((x) => x.r < 3)
+        .sort((a, b) => a.r - b.r || (a.k < b.k ? -1 : a.k > b.k ? 1 : 0) || a.i - b.i)
         .slice(0, 20)
-        .map((row) => row.id);
-    const newestDeals = (q: string) => newest(deals, (d) => d.title, q);
-    const newestContacts = (q: string) => newest(contacts, (c) => c.name, q);
+        .map((x) => x.id);
+    };
+    const bestDeals = (q: string) => best(deals, (d) => d.title, q);
+    const bestContacts = (q: string) => best(contacts, (c) => c.name, q);
 
-    it('answers a common term from the newest rows: the 20 newest matches', async () => {
+    it('puts the title equal to the term first, then those beginning with it, by value', async () => {
       const found = await searchFor('deal');
-      expect(found.deals.map((d) => d.id)).toEqual(newestDeals('deal'));
+      expect(found.deals.map((d) => d.id)).toEqual(bestDeals('deal'));
       expect(found.deals).toHaveLength(20);
+      const exact = deals.find((d) => d.title === 'Deal');
       expect(found.deals[0]).toEqual({
-        id: deals[0]?.id,
-        title: deals[0]?.title,
+        id: exact?.id,
+        title: 'Deal',
         company_name: null,
         stage: 'Lead',
         value: null,
         health: null,
         win_probability: null,
       });
+      expect(found.deals[1]?.title).toBe('Deal 30');
       const people = await searchFor('person');
-      expect(people.contacts.map((c) => c.id)).toEqual(newestContacts('person'));
+      expect(people.contacts.map((c) => c.id)).toEqual(bestContacts('person'));
       expect(people.contacts).toHaveLength(20);
+      const first = contacts.find((c) => c.name === 'Person 10');
       expect(people.contacts[0]).toEqual({
-        id: contacts[0]?.id,
-        name: contacts[0]?.name,
+        id: first?.id,
+        name: 'Person 10',
         email: null,
         title: null,
         role_type: 'unknown',
@@ -121,21 +143,62 @@ describeOnEachDatabase(
       });
     });
 
+    it('completes the one title beginning with a term by the newest that contain it', async () => {
+      const found = await search('mixed');
+      expect(found.deals).toEqual(bestDeals('mixed'));
+      expect(found.deals).toHaveLength(20);
+      expect(found.deals[0]).toBe(deals.find((d) => d.title === 'Mixed 60')?.id);
+      expect(found.deals.slice(1, 6)).toEqual(deals.slice(0, 5).map((d) => d.id));
+    });
+
     it('finds a term whose matches are all older than the newest rows it reads first', async () => {
-      const found = await search('rare early');
-      expect(found.deals).toEqual(newestDeals('rare early'));
+      const found = await search('rare');
+      expect(found.deals).toEqual(bestDeals('rare'));
       expect(found.deals).toHaveLength(5);
-      const zed = await search('zed early');
-      expect(zed.contacts).toEqual(newestContacts('zed early'));
+      const zed = await search('zed');
+      expect(zed.contacts).toEqual(bestContacts('zed'));
       expect(zed.contacts).toHaveLength(3);
     });
 
-    it('completes a term with a few recent matches by the older ones, newest first', async () => {
-      const found = await search('mixed');
-      expect(found.deals).toEqual(newestDeals('mixed'));
-      expect(found.deals).toHaveLength(20);
-      expect(found.deals.slice(0, 5)).toEqual(deals.slice(0, 5).map((d) => d.id));
+    it('reads the values beginning with a term in order, however few', async () => {
+      const found = await search('early 2');
+      expect(found.deals).toEqual(bestDeals('early 2'));
+      expect(found.deals).toHaveLength(11);
+      const byPrefix = await search('deal late');
+      expect(byPrefix.deals).toEqual(bestDeals('deal late'));
+      expect(byPrefix.deals).toHaveLength(5);
     });
+
+    it('says how many matched, exactly up to the bound', async () => {
+      const res = await s.api('/search?q=deal', { key });
+      expect(res.body.meta).toEqual({
+        deals: { total: deals.filter((d) => d.title.toLowerCase().includes('deal')).length, exact: true },
+        contacts: { total: 0, exact: true },
+        count_bound: 1000,
+      });
+      const listed = await s.api('/contacts?q=person&limit=5', { key });
+      expect(listed.body.meta).toMatchObject({ total: CONTACTS - 3 });
+      expect(listed.body.meta).not.toHaveProperty('total_exact');
+    });
+
+    it('says "more than 1,000" past the bound, from a prefix index or from the matches inside values', async () => {
+      const big = (await s.newOrg('Past the bound')).apiKey;
+      for (let i = 0; i < 1001; i += 100) {
+        const items = Array.from({ length: Math.min(100, 1001 - i) }, (_, k) => ({
+          title: `Bound ${i + k}`,
+          company_name: `Inner bound ${(i + k) % 7}`,
+        }));
+        expect((await s.api('/deals/batch', { method: 'POST', key: big, json: { items } })).status).toBe(201);
+      }
+      const prefix = await s.api('/search?q=bound', { key: big });
+      expect(prefix.body.meta.deals).toEqual({ total: 1000, exact: false });
+      expect(prefix.body.data.deals[0].title).toBe('Bound 0');
+      const inner = await s.api('/search?q=ner%20bound', { key: big });
+      expect(inner.body.meta.deals).toEqual({ total: 1000, exact: false });
+      expect(inner.body.data.deals).toHaveLength(20);
+      const exact = await s.api('/search?q=bound%2099', { key: big });
+      expect(exact.body.meta.deals).toEqual({ total: 11, exact: true });
+    }, 120_000);
 
     it('answers an unknown term with empty lists, and stays inside its organization', async () => {
       expect(await search('nothing like this')).toEqual({ deals: [], contacts: [] });

@@ -327,7 +327,7 @@ export interface paths {
         };
         /**
          * Search deals and contacts by text
-         * @description Returns up to 20 deals whose title or company, and up to 20 contacts whose name, e-mail or title, contains `q` (case-insensitive), newest first. A `q` shorter than 2 characters is a 400.
+         * @description Returns up to 20 deals whose title or company, and up to 20 contacts whose name, e-mail or title, contains `q` (case-insensitive), best first: a title, company name or contact name equal to `q`, then those beginning with it (alphabetically, then newest first), then the newest of the other matches. `meta` says how many matched in each list, exactly up to `meta.count_bound` (1,000), else "more than" it (`exact: false`). A `q` shorter than 2 characters is a 400.
          *
          *     Needs an API key with the scope `search` (or `*`).
          */
@@ -1022,6 +1022,18 @@ export interface components {
             deal_id: string | null;
             deal_title: string | null;
             company: string | null;
+        };
+        SearchMeta: {
+            deals: components["schemas"]["SearchMatched"];
+            contacts: components["schemas"]["SearchMatched"];
+            /** @description Matches are counted exactly up to this many */
+            count_bound: number;
+        };
+        SearchMatched: {
+            /** @description How many matched; when `exact` is false, more than this many */
+            total: number;
+            /** @description false when more than `total` (the count bound) matched */
+            exact: boolean;
         };
         Webhook: {
             /** Format: uuid */
@@ -2072,6 +2084,8 @@ export interface operations {
                             offset: number;
                             /** @description Pass as `after` for the next page; null on the last page */
                             next_cursor: string | null;
+                            /** @description Present (false) only when `q` matched more than `total` contacts: matches are counted up to 1,000 */
+                            total_exact?: boolean;
                         };
                     };
                 };
@@ -3733,7 +3747,7 @@ export interface operations {
     "search-query": {
         parameters: {
             query: {
-                /** @description At least 2 characters; case-insensitive substring */
+                /** @description At least 2 characters; case-insensitive: equal, then beginning, then anywhere in a value */
                 q: string;
             };
             header?: never;
@@ -3750,6 +3764,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: components["schemas"]["SearchResponse"];
+                        meta: components["schemas"]["SearchMeta"];
                     };
                 };
             };

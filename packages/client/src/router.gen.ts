@@ -319,6 +319,7 @@ export type AppRouter = TRPCBuiltRouter<{
           limit: number;
           offset: number;
           next_cursor: string | null;
+          total_exact?: boolean | undefined;
         };
       };
     }>;
@@ -706,6 +707,17 @@ export type AppRouter = TRPCBuiltRouter<{
             deal_title: string | null;
             company: string | null;
           }[] | undefined;
+        };
+        meta: {
+          deals: {
+            total: number;
+            exact: boolean;
+          };
+          contacts: {
+            total: number;
+            exact: boolean;
+          };
+          count_bound: number;
         };
       };
     }>;

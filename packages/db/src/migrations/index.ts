@@ -10,6 +10,7 @@ import { Migration20261127000000_kept_counts } from './Migration20261127000000_k
 import { Migration20261128000000_stage_totals } from './Migration20261128000000_stage_totals.ts';
 import { Migration20261129000000_analytics_aggregates } from './Migration20261129000000_analytics_aggregates.ts';
 import { Migration20261130000000_custom_fields } from './Migration20261130000000_custom_fields.ts';
+import { Migration20261130000100_search_scale } from './Migration20261130000100_search_scale.ts';
 import { Migration20261130000200_pipelines } from './Migration20261130000200_pipelines.ts';
 
 /** Listed explicitly (no folder scan): the same list runs on PGlite and on PostgreSQL. */
@@ -29,5 +30,6 @@ export const migrationsList = [
     class: Migration20261129000000_analytics_aggregates,
   },
   { name: 'Migration20261130000000_custom_fields', class: Migration20261130000000_custom_fields },
+  { name: 'Migration20261130000100_search_scale', class: Migration20261130000100_search_scale },
   { name: 'Migration20261130000200_pipelines', class: Migration20261130000200_pipelines },
 ];

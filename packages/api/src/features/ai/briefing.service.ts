@@ -18,6 +18,7 @@ import {
   clock,
   KEPT_TOTALS,
   type StagesCte,
+  since,
   stagesOfType,
 } from '../pipeline/open-pipeline.sql.ts';
 import { asDateOrNull } from './rows.ts';
@@ -125,7 +126,7 @@ const pipelineFactsQuery = orgQuery((db, a: { stale: number; risk: number }) =>
           .selectFrom('stages as s')
           .innerJoin('deals as d', 'd.stage_id', 's.id')
           .select(sql<string>`count(*)`.as('n'))
-          .where(sql<SqlBool>`${ACTIVE_AT} >= ${clock('risk_before')} and not ${AT_RISK}`),
+          .where(sql<SqlBool>`${ACTIVE_AT} >= ${since(a.risk)} and not ${AT_RISK}`),
       ).as('at_risk'),
       list(
         sql<SqlBool>`${ref('d.expected_close_date')} >= ${clock('now')} and ${ref('d.expected_close_date')} < ${clock('closing_before')}`,

@@ -117,4 +117,14 @@ export const ContactListQuery = z.strictObject({
 });
 export type ContactListQuery = z.infer<typeof ContactListQuery>;
 
-export const ContactList = z.object({ data: z.array(Contact), meta: CursorPaginationMeta });
+export const ContactList = z.object({
+  data: z.array(Contact),
+  meta: CursorPaginationMeta.extend({
+    total_exact: z
+      .boolean()
+      .optional()
+      .describe(
+        'Present (false) only when `q` matched more than `total` contacts: matches are counted up to 1,000',
+      ),
+  }),
+});

@@ -1,4 +1,5 @@
 import { Contact, Deal, type EntityManager, type FieldChanges, uuidv7 } from '@crm/db';
+import { sql } from 'kysely';
 import { activityRow, changeValue, recordActivity, sameValue } from '../../activities.ts';
 import type { AuthedContext } from '../../context.ts';
 import { notFound } from '../../errors.ts';
@@ -8,7 +9,7 @@ import { afterAnchor, checkCursor, isoOf } from '../../read-model.ts';
 import { toIso } from '../../schemas.ts';
 import { fieldRules } from '../custom-fields/custom-fields.service.ts';
 import { customChanges, customValuesOf } from '../custom-fields/custom-values.ts';
-import { contactMatches, likePattern } from '../search/search.service.ts';
+import { contactMatches, likePattern, MATCH_COUNT_BOUND, matchedOf } from '../search/search.service.ts';
 import type {
   ContactCreateInput,
   ContactDto,
@@ -63,11 +64,18 @@ const contactPage = orgQuery((db, a: { pattern?: string; after?: string; limit: 
   return page.orderBy('c.created_at', 'desc').orderBy('c.id', 'desc').limit(a.limit).offset(a.offset);
 });
 
+/** The matches of `q`, counted up to MATCH_COUNT_BOUND + 1 (`matchedOf` reads it). */
 const matchCount = orgQuery((db, a: { pattern: string }) =>
   db
-    .selectFrom('contacts as c')
-    .select((eb) => eb.fn.countAll<string>().as('total'))
-    .where(contactMatches(a.pattern)),
+    .selectFrom((eb) =>
+      eb
+        .selectFrom('contacts as c')
+        .select(sql.lit(1).as('one'))
+        .where(contactMatches(a.pattern))
+        .limit(sql.lit(MATCH_COUNT_BOUND + 1))
+        .as('m'),
+    )
+    .select((eb) => eb.fn.countAll<string>().as('total')),
 );
 
 const keptContactCount = orgQuery((db) =>
@@ -77,8 +85,8 @@ const keptContactCount = orgQuery((db) =>
 /**
  * A page of contacts, newest first, by `offset` or after a cursor (compared in SQL with the anchor row, at
  * the column's full precision, and read down the (org_id, created_at, id) index). Without `q` the total
- * is the count the database keeps; with `q` it is counted (over the trigram indexes: it grows with the
- * matches, not with the organization).
+ * is the count the database keeps; with `q` the matches are counted up to MATCH_COUNT_BOUND: beyond,
+ * `total` is the bound and `total_exact` false ("more than"); `total_exact` (false) is there only then.
  */
 export async function listContacts(em: EntityManager, query: ContactListQuery) {
   await checkCursor(em, { table: 'contacts', what: 'contact' }, query);
@@ -88,10 +96,13 @@ export async function listContacts(em: EntityManager, query: ContactListQuery) {
     pattern ? matchCount(em, { pattern }) : keptContactCount(em, {}),
   ]);
   const data: ContactDto[] = rows.slice(0, query.limit);
+  const matched = pattern ? matchedOf(counted?.total) : undefined;
   return {
     data,
     meta: {
-      total: Number(counted?.total ?? 0),
+      total: matched ? matched.total : Number(counted?.total ?? 0),
+      // Only when more than the bound matched: an exact total's meta is as it always was.
+      ...(matched && !matched.exact ? { total_exact: false } : {}),
       limit: query.limit,
       offset: query.offset,
       next_cursor: rows.length > query.limit ? (data.at(-1)?.id ?? null) : null,

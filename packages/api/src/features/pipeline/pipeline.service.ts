@@ -1,7 +1,7 @@
 import type { EntityManager } from '@crm/db';
 import { sql } from 'kysely';
 import { orgQuery } from '../../org-scope.ts';
-import { ACTIVE_AT, CLOCK, clock, KEPT_TOTALS, stagesOfType } from './open-pipeline.sql.ts';
+import { ACTIVE_AT, CLOCK, clock, KEPT_TOTALS, since, stagesOfType } from './open-pipeline.sql.ts';
 import type { PipelineHealthDto } from './pipeline.schemas.ts';
 import { pipelineStages } from './stages.service.ts';
 
@@ -50,7 +50,7 @@ const healthFigures = orgQuery((db, a: { stale: number; risk: number; pipeline_i
           sql<string>`count(*) filter (where not ${PAST_CLOSE})`.as('not_critical'),
           sql<string>`count(*) filter (where not ${PAST_CLOSE} and (${STALE} or ${CLOSING}))`.as('pending'),
         ])
-        .where(sql<boolean>`${ACTIVE_AT} >= ${clock('risk_before')}`),
+        .where(sql<boolean>`${ACTIVE_AT} >= ${since(a.risk)}`),
     )
     .selectFrom(['kept', 'recent'])
     .select((eb) => [

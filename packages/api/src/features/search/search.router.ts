@@ -1,6 +1,5 @@
-import { dataOf } from '../../schemas.ts';
 import { authedProcedure, router } from '../../trpc.ts';
-import { SearchQuery, SearchResponse } from './search.schemas.ts';
+import { SearchQuery, SearchResult } from './search.schemas.ts';
 import { search } from './search.service.ts';
 
 export const searchRouter = router({
@@ -12,7 +11,7 @@ export const searchRouter = router({
         tags: ['Search'],
         summary: 'Search deals and contacts by text',
         description:
-          'Returns up to 20 deals whose title or company, and up to 20 contacts whose name, e-mail or title, contains `q` (case-insensitive), newest first. A `q` shorter than 2 characters is a 400.',
+          'Returns up to 20 deals whose title or company, and up to 20 contacts whose name, e-mail or title, contains `q` (case-insensitive), best first: a title, company name or contact name equal to `q`, then those beginning with it (alphabetically, then newest first), then the newest of the other matches. `meta` says how many matched in each list, exactly up to `meta.count_bound` (1,000), else "more than" it (`exact: false`). A `q` shorter than 2 characters is a 400.',
       },
       scope: 'search',
       agentHint:
@@ -20,6 +19,6 @@ export const searchRouter = router({
       rateLimit: 'search',
     })
     .input(SearchQuery)
-    .output(dataOf(SearchResponse))
-    .query(async ({ ctx, input }) => ({ data: await search(ctx.em, input.q, ctx.services.config.search) })),
+    .output(SearchResult)
+    .query(({ ctx, input }) => search(ctx.em, input.q, ctx.services.config.search)),
 });

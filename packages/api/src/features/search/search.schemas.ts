@@ -2,7 +2,11 @@ import { z } from 'zod';
 import { Text, Uuid } from '../../schemas.ts';
 
 export const SearchQuery = z.strictObject({
-  q: Text().trim().min(2).max(200).describe('At least 2 characters; case-insensitive substring'),
+  q: Text()
+    .trim()
+    .min(2)
+    .max(200)
+    .describe('At least 2 characters; case-insensitive: equal, then beginning, then anywhere in a value'),
 });
 
 export const SearchDeal = z
@@ -36,3 +40,21 @@ export const SearchContact = z
 export const SearchResponse = z
   .object({ deals: z.array(SearchDeal).optional(), contacts: z.array(SearchContact).optional() })
   .meta({ id: 'SearchResponse' });
+
+/** How many rows of one list matched: exact up to the bound, else "more than" `total`. */
+export const SearchMatched = z
+  .object({
+    total: z.number().int().min(0).describe('How many matched; when `exact` is false, more than this many'),
+    exact: z.boolean().describe('false when more than `total` (the count bound) matched'),
+  })
+  .meta({ id: 'SearchMatched' });
+
+export const SearchMeta = z
+  .object({
+    deals: SearchMatched,
+    contacts: SearchMatched,
+    count_bound: z.number().int().min(1).describe('Matches are counted exactly up to this many'),
+  })
+  .meta({ id: 'SearchMeta' });
+
+export const SearchResult = z.object({ data: SearchResponse, meta: SearchMeta });

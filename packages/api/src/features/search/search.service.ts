@@ -24,6 +24,8 @@ export function likePattern(q: string): string {
 export const contactMatches = (pattern: string) =>
   sql<SqlBool>`(c.name ilike ${pattern} or c.email ilike ${pattern} or c.title ilike ${pattern})`;
 
+const tables = expressionBuilder<Tables, never>();
+
 /** How long a process trusts an organization's kept sizes (they only pick a plan: both plans are exact). */
 const SIZE_TTL_MS = 60_000;
 
@@ -77,93 +79,276 @@ function newestMatches<Row>(
     .unionAll(db.selectFrom(rare.as('rare')).selectAll()) as unknown as Rows;
 }
 
-/** Each list as one json array, newest first (`[]` when none): `x`'s rows, its columns as each object's keys. */
-const newestAsJson = (rows: Expression<unknown>) =>
-  sql`(select coalesce(json_agg(x order by x.created_at desc, x.id desc), '[]'::json) from ${rows} x)`;
+/**
+ * How many matches a search and `GET /contacts?q=` count at most: up to it the count is exact, beyond it
+ * the answer says "more than" it (docs/api/lists-and-search.md: Search). Counting stops at the bound's
+ * next match, so a common term costs what a thousand matches cost, not what all of them do.
+ */
+export const MATCH_COUNT_BOUND = 1000;
 
-const tables = expressionBuilder<Tables, never>();
+/** The rows of `from` matching `where`, counted up to MATCH_COUNT_BOUND + 1. */
+const countUpToBound = (from: 'deals as d' | 'contacts as c', where: Expression<SqlBool>) =>
+  sql<string>`(select count(*) from ${tables
+    // biome-ignore lint/suspicious/noExplicitAny: one helper for both tables
+    .selectFrom(from as any)
+    .select(sql.lit(1).as('one'))
+    .where(where)
+    .limit(sql.lit(MATCH_COUNT_BOUND + 1))
+    .as('m')})`;
+
+/**
+ * How many rows of `from` match (a value containing the term), counted up to MATCH_COUNT_BOUND + 1: the
+ * rows of the CTE `found` (`foundRows`). The rows whose `prefixColumns` begin with the term match too, and are counted
+ * first down the prefix indexes (a thousand index entries): when one column alone has more than the bound,
+ * so does the whole, and the trigram indexes are not read (the CASE runs its subquery only when reached).
+ * A common company name took 84 ms to count over them at a million deals, its trigrams being everywhere.
+ */
+const boundedCount = (
+  from: 'deals as d' | 'contacts as c',
+  found: string,
+  prefixColumns: string[],
+  term: Expression<string>,
+) => {
+  const alias = from.slice(-1);
+  const byPrefix = prefixColumns.map((c) => countUpToBound(from, prefixRange(keyOf(`${alias}.${c}`), term)));
+  const most =
+    byPrefix.length > 1 ? sql`greatest(${sql.join(byPrefix)})` : (byPrefix[0] as Expression<string>);
+  return sql<string>`case when ${most} > ${sql.lit(MATCH_COUNT_BOUND)} then ${sql.lit(MATCH_COUNT_BOUND + 1)} else (select count(*) from ${sql.table(found)}) end`;
+};
+
+/** A column's lower-cased value in byte order: what the *_prefix indexes (Migration20261130000100) hold. */
+const keyOf = (column: string) => sql<string>`lower(${sql.ref(column)}) collate "C"`;
+
+/** A key (`keyOf`) that begins with the term, case-insensitively: one range of its prefix index. */
+const prefixRange = (key: Expression<string>, term: Expression<string>) =>
+  // U+10FFFF, the last code point: every value that begins with the term sorts before term || it.
+  sql<SqlBool>`(${key} >= lower(${term}) and ${key} < lower(${term}) || chr(1114111))`;
+
+/**
+ * The SEARCH_LIMIT best rows of `from` whose `column` is the term or begins with it (case-insensitively),
+ * read in order down the column's prefix index: equal first (`r` 0, then 1), then by the value (`k`), then
+ * newest first. However many rows hold the value, this reads 20 index entries.
+ */
+const prefixMatches = (from: 'deals as d' | 'contacts as c', column: string, term: Expression<string>) => {
+  const alias = from.slice(-1);
+  const key = keyOf(`${alias}.${column}`);
+  return (
+    tables
+      // biome-ignore lint/suspicious/noExplicitAny: one helper for both tables
+      .selectFrom(from as any)
+      .select([
+        sql.ref(`${alias}.id`).as('id'),
+        sql.ref(`${alias}.created_at`).as('created_at'),
+        sql<number>`case when ${key} = lower(${term}) then 0 else 1 end`.as('r'),
+        key.as('k'),
+      ])
+      .where(prefixRange(key, term))
+      .orderBy(key)
+      .orderBy(sql.ref(`${alias}.created_at`), 'desc')
+      .orderBy(sql.ref(`${alias}.id`), 'desc')
+      .limit(sql.lit(SEARCH_LIMIT))
+  );
+};
+
+/** A ranked list's rows as one json array, best first (`[]` when none): `x`'s rows, its columns as each object's keys. */
+const rankedAsJson = (rows: Expression<unknown>) =>
+  sql`(select coalesce(json_agg(x order by x.r, x.k, x.created_at desc, x.id desc), '[]'::json) from ${rows} x)`;
+
+/**
+ * One table's ranked matches, as ids with their rank (`r`: 0 equal, 1 begins with, 2 contains), key and
+ * creation: the prefix matches of `prefixColumns` (each column's best SEARCH_LIMIT; a row found by two
+ * columns keeps its better rank), then, when they are fewer than SEARCH_LIMIT, the newest rows that
+ * contain the term (`newestMatches`; the prefix ones among them left out). The best SEARCH_LIMIT of these
+ * are the best SEARCH_LIMIT of all matches.
+ */
+function rankedMatches(
+  // biome-ignore lint/suspicious/noExplicitAny: one helper for the deals' and the contacts' search
+  db: Kysely<any>,
+  from: 'deals as d' | 'contacts as c',
+  prefixColumns: string[],
+  term: Expression<string>,
+  // biome-ignore lint/suspicious/noExplicitAny: see above
+  contains: SelectQueryBuilder<any, any, { id: string; created_at: Date }>,
+  found: string,
+) {
+  // Each walk as a subquery: a union's branches cannot carry their own order and limit.
+  const [first, ...rest] = prefixColumns.map((c, i) =>
+    // biome-ignore lint/suspicious/noExplicitAny: see above
+    tables.selectFrom(prefixMatches(from, c, term).as(`p${i}`) as any).selectAll(),
+  );
+  // biome-ignore lint/suspicious/noExplicitAny: see above
+  let walks: SelectQueryBuilder<any, any, any> = first as SelectQueryBuilder<any, any, any>;
+  for (const w of rest) walks = walks.unionAll(w);
+  const pre = tables
+    // biome-ignore lint/suspicious/noExplicitAny: see above
+    .selectFrom(walks.as('w') as any)
+    .select(['w.id', 'w.created_at', 'w.r', 'w.k'] as never)
+    .distinctOn('w.id' as never)
+    .orderBy('w.id' as never)
+    .orderBy('w.r' as never)
+    .orderBy('w.k' as never);
+  db = db.withoutPlugins();
+  const foundCount = sql<number>`(select count(*) from ${sql.table(found)})`;
+  // Every match is in `found` when it holds no more than the bound: its newest, sorted. Else the term is
+  // common, and `contains` reads the newest rows.
+  const newestFound = db
+    .selectFrom(found)
+    .select(['id', 'created_at'])
+    .where(foundCount, '<=', sql.lit(MATCH_COUNT_BOUND))
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(sql.lit(SEARCH_LIMIT));
+  const others = db
+    .selectFrom(newestFound.as('f'))
+    .selectAll()
+    .unionAll(
+      db
+        .selectFrom(contains.as('m'))
+        .select(['m.id', 'm.created_at'])
+        .where(foundCount, '>', sql.lit(MATCH_COUNT_BOUND)),
+    );
+  return db
+    .with('pre', () => pre)
+    .selectFrom('pre')
+    .select(['id', 'created_at', 'r', 'k'])
+    .unionAll(
+      db
+        .selectFrom(others.as('m'))
+        .select(['m.id', 'm.created_at', sql.lit(2).as('r'), sql<string>`null`.as('k')])
+        .where(sql<number>`(select count(*) from pre)`, '<', sql.lit(SEARCH_LIMIT))
+        .where('m.id', 'not in', db.selectFrom('pre').select('id')),
+    );
+}
+
+/**
+ * The CTE body of one table's matches (a value containing the term), up to MATCH_COUNT_BOUND + 1 of them:
+ * counted by `boundedCount`, and, when they are all there, the list's matches inside a value too, so a
+ * rare term's trigram indexes are read once.
+ */
+const foundRows = (from: 'deals as d' | 'contacts as c', match: Expression<SqlBool>) => {
+  const alias = from.slice(-1);
+  return (
+    tables
+      // biome-ignore lint/suspicious/noExplicitAny: one helper for both tables
+      .selectFrom(from as any)
+      .select([sql.ref(`${alias}.id`).as('id'), sql.ref(`${alias}.created_at`).as('created_at')])
+      .where(match)
+      .limit(sql.lit(MATCH_COUNT_BOUND + 1))
+  );
+};
 
 const searchedDeals = () =>
-  tables
-    .selectFrom('deals as d')
-    .select([
-      'd.id',
-      'd.title',
-      'd.company_name',
-      'd.stage_id',
-      'd.value',
-      'd.deal_health',
-      'd.win_probability',
-      'd.created_at',
-    ]);
+  tables.selectFrom('deals as d').select(['d.id', 'd.title', 'd.company_name', 'd.created_at']);
 
 const searchedContacts = () =>
-  tables
-    .selectFrom('contacts as c')
-    .select(['c.id', 'c.name', 'c.email', 'c.title', 'c.role_type', 'c.deal_id', 'c.created_at']);
+  tables.selectFrom('contacts as c').select(['c.id', 'c.name', 'c.email', 'c.title', 'c.created_at']);
 
 type DealRow = InferResult<ReturnType<typeof searchedDeals>>[number];
 type ContactRow = InferResult<ReturnType<typeof searchedContacts>>[number];
 
+/** A deal (as `d`) whose title or company contains the pattern. */
+const dealMatches = (pattern: string) =>
+  sql<SqlBool>`(d.title ilike ${pattern} or d.company_name ilike ${pattern})`;
+
 /**
- * Both lists in one statement, each read as its table's size asks (`newestMatches`). A deal's stage and a
- * contact's deal are joined to the 20 rows found, as left joins (each row has its one: a required
- * reference, in the same organization).
+ * Both lists and both counts in one statement: each list its ranked matches (`rankedMatches`), cut at
+ * SEARCH_LIMIT, the deal's stage and the contact's deal joined to the rows found (left joins: each row has
+ * its one, in the same organization); each count up to MATCH_COUNT_BOUND + 1.
  */
 const searchBoth = (large: { deals: boolean; contacts: boolean }) =>
-  orgQuery((db, a: { pattern: string; window: number }) =>
-    db.selectNoFrom((eb) => [
-      newestAsJson(
-        eb
-          .selectFrom(
-            newestMatches<DealRow>(
-              db,
-              large.deals,
-              'd',
-              searchedDeals(),
-              sql<SqlBool>`(d.title ilike ${a.pattern} or d.company_name ilike ${a.pattern})`,
-              a.window,
-            ).as('d'),
-          )
-          .leftJoin('pipeline_stages as s', 's.id', 'd.stage_id')
-          .select([
-            'd.id',
-            'd.title',
-            'd.company_name',
-            's.name as stage',
-            'd.value',
-            'd.deal_health',
-            'd.win_probability',
-            'd.created_at',
-          ]),
-      ).as('deals'),
-      newestAsJson(
-        eb
-          .selectFrom(
-            newestMatches<ContactRow>(
-              db,
-              large.contacts,
-              'c',
-              searchedContacts(),
-              contactMatches(a.pattern),
-              a.window,
-            ).as('c'),
-          )
-          .leftJoin('deals as d', 'd.id', 'c.deal_id')
-          .select([
-            'c.id',
-            'c.name',
-            'c.email',
-            'c.title',
-            'c.role_type',
-            'c.deal_id',
-            'd.title as deal_title',
-            'd.company_name as company',
-            'c.created_at',
-          ]),
-      ).as('contacts'),
-    ]),
-  );
+  orgQuery((db, a: { q: string; pattern: string; window: number }) => {
+    const term = sql<string>`${a.q}`;
+    const best = (ranked: ReturnType<typeof rankedMatches>) =>
+      tables
+        // biome-ignore lint/suspicious/noExplicitAny: the ranked rows of either table
+        .selectFrom(ranked.as('x') as any)
+        .selectAll()
+        .orderBy('x.r' as never)
+        .orderBy('x.k' as never)
+        .orderBy('x.created_at' as never, 'desc')
+        .orderBy('x.id' as never, 'desc')
+        .limit(sql.lit(SEARCH_LIMIT));
+    const deals = best(
+      rankedMatches(
+        db,
+        'deals as d',
+        ['title', 'company_name'],
+        term,
+        newestMatches<DealRow>(
+          db,
+          large.deals,
+          'd',
+          searchedDeals(),
+          dealMatches(a.pattern),
+          a.window,
+        ) as never,
+        'deals_found',
+      ),
+    );
+    const contacts = best(
+      rankedMatches(
+        db,
+        'contacts as c',
+        ['name'],
+        term,
+        newestMatches<ContactRow>(
+          db,
+          large.contacts,
+          'c',
+          searchedContacts(),
+          contactMatches(a.pattern),
+          a.window,
+        ) as never,
+        'contacts_found',
+      ),
+    );
+    return db
+      .with('deals_found', () => foundRows('deals as d', dealMatches(a.pattern)))
+      .with('contacts_found', () => foundRows('contacts as c', contactMatches(a.pattern)))
+      .selectNoFrom((eb) => [
+        rankedAsJson(
+          eb
+            // biome-ignore lint/suspicious/noExplicitAny: the ranked ids
+            .selectFrom(deals.as('x') as any)
+            .innerJoin('deals as d', 'd.id', 'x.id' as never)
+            .leftJoin('pipeline_stages as s', 's.id', 'd.stage_id')
+            .select([
+              'd.id',
+              'd.title',
+              'd.company_name',
+              's.name as stage',
+              'd.value',
+              'd.deal_health',
+              'd.win_probability',
+              'x.created_at' as never,
+              'x.r' as never,
+              'x.k' as never,
+            ]),
+        ).as('deals'),
+        rankedAsJson(
+          eb
+            // biome-ignore lint/suspicious/noExplicitAny: the ranked ids
+            .selectFrom(contacts.as('x') as any)
+            .innerJoin('contacts as c', 'c.id', 'x.id' as never)
+            .leftJoin('deals as d', 'd.id', 'c.deal_id')
+            .select([
+              'c.id',
+              'c.name',
+              'c.email',
+              'c.title',
+              'c.role_type',
+              'c.deal_id',
+              'd.title as deal_title',
+              'd.company_name as company',
+              'x.created_at' as never,
+              'x.r' as never,
+              'x.k' as never,
+            ]),
+        ).as('contacts'),
+        boundedCount('deals as d', 'deals_found', ['title', 'company_name'], term).as('deals_matched'),
+        boundedCount('contacts as c', 'contacts_found', ['name'], term).as('contacts_matched'),
+      ]);
+  });
 
 /** The four statements, by which of the two tables is large (`deals/contacts`). */
 const SEARCHES = new Map<string, ReturnType<typeof searchBoth>>(
@@ -205,11 +390,20 @@ export async function largeTables(em: EntityManager, plainUpTo: number) {
   return { deals: size.deals > plainUpTo, contacts: size.contacts > plainUpTo };
 }
 
+/** A bounded count as an answer: exact up to MATCH_COUNT_BOUND, else "more than" it. */
+export function matchedOf(counted: unknown) {
+  const n = Number(counted ?? 0);
+  return n > MATCH_COUNT_BOUND ? { total: MATCH_COUNT_BOUND, exact: false } : { total: n, exact: true };
+}
+
 /**
- * Substring search, newest first. Rare terms are served by the trigram GIN indexes on (org_id, column);
- * common ones by walking the (org_id, created_at) index until the page is full. Up to `plainUpTo` rows a
- * table is searched with the plain query, the planner free to pick either; beyond, its `newestWindow`
- * newest rows first, as `newestMatches` says. Both lists in one statement: a round trip less (see docs/development.md, What made the difference).
+ * Search, best first (docs/api/lists-and-search.md: Search): per list, the values equal to the term, then
+ * those that begin with it (titles and company names, contact names; read down the prefix indexes), then
+ * the newest of those that contain it anywhere (title, company; name, e-mail, contact title). Matches inside
+ * a value are read as before: up to `plainUpTo` rows a table with the plain query, the planner free to
+ * pick a trigram index or a walk; beyond, its `newestWindow` newest rows first (`newestMatches`). Both
+ * lists and their bounded counts in one statement: a round trip less (see docs/development.md, What made
+ * the difference).
  */
 export async function search(
   em: EntityManager,
@@ -218,28 +412,35 @@ export async function search(
 ) {
   const large = await largeTables(em, plainUpTo);
   const statement = SEARCHES.get(`${large.deals}/${large.contacts}`) as ReturnType<typeof searchBoth>;
-  const [row] = await statement(em, { pattern: likePattern(q), window: newestWindow });
+  const [row] = await statement(em, { q, pattern: likePattern(q), window: newestWindow });
   const deals = asJson<Record<string, unknown>[]>(row?.deals ?? '[]');
   const contacts = asJson<Record<string, unknown>[]>(row?.contacts ?? '[]');
   return {
-    deals: deals.map((d) => ({
-      id: d.id as string,
-      title: d.title as string,
-      company_name: (d.company_name as string | null) ?? null,
-      stage: (d.stage as string | null) ?? null,
-      value: d.value == null ? null : Number(d.value),
-      health: (d.deal_health as string | null) ?? null,
-      win_probability: (d.win_probability as number | null) ?? null,
-    })),
-    contacts: contacts.map((c) => ({
-      id: c.id as string,
-      name: c.name as string,
-      email: (c.email as string | null) ?? null,
-      title: (c.title as string | null) ?? null,
-      role_type: (c.role_type as string | null) ?? null,
-      deal_id: (c.deal_id as string | null) ?? null,
-      deal_title: (c.deal_title as string | null) ?? null,
-      company: (c.company as string | null) ?? null,
-    })),
+    data: {
+      deals: deals.map((d) => ({
+        id: d.id as string,
+        title: d.title as string,
+        company_name: (d.company_name as string | null) ?? null,
+        stage: (d.stage as string | null) ?? null,
+        value: d.value == null ? null : Number(d.value),
+        health: (d.deal_health as string | null) ?? null,
+        win_probability: (d.win_probability as number | null) ?? null,
+      })),
+      contacts: contacts.map((c) => ({
+        id: c.id as string,
+        name: c.name as string,
+        email: (c.email as string | null) ?? null,
+        title: (c.title as string | null) ?? null,
+        role_type: (c.role_type as string | null) ?? null,
+        deal_id: (c.deal_id as string | null) ?? null,
+        deal_title: (c.deal_title as string | null) ?? null,
+        company: (c.company as string | null) ?? null,
+      })),
+    },
+    meta: {
+      deals: matchedOf(row?.deals_matched),
+      contacts: matchedOf(row?.contacts_matched),
+      count_bound: MATCH_COUNT_BOUND,
+    },
   };
 }
