@@ -1,5 +1,7 @@
+import { randomBytes } from 'node:crypto';
 import { API_BASE_PATH } from '@crm/config';
 import autocannon from 'autocannon';
+import { CUSTOM_FIELDS, customValuesOf } from './custom-fields.ts';
 import { cpuMsOf } from './processes.ts';
 
 export const API = API_BASE_PATH;
@@ -30,6 +32,9 @@ export interface Fixtures {
   writeKey: string;
   dealIds: string[];
   searchTerms: string[];
+  /** The twins of readKey's and writeKey's organizations with 20 custom fields on deals (custom pairs only). */
+  customReadKey?: string;
+  customWriteKey?: string;
 }
 
 export interface Scenario {
@@ -48,12 +53,28 @@ function rotating(make: (n: number) => Partial<autocannon.Request>): autocannon.
   return [{ setupRequest: (req) => Object.assign(req, make(n++)) }];
 }
 
+const GET_DEALS: Scenario = {
+  name: 'GET /deals',
+  key: (f) => f.readKey,
+  requests: () => [{ method: 'GET', path: `${API}/deals?limit=50` }],
+};
+
+/** A deal to create: the n-th of the run. */
+const dealBody = (n: number) => ({
+  title: `Bench deal ${n}`,
+  company_name: `${COMPANIES[n % COMPANIES.length]} ${n % 97}`,
+  value: 1000 + ((n * 7919) % 90000),
+});
+
+const POST_DEALS: Scenario = {
+  name: 'POST /deals',
+  key: (f) => f.writeKey,
+  requests: () =>
+    rotating((n) => ({ method: 'POST', path: `${API}/deals`, body: JSON.stringify(dealBody(n)) })),
+};
+
 export const SCENARIOS: Scenario[] = [
-  {
-    name: 'GET /deals',
-    key: (f) => f.readKey,
-    requests: () => [{ method: 'GET', path: `${API}/deals?limit=50` }],
-  },
+  GET_DEALS,
   {
     name: 'GET /deals/{id}',
     key: (f) => f.readKey,
@@ -69,19 +90,59 @@ export const SCENARIOS: Scenario[] = [
         path: `${API}/search?q=${encodeURIComponent(f.searchTerms[n % f.searchTerms.length] ?? 'ac')}`,
       })),
   },
+  POST_DEALS,
+];
+
+/** Two scenarios measured in turns against one server: the second's cost over the first's is the figure. */
+export interface ScenarioPair {
+  name: string;
+  without: Scenario;
+  with: Scenario;
+}
+
+const requireKey = (key: string | undefined) => {
+  if (!key) throw new Error('no organization with custom fields was seeded');
+  return key;
+};
+
+/**
+ * The unique field's values: never sent twice by this process (the counter outlives the runs), nor by
+ * another bench (the tag), nor by the seed (which writes SEED-…).
+ */
+const runTag = randomBytes(4).toString('hex');
+let created = 0;
+
+/**
+ * Issue 29: POST and GET /deals with 20 custom fields set against the same calls without (at most 1.2× the
+ * CPU and time). The service only; each pair's two sides are organizations seeded alike, one of them with
+ * the fields (`seed`'s custom twins).
+ */
+export const CUSTOM_PAIRS: ScenarioPair[] = [
   {
-    name: 'POST /deals',
-    key: (f) => f.writeKey,
-    requests: () =>
-      rotating((n) => ({
-        method: 'POST',
-        path: `${API}/deals`,
-        body: JSON.stringify({
-          title: `Bench deal ${n}`,
-          company_name: `${COMPANIES[n % COMPANIES.length]} ${n % 97}`,
-          value: 1000 + ((n * 7919) % 90000),
-        }),
-      })),
+    name: `GET /deals + ${CUSTOM_FIELDS.length} custom`,
+    without: GET_DEALS,
+    with: {
+      name: `GET /deals + ${CUSTOM_FIELDS.length} custom`,
+      key: (f) => requireKey(f.customReadKey),
+      requests: GET_DEALS.requests,
+    },
+  },
+  {
+    name: `POST /deals + ${CUSTOM_FIELDS.length} custom`,
+    without: POST_DEALS,
+    with: {
+      name: `POST /deals + ${CUSTOM_FIELDS.length} custom`,
+      key: (f) => requireKey(f.customWriteKey),
+      requests: () =>
+        rotating((n) => ({
+          method: 'POST',
+          path: `${API}/deals`,
+          body: JSON.stringify({
+            ...dealBody(n),
+            custom: customValuesOf(n, `BENCH-${runTag}-${created++}`),
+          }),
+        })),
+    },
   },
 ];
 
@@ -169,33 +230,45 @@ const median = (values: number[]): number => {
     : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
 };
 
-/**
- * A warm-up run that is thrown away, then `repeats` measured runs, each followed by a drain. The
- * machine is shared and noisy, so req/s, p50 and p99 are the medians of the runs; counts are summed.
- */
-export async function measure(
+interface MeasureOptions {
+  seconds: number;
+  warmupSeconds: number;
+  connections: number;
+  repeats: number;
+  pid?: number;
+}
+
+/** One measured run, then the drain; with the server's CPU time per response over both (NaN if unknown). */
+async function measuredRun(
   url: string,
   scenario: Scenario,
   f: Fixtures,
-  opts: { seconds: number; warmupSeconds: number; connections: number; repeats: number; pid?: number },
-): Promise<LoadStats> {
-  if (opts.warmupSeconds > 0) {
-    await runOnce(url, scenario, f, opts.warmupSeconds, opts.connections);
-    await drain(url);
-  }
-  const runs: autocannon.Result[] = [];
-  const cpuPerRequest: number[] = [];
+  opts: MeasureOptions,
+): Promise<{ run: autocannon.Result; cpuPerRequest: number }> {
   const cpu = () => (opts.pid === undefined ? undefined : cpuMsOf(opts.pid));
-  for (let i = 0; i < opts.repeats; i++) {
-    const before = cpu();
-    const run = await runOnce(url, scenario, f, opts.seconds, opts.connections);
-    // The drain's few /readyz calls are counted too; against thousands of requests they do not show.
-    await drain(url);
-    const after = cpu();
-    runs.push(run);
-    if (before !== undefined && after !== undefined && run.requests.total > 0)
-      cpuPerRequest.push((after - before) / run.requests.total);
-  }
+  const before = cpu();
+  const run = await runOnce(url, scenario, f, opts.seconds, opts.connections);
+  // The drain's few /readyz calls are counted too; against thousands of requests they do not show.
+  await drain(url);
+  const after = cpu();
+  return {
+    run,
+    cpuPerRequest:
+      before !== undefined && after !== undefined && run.requests.total > 0
+        ? (after - before) / run.requests.total
+        : Number.NaN,
+  };
+}
+
+async function warmUp(url: string, scenario: Scenario, f: Fixtures, opts: MeasureOptions) {
+  if (opts.warmupSeconds <= 0) return;
+  await runOnce(url, scenario, f, opts.warmupSeconds, opts.connections);
+  await drain(url);
+}
+
+/** The medians of the runs (req/s, latencies, CPU per response) and their summed counts. */
+function summary(measured: { run: autocannon.Result; cpuPerRequest: number }[]): LoadStats {
+  const runs = measured.map((m) => m.run);
   const statuses: Record<string, number> = {};
   for (const r of runs)
     for (const [code, stat] of Object.entries(r.statusCodeStats ?? {})) {
@@ -214,6 +287,49 @@ export async function measure(
     errors: sum((r) => r.errors),
     timeouts: sum((r) => r.timeouts),
     statuses,
-    cpuMsPerRequest: median(cpuPerRequest),
+    cpuMsPerRequest: median(measured.map((m) => m.cpuPerRequest)),
   };
+}
+
+/**
+ * A warm-up run that is thrown away, then `repeats` measured runs, each followed by a drain. The
+ * machine is shared and noisy, so req/s, p50 and p99 are the medians of the runs; counts are summed.
+ */
+export async function measure(
+  url: string,
+  scenario: Scenario,
+  f: Fixtures,
+  opts: MeasureOptions,
+): Promise<LoadStats> {
+  await warmUp(url, scenario, f, opts);
+  const measured = [];
+  for (let i = 0; i < opts.repeats; i++) measured.push(await measuredRun(url, scenario, f, opts));
+  return summary(measured);
+}
+
+/**
+ * A pair's two sides in turns against one server, so that the machine's other load falls on both alike:
+ * a warm-up of each, then `repeats` rounds of one measured run of each, the order swapped every round
+ * (A B, B A, A B, …). Each side's figures are the medians of its runs, as `measure`'s.
+ */
+export async function measurePair(
+  url: string,
+  pair: ScenarioPair,
+  f: Fixtures,
+  opts: MeasureOptions,
+): Promise<{ without: LoadStats; with: LoadStats }> {
+  await warmUp(url, pair.without, f, opts);
+  await warmUp(url, pair.with, f, opts);
+  const without = [];
+  const withCustom = [];
+  for (let i = 0; i < opts.repeats; i++) {
+    if (i % 2 === 0) {
+      without.push(await measuredRun(url, pair.without, f, opts));
+      withCustom.push(await measuredRun(url, pair.with, f, opts));
+    } else {
+      withCustom.push(await measuredRun(url, pair.with, f, opts));
+      without.push(await measuredRun(url, pair.without, f, opts));
+    }
+  }
+  return { without: summary(without), with: summary(withCustom) };
 }

@@ -1,6 +1,8 @@
 /**
  * `npm run bench`: seeds 2 organizations × 10,000 deals on the embedded database and on PostgreSQL, then
  * load-tests the service and a plain node:http + SQL baseline on each, and prints / writes the comparison.
+ * Beside it, the service's GET and POST /deals with 20 custom fields against without (issue 29): two
+ * twins of the organizations with the fields, each pair measured in turns.
  * BENCH_DURATION (seconds per measured run, default 6); BENCH_REPEAT (measured runs per scenario, default 3); BENCH_DATABASE_URL or TEST_DATABASE_URL (admin URL).
  * For a focused look while working: BENCH_ONLY (comma-separated scenario names, e.g. "POST /deals") and
  * BENCH_DATABASES ("pglite", "postgresql" or both, comma-separated).
@@ -11,12 +13,23 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { type Fixtures, type LoadStats, MCP_SCENARIO, measure, SCENARIOS, stopCurrentLoad } from './load.ts';
+import {
+  CUSTOM_PAIRS,
+  type Fixtures,
+  type LoadStats,
+  MCP_SCENARIO,
+  measure,
+  measurePair,
+  SCENARIOS,
+  stopCurrentLoad,
+} from './load.ts';
 import { type Child, memoryOf, startServerProcess } from './processes.ts';
 import {
   type BenchReport,
   type DatabaseReport,
   formatText,
+  type PairResult,
+  pairResult,
   type ScenarioResult,
   scenarioResult,
   writeResults,
@@ -46,9 +59,10 @@ const listEnv = (name: string) =>
 const only = listEnv('BENCH_ONLY');
 const scenarios = only ? SCENARIOS.filter((s) => only.includes(s.name)) : SCENARIOS;
 const serviceOnly = only && !only.includes(MCP_SCENARIO.name) ? [] : [MCP_SCENARIO];
-if (scenarios.length + serviceOnly.length === 0) {
+const pairs = only ? CUSTOM_PAIRS.filter((p) => only.includes(p.name)) : CUSTOM_PAIRS;
+if (scenarios.length + serviceOnly.length + pairs.length === 0) {
   process.stderr.write(
-    `BENCH_ONLY names no scenario; they are: ${[...SCENARIOS, MCP_SCENARIO].map((s) => s.name).join(', ')}\n`,
+    `BENCH_ONLY names no scenario; they are: ${[...SCENARIOS, MCP_SCENARIO, ...CUSTOM_PAIRS].map((s) => s.name).join(', ')}\n`,
   );
   process.exit(1);
 }
@@ -132,6 +146,7 @@ async function runServer(
   env: Record<string, string>,
   f: Fixtures,
   extra: typeof scenarios = [],
+  pairList: typeof pairs = [],
 ) {
   checkInterrupted();
   log(`${name}: starting`);
@@ -154,11 +169,35 @@ async function runServer(
       );
       stats.push(s);
     }
+    const paired: PairResult[] = [];
+    for (const pair of pairList) {
+      checkInterrupted();
+      const { without, with: withCustom } = await measurePair(child.url, pair, f, {
+        seconds: duration,
+        warmupSeconds: WARMUP_SECONDS,
+        connections: CONNECTIONS,
+        repeats,
+        pid: child.pid,
+      });
+      const r = pairResult(pair.name, without, withCustom);
+      const line = (s: LoadStats) =>
+        `${s.reqPerSec.toFixed(0)} req/s, p50 ${s.p50} ms, p99 ${s.p99} ms, CPU ${s.cpuMsPerRequest.toFixed(2)} ms/req, non-2xx ${s.non2xx}${Object.keys(s.statuses).length ? ` ${JSON.stringify(s.statuses)}` : ''}, errors ${s.errors}`;
+      log(
+        `${name} ${pair.name}: without ${line(without)}; with ${line(withCustom)}; time ${r.timeRatio.toFixed(2)}×, CPU ${r.cpuRatio.toFixed(2)}×`,
+      );
+      paired.push(r);
+    }
     checkInterrupted();
     const memory = memoryOf(child.pid);
-    const failed = stats.some((s) => s.non2xx > 0);
+    const failed =
+      stats.some((s) => s.non2xx > 0) || paired.some((p) => p.without.non2xx + p.with.non2xx > 0);
     if (failed) log(`${name}: last output lines:\n${child.output() || '(none)'}`);
-    return { stats: stats.slice(0, scenarios.length), extra: stats.slice(scenarios.length), memory };
+    return {
+      stats: stats.slice(0, scenarios.length),
+      extra: stats.slice(scenarios.length),
+      paired,
+      memory,
+    };
   } finally {
     await stop();
   }
@@ -166,8 +205,12 @@ async function runServer(
 
 async function benchDatabase(t: Target): Promise<DatabaseReport> {
   checkInterrupted();
-  log(`${t.label}: seeding ${ORGS} × ${DEALS_PER_ORG} deals`);
-  const seeded = await seed(t.seedConfig, { orgs: ORGS, dealsPerOrg: DEALS_PER_ORG });
+  // The custom pairs' twins: of the read organization (GET) and of the write one (POST).
+  const customOrgs = pairs.length > 0 ? ORGS : 0;
+  log(
+    `${t.label}: seeding ${ORGS} × ${DEALS_PER_ORG} deals${customOrgs ? `, and ${customOrgs} twins with 20 custom fields` : ''}`,
+  );
+  const seeded = await seed(t.seedConfig, { orgs: ORGS, dealsPerOrg: DEALS_PER_ORG, customOrgs });
   log(`${t.label}: seeded in ${seeded.seconds.toFixed(1)} s; search terms: ${seeded.searchTerms.join(' ')}`);
   const [readOrg, writeOrg] = seeded.orgs;
   if (!readOrg || !writeOrg) throw new Error('seeding produced fewer than 2 organizations');
@@ -176,6 +219,8 @@ async function benchDatabase(t: Target): Promise<DatabaseReport> {
     writeKey: writeOrg.apiKey,
     dealIds: seeded.dealIds,
     searchTerms: seeded.searchTerms,
+    customReadKey: seeded.customOrgs[0]?.apiKey,
+    customWriteKey: seeded.customOrgs[1]?.apiKey,
   };
   // One after the other: on the embedded database only one process may have the data dir open.
   const service = await runServer(
@@ -184,11 +229,14 @@ async function benchDatabase(t: Target): Promise<DatabaseReport> {
     { LOG_LEVEL: 'warn', CRM_BOOTSTRAP_ORG: 'false', ...UNTHROTTLED, ...t.serviceEnv },
     fixtures,
     serviceOnly,
+    pairs,
   );
-  const baseline = await runServer('baseline', BASELINE_SCRIPT, t.baselineEnv, fixtures);
+  // The baseline has nothing to do when only the service's own scenarios (MCP, the custom pairs) are asked for.
+  const baseline =
+    scenarios.length > 0 ? await runServer('baseline', BASELINE_SCRIPT, t.baselineEnv, fixtures) : undefined;
   const results: ScenarioResult[] = scenarios.map((s, i) => {
     const sv = service.stats[i];
-    const bl = baseline.stats[i];
+    const bl = baseline?.stats[i];
     if (!sv || !bl) throw new Error(`missing result for ${s.name}`);
     return scenarioResult(s.name, sv, bl);
   });
@@ -196,9 +244,15 @@ async function benchDatabase(t: Target): Promise<DatabaseReport> {
   const rest = service.stats[scenarios.findIndex((s) => s.name === 'GET /deals')];
   return {
     database: t.label,
-    seed: { organizations: ORGS, dealsPerOrg: DEALS_PER_ORG, seconds: seeded.seconds },
+    seed: {
+      organizations: ORGS,
+      dealsPerOrg: DEALS_PER_ORG,
+      seconds: seeded.seconds,
+      ...(customOrgs ? { customOrganizations: customOrgs } : {}),
+    },
     scenarios: results,
-    memory: { service: service.memory, baseline: baseline.memory },
+    ...(service.paired.length ? { customFields: service.paired } : {}),
+    memory: { service: service.memory, baseline: baseline?.memory },
     ...(mcp ? { mcp: { stats: mcp, restCpuMsPerRequest: rest?.cpuMsPerRequest ?? Number.NaN } } : {}),
   };
 }

@@ -15,12 +15,41 @@ export interface ScenarioResult {
   cpuRatio: number;
 }
 
+/** A pair of the service's own scenarios measured in turns: what custom fields cost (issue 29). */
+export interface PairResult {
+  scenario: string;
+  without: LoadStats;
+  with: LoadStats;
+  /** Time per request, with ÷ without: the inverse of the req/s ratio (the load is closed: 50 connections). */
+  timeRatio: number;
+  /** p50 with ÷ p50 without. */
+  p50Ratio: number;
+  /** CPU per request with ÷ without. */
+  cpuRatio: number;
+}
+
+/** What issue 29 allows the custom fields: this much of the CPU and the time of the same calls without. */
+export const CUSTOM_TARGET = 1.2;
+
+export function pairResult(scenario: string, without: LoadStats, withCustom: LoadStats): PairResult {
+  return {
+    scenario,
+    without,
+    with: withCustom,
+    timeRatio: withCustom.reqPerSec > 0 ? without.reqPerSec / withCustom.reqPerSec : Number.NaN,
+    p50Ratio: without.p50 > 0 ? withCustom.p50 / without.p50 : Number.NaN,
+    cpuRatio: without.cpuMsPerRequest > 0 ? withCustom.cpuMsPerRequest / without.cpuMsPerRequest : Number.NaN,
+  };
+}
+
 export interface DatabaseReport {
   database: string;
   /** Set when this half did not run, with the reason. */
   skipped?: string;
-  seed?: { organizations: number; dealsPerOrg: number; seconds: number };
+  seed?: { organizations: number; dealsPerOrg: number; seconds: number; customOrganizations?: number };
   scenarios: ScenarioResult[];
+  /** The service with custom fields against without, measured in turns (the custom pairs). */
+  customFields?: PairResult[];
   memory: { service?: Memory; baseline?: Memory };
   /** deals-list through MCP, beside the CPU per request of the service's own GET /deals. */
   mcp?: { stats: LoadStats; restCpuMsPerRequest: number };
@@ -111,13 +140,58 @@ function rows(db: DatabaseReport): string[][] {
   ]);
 }
 
+const PAIR_HEAD = [
+  'pair (service only)',
+  'req/s',
+  '+custom req/s',
+  'p50',
+  '+custom p50',
+  'p99',
+  '+custom p99',
+  'CPU/req',
+  '+custom CPU/req',
+  'non-2xx',
+  '+custom non-2xx',
+  'time ratio',
+  'p50 ratio',
+  'CPU ratio',
+];
+
+const ratioCell = (n: number) =>
+  Number.isFinite(n) ? `${fixed(n, 2)}×${n > CUSTOM_TARGET ? ' (over)' : ''}` : '–';
+
+function pairRows(db: DatabaseReport): string[][] {
+  return (db.customFields ?? []).map((r) => [
+    r.scenario,
+    fixed(r.without.reqPerSec, 0),
+    fixed(r.with.reqPerSec, 0),
+    ms(r.without.p50),
+    ms(r.with.p50),
+    ms(r.without.p99),
+    ms(r.with.p99),
+    cpuMs(r.without.cpuMsPerRequest),
+    cpuMs(r.with.cpuMsPerRequest),
+    failures(r.without),
+    failures(r.with),
+    ratioCell(r.timeRatio),
+    ratioCell(r.p50Ratio),
+    ratioCell(r.cpuRatio),
+  ]);
+}
+
+const pairNote =
+  `Custom fields (issue 29): each pair's two sides measured in turns against the same service, the plain calls ` +
+  `on the organization without custom fields, "+custom" on its twin with 20 (every deal listed holds 20 values; ` +
+  `every create sets all 20, a unique one among them). Ratios are +custom ÷ plain (time: plain req/s ÷ +custom ` +
+  `req/s); target ≤ ${CUSTOM_TARGET}×, "(over)" marks a miss.`;
+
 const mem = (m: Memory | undefined) =>
   m ? `${m.rssMb.toFixed(0)} MiB (peak ${m.peakMb.toFixed(0)} MiB)` : 'n/a';
 const memoryLine = (db: DatabaseReport) =>
   `Server RSS after the run: service ${mem(db.memory.service)}, baseline ${mem(db.memory.baseline)}`;
 const seedLine = (db: DatabaseReport) =>
   db.seed
-    ? `Seeded ${db.seed.organizations} organizations × ${db.seed.dealsPerOrg} deals (2 contacts and 1 activity each) in ${db.seed.seconds.toFixed(1)} s`
+    ? `Seeded ${db.seed.organizations} organizations × ${db.seed.dealsPerOrg} deals (2 contacts and 1 activity each)${db.seed.customOrganizations ? `, and ${db.seed.customOrganizations} twins of theirs with 20 custom fields on deals,` : ''} in ${db.seed.seconds.toFixed(1)} s`
     : '';
 
 function textTable(head: string[], body: string[][]): string {
@@ -150,7 +224,10 @@ export function formatText(r: BenchReport): string {
       out.push(`skipped: ${db.skipped}`, '');
       continue;
     }
-    out.push(seedLine(db), textTable(HEAD, rows(db)), memoryLine(db), ...mcpLine(db), '');
+    out.push(seedLine(db));
+    if (db.scenarios.length > 0) out.push(textTable(HEAD, rows(db)));
+    if (db.customFields?.length) out.push('', pairNote, textTable(PAIR_HEAD, pairRows(db)), '');
+    out.push(memoryLine(db), ...mcpLine(db), '');
   }
   return out.join('\n');
 }
@@ -172,7 +249,10 @@ export function formatMarkdown(r: BenchReport): string {
       out.push(`Skipped: ${db.skipped}`, '');
       continue;
     }
-    out.push(seedLine(db), '', markdownTable(HEAD, rows(db)), '', memoryLine(db), '', ...mcpLine(db), '');
+    out.push(seedLine(db), '');
+    if (db.scenarios.length > 0) out.push(markdownTable(HEAD, rows(db)), '');
+    if (db.customFields?.length) out.push(pairNote, '', markdownTable(PAIR_HEAD, pairRows(db)), '');
+    out.push(memoryLine(db), '', ...mcpLine(db), '');
   }
   return out.join('\n');
 }

@@ -1,5 +1,6 @@
-import { createOrganizationWithKey } from '@crm/api';
+import { createCustomField, createOrganizationWithKey, orgFork } from '@crm/api';
 import { type DatabaseConfig, openDatabase } from '@crm/db';
+import { CUSTOM_FIELDS, customValuesSql } from './custom-fields.ts';
 
 export interface SeededOrg {
   orgId: string;
@@ -8,6 +9,8 @@ export interface SeededOrg {
 
 export interface SeedResult {
   orgs: SeededOrg[];
+  /** The organizations with 20 custom fields on deals, every deal holding a value of each (see `seed`). */
+  customOrgs: SeededOrg[];
   /** A sample of the first organization's deal ids, for GET /deals/{id}. */
   dealIds: string[];
   /** 2-4 letter substrings that match deals or contacts of the first organization. */
@@ -72,19 +75,35 @@ const pick = (list: readonly string[], expr: string) => `(${words(list)})[1 + ((
  * Creates the organizations through the API package (default pipeline, stages and key, as `crm org create`
  * does), then bulk-inserts deals, two contacts per deal and one 'deal_created' activity per deal with
  * generate_series, so the database does the work in three statements per organization.
+ *
+ * `customOrgs` more organizations (issue 29's scenarios) get the 20 custom fields of `custom-fields.ts` on
+ * deals (through the API package, as POST /custom-fields/deals defines them) and the same deals as the
+ * plain ones, in order (custom organization i is plain organization i's twin: same titles, values, dates),
+ * each holding a value of every field (its external_id unique), claimed by the database's trigger as any
+ * write's are.
  */
 export async function seed(
   database: DatabaseConfig,
-  opts: { orgs: number; dealsPerOrg: number },
+  opts: { orgs: number; dealsPerOrg: number; customOrgs?: number },
 ): Promise<SeedResult> {
   const started = performance.now();
   const db = await openDatabase(database, 'bench-seed');
   try {
     const conn = db.orm.em.getConnection();
     const orgs: SeededOrg[] = [];
-    for (let o = 0; o < opts.orgs; o++) {
-      const created = await createOrganizationWithKey(db.orm.em.fork(), `Bench organization ${o + 1}`);
-      orgs.push({ orgId: created.org_id, apiKey: created.api_key });
+    const customOrgs: SeededOrg[] = [];
+    for (let i = 0; i < opts.orgs + (opts.customOrgs ?? 0); i++) {
+      const custom = i >= opts.orgs;
+      // A custom organization's deals are those of its plain twin.
+      const o = custom ? (i - opts.orgs) % opts.orgs : i;
+      const created = await createOrganizationWithKey(
+        db.orm.em.fork(),
+        custom ? `Bench organization ${o + 1} with custom fields` : `Bench organization ${o + 1}`,
+      );
+      (custom ? customOrgs : orgs).push({ orgId: created.org_id, apiKey: created.api_key });
+      if (custom)
+        for (const field of CUSTOM_FIELDS)
+          await createCustomField(orgFork(db.orm.em.fork(), created.org_id), 'deals', field);
       const [stage] = await conn.execute<{ stage_id: string; pipeline_id: string; name: string }[]>(
         `select s.id as stage_id, s.pipeline_id, s.name
            from pipeline_stages s join pipelines p on p.id = s.pipeline_id
@@ -94,13 +113,14 @@ export async function seed(
       );
       if (!stage) throw new Error(`organization ${created.org_id} has no default pipeline stage`);
 
-      // g runs 1..n; the newest deal has the smallest g. Offsets by o make the two orgs differ.
+      // g runs 1..n; the newest deal has the smallest g. Offsets by o make the two orgs differ (not twins).
       const g = `(g + ${o * 7})`;
       await conn.execute(
         `insert into deals (id, org_id, title, company_name, value, currency, lifecycle_stage, pipeline_id, stage_id,
-                            owner_name, contact_name, contact_email, lead_source, last_activity_at, created_at)
+                            owner_name, contact_name, contact_email, lead_source, last_activity_at, created_at, custom)
          select gen_random_uuid(), ?, t.title, t.company, t.value, 'USD', 'lead', ?, ?,
-                t.owner, t.contact, lower(replace(t.contact, ' ', '.')) || '@' || t.domain, t.source, t.at, t.at
+                t.owner, t.contact, lower(replace(t.contact, ' ', '.')) || '@' || t.domain, t.source, t.at, t.at,
+                ${custom ? customValuesSql('t.n', `'SEED-${o + 1}-' || t.n`) : `'{}'::jsonb`}
            from (
              select ${pick(PRODUCTS, g)} || ' ' || ${pick(KINDS, `${g} / ${PRODUCTS.length}`)} as title,
                     ${pick(COMPANIES, `${g} * 7`)} || ' ' || ${pick(SUFFIXES, `${g} * 13 / ${COMPANIES.length}`)} as company,
@@ -109,7 +129,8 @@ export async function seed(
                     ${pick(OWNERS, `${g} * 3`)} as owner,
                     ${pick(FIRST_NAMES, `${g} * 11`)} || ' ' || ${pick(LAST_NAMES, `${g} * 17 / 3`)} as contact,
                     ${pick(SOURCES, `${g} * 5`)} as source,
-                    now() - g * interval '47 minutes' as at
+                    now() - g * interval '47 minutes' as at,
+                    g as n
                from generate_series(1, ${Math.trunc(opts.dealsPerOrg)}) g
            ) t`,
         [created.org_id, stage.pipeline_id, stage.stage_id],
@@ -157,6 +178,7 @@ export async function seed(
     }
     return {
       orgs,
+      customOrgs,
       dealIds: ids.map((r) => r.id),
       searchTerms,
       seconds: (performance.now() - started) / 1000,

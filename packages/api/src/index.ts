@@ -16,6 +16,8 @@ export * from './context.ts';
 export * from './errors.ts';
 export { type DomainEvent, emitEvent } from './events.ts';
 export { maintainKeptAnalytics } from './features/ai/kept-analytics.ts';
+export type { CustomFieldCreateInput } from './features/custom-fields/custom-field.schemas.ts';
+export { createCustomField } from './features/custom-fields/custom-fields.service.ts';
 export { placeOnePass } from './features/events/event-feed.service.ts';
 export { pruneIdempotencyKeys } from './idempotency.ts';
 export { LIMIT_GROUPS, type LimitGroup } from './limits/groups.ts';
