@@ -274,6 +274,42 @@ for (const { driver, label, skip } of DRIVERS) {
       expect(plain.body.meta).toBeUndefined();
     });
 
+    it('edge values: a long unique text, a number PostgreSQL writes otherwise, deep JSON, a key named constructor', async () => {
+      await freshOrg();
+      await define('deals', { key: 'long_id', type: 'text', unique: true });
+      const long = '🚀'.repeat(1_000); // 4,000 bytes: more than a B-tree entry holds
+      const first = await createDeal({ title: 'Long', custom: { long_id: long } });
+      expect(first.status, first.text).toBe(201);
+      const again = await createDeal({ title: 'Long again', custom: { long_id: long } });
+      expect(again.status).toBe(409);
+      expect(again.body.conflicting_id).toBe(first.body.data.id);
+
+      // 1e21 is "1000000000000000000000" to PostgreSQL: an upsert on it still finds its deal.
+      await define('deals', { key: 'big_number', type: 'number', unique: true });
+      const big = (await createDeal({ title: 'Big', custom: { big_number: 1e21 } })).body.data;
+      const upserted = await api('/deals/batch?upsert_on=big_number', {
+        method: 'POST',
+        json: { items: [{ title: 'Big, renamed', custom: { big_number: 1e21 } }] },
+      });
+      expect(upserted.status, upserted.text).toBe(201);
+      expect(upserted.body.meta.results).toEqual(['updated']);
+      expect(upserted.body.data[0].id).toBe(big.id);
+
+      await define('deals', { key: 'payload', type: 'json' });
+      let deep: unknown = 1;
+      for (let i = 0; i < 2_000; i++) deep = [deep];
+      const tooDeep = await createDeal({ title: 'Deep', custom: { payload: deep } });
+      expect(tooDeep.status).toBe(400);
+      expect(tooDeep.body.error).toBe('custom.payload: nests deeper than 32 levels');
+      const nul = await createDeal({ title: 'NUL', custom: { payload: { 'a\u0000b': 1 } } });
+      expect(nul.status).toBe(400);
+      expect(nul.body.error).toBe('custom.payload: a key must not contain NUL characters');
+
+      await define('deals', { key: 'constructor', type: 'text', required: true, default: 'built' });
+      const made = await createDeal({ title: 'Built' });
+      expect(made.body.data.custom).toEqual({ constructor: 'built' });
+    });
+
     it('making a field required or unique is refused (409, count and first ids) while the data breaks it', async () => {
       await freshOrg();
       await define('deals', { key: 'code', type: 'text' });

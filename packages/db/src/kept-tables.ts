@@ -10,7 +10,13 @@ type Big = ColumnType<string, string | number, string | number>;
  */
 export interface KeptTables {
   /** A unique custom field's values, each claimed by its record (migration `…custom_fields`). */
-  custom_unique_values: { org_id: string; object: string; key: string; value: string; record_id: string };
+  custom_unique_values: {
+    org_id: string;
+    object: string;
+    key: string;
+    value_hash: Buffer;
+    record_id: string;
+  };
   deal_counts: {
     org_id: string;
     pipeline_id: string;

@@ -13,6 +13,15 @@ function objectOf(tool: Tool): CustomObject | undefined {
   return undefined;
 }
 
+function compilesInJavaScript(pattern: string): boolean {
+  try {
+    new RegExp(pattern, 'u');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** One field's value as JSON Schema, with what an agent needs to write it (label, rules, options). */
 function valueSchema(rule: FieldRule & { label?: string }): JsonSchema {
   const { min, max, max_length: maxLength, pattern } = rule.validation;
@@ -20,7 +29,8 @@ function valueSchema(rule: FieldRule & { label?: string }): JsonSchema {
   const text = (extra: JsonSchema = {}) => ({
     type: 'string',
     ...(maxLength !== undefined ? { maxLength } : {}),
-    ...(pattern !== undefined ? { pattern } : {}),
+    // RE2 syntax the JSON Schema validators of MCP clients may not compile ((?i), \pL): left out then.
+    ...(pattern !== undefined && compilesInJavaScript(pattern) ? { pattern } : {}),
     ...extra,
   });
   const number = {

@@ -5,7 +5,7 @@ import { Migration } from '@mikro-orm/migrations';
  * values in a `custom` jsonb column of each record.
  *
  * A unique field's values are claimed in `custom_unique_values`, one row per (organization, object, field,
- * value), by row triggers on the records: whichever path writes a record (one create, a batch, an import,
+ * value's SHA-256), by row triggers on the records: whichever path writes a record (one create, a batch, an import,
  * an operator's psql session), a second holder of a value fails in the statement that writes it, and two
  * concurrent writers of one value wait for each other there (the claim's primary key) instead of both
  * committing. The failure is raised as SQLSTATE CRM09 with the field and the holder in its detail, which
@@ -35,13 +35,15 @@ export class Migration20261130000000_custom_fields extends Migration {
       primary key (org_id, object, key));`);
     this.addSql(`alter table deals add column custom jsonb not null default '{}';`);
     this.addSql(`alter table contacts add column custom jsonb not null default '{}';`);
+    // A value is claimed by its SHA-256 (of its text, `custom ->> key`): a B-tree entry holds at most
+    // 2,704 bytes, and a text value may be 32 KB.
     this.addSql(`create table custom_unique_values (
       org_id uuid not null,
       object text not null,
       key text not null,
-      value text not null,
+      value_hash bytea not null,
       record_id uuid not null,
-      primary key (org_id, object, key, value));`);
+      primary key (org_id, object, key, value_hash));`);
     this.addSql(`create index custom_unique_values_record on custom_unique_values (record_id);`);
 
     // tg_argv[0]: the object the table holds ('deals', 'contacts').
@@ -63,12 +65,13 @@ export class Migration20261130000000_custom_fields extends Migration {
           and new.custom ? f.key
         order by f.key
       loop
-        insert into custom_unique_values (org_id, object, key, value, record_id)
-          values (new.org_id, obj, taken.key, taken.value, new.id)
+        insert into custom_unique_values (org_id, object, key, value_hash, record_id)
+          values (new.org_id, obj, taken.key, sha256(convert_to(taken.value, 'UTF8')), new.id)
           on conflict do nothing;
         if not found then
           select record_id into holder from custom_unique_values
-            where org_id = new.org_id and object = obj and key = taken.key and value = taken.value;
+            where org_id = new.org_id and object = obj and key = taken.key
+              and value_hash = sha256(convert_to(taken.value, 'UTF8'));
           raise exception 'custom.% is unique: % already holds the value', taken.key, holder
             using errcode = 'CRM09',
                   detail = json_build_object('field', 'custom.' || taken.key, 'holder', holder, 'object', obj)::text;

@@ -69,7 +69,9 @@ const Validation = z
     pattern: Text()
       .max(500)
       .optional()
-      .describe('text, long_text, phone: a regular expression (JavaScript syntax) the value must match'),
+      .describe(
+        'text-like types: a regular expression (RE2 syntax, run in linear time) the value must match',
+      ),
   })
   .refine((v) => v.min === undefined || v.max === undefined || v.min <= v.max, 'min must not exceed max');
 

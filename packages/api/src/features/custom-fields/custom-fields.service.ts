@@ -252,7 +252,8 @@ export async function updateCustomField(
       archived: false,
     };
     checkDefinition(rule);
-    if (rule.required && !before.required) await requireEveryRecordHas(tx, object, key);
+    if (rule.required && rule.default === null && !before.required)
+      await requireEveryRecordHas(tx, object, key);
     if (rule.unique && !before.unique) await claimExistingValues(tx, object, key);
     if (!rule.unique && before.unique) await releaseValues(tx, object, key);
     await orgDb(tx)
@@ -374,9 +375,11 @@ async function claimExistingValues(tx: EntityManager, object: CustomObject, key:
   await lockRecords(tx, object);
   const duplicates = await duplicateValues(tx, object, key);
   if (duplicates) throw conflict(duplicates.message, duplicates.first[0]);
+  // Claims left by a writer that committed while the field was being made non-unique: gone first.
+  await releaseValues(tx, object, key);
   await sqlOf(tx)
     .insertInto('custom_unique_values')
-    .columns(['org_id', 'object', 'key', 'value', 'record_id'])
+    .columns(['org_id', 'object', 'key', 'value_hash', 'record_id'])
     .expression(
       orgDb(tx)
         .selectFrom(object)
@@ -384,7 +387,7 @@ async function claimExistingValues(tx: EntityManager, object: CustomObject, key:
           'org_id',
           sql.val(object).as('object'),
           sql.val(key).as('key'),
-          sql<string>`custom ->> ${key}`.as('value'),
+          sql<Buffer>`sha256(convert_to(custom ->> ${key}, 'UTF8'))`.as('value_hash'),
           'id',
         ])
         .where(HELD(key)),
@@ -392,7 +395,9 @@ async function claimExistingValues(tx: EntityManager, object: CustomObject, key:
     .execute();
 }
 
+/** A field's claims, gone: the records held still, so no writer's claim lands meanwhile and stays. */
 async function releaseValues(tx: EntityManager, object: CustomObject, key: string) {
+  await lockRecords(tx, object);
   await orgDb(tx)
     .deleteFrom('custom_unique_values')
     .where('object', '=', object)
@@ -421,14 +426,18 @@ export async function holderOf(
   key: string,
   value: unknown,
 ): Promise<string | undefined> {
-  // As the claim stores it: the value's text (`custom ->> key`), a string as it is.
-  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  // As the trigger claims it: the SHA-256 of the value's text as PostgreSQL writes it (`custom ->> key`:
+  // 1e21 is 1000000000000000000000 there, not JavaScript's 1e+21).
   const row = await orgDb(em)
     .selectFrom('custom_unique_values')
     .select('record_id')
     .where('object', '=', object)
     .where('key', '=', key)
-    .where('value', '=', text)
+    .where(
+      'value_hash',
+      '=',
+      sql<Buffer>`sha256(convert_to(${JSON.stringify(value)}::jsonb #>> '{}', 'UTF8'))`,
+    )
     .executeTakeFirst();
   return row?.record_id;
 }

@@ -110,8 +110,56 @@ function valueSchema(rule: FieldRule): z.ZodType {
         .max(CUSTOM_LIMITS.optionsPerSelect)
         .refine((v) => new Set(v).size === v.length, 'must not repeat a value');
     case 'json':
-      return z.json();
+      return z.unknown().superRefine((value, ctx) => {
+        const problem = jsonProblem(value);
+        if (problem) ctx.addIssue({ code: 'custom', message: problem });
+      });
   }
+}
+
+/** How deep a `json` value may nest: deep enough for any record, shallow enough for every reader. */
+const JSON_MAX_DEPTH = 32;
+
+/**
+ * Why `value` cannot be stored as a `json` field's value, or undefined: walked with a stack of its own (a
+ * recursive check overflowed at ~2,000 levels, a 500), each string and key held to the text rules.
+ */
+function jsonProblem(value: unknown): string | undefined {
+  const stack: Array<[unknown, number]> = [[value, 0]];
+  const badText = (t: string) =>
+    t.includes('\u0000')
+      ? 'must not contain NUL characters'
+      : t.isWellFormed()
+        ? undefined
+        : 'must be valid Unicode text';
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop() as [unknown, number];
+    if (depth > JSON_MAX_DEPTH) return `nests deeper than ${JSON_MAX_DEPTH} levels`;
+    if (v === null || typeof v === 'boolean') continue;
+    if (typeof v === 'number') {
+      if (!Number.isFinite(v)) return 'must be JSON (a finite number)';
+      continue;
+    }
+    if (typeof v === 'string') {
+      const bad = badText(v);
+      if (bad) return bad;
+      continue;
+    }
+    if (Array.isArray(v)) {
+      for (const item of v) stack.push([item, depth + 1]);
+      continue;
+    }
+    if (typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype) {
+      for (const [k, item] of Object.entries(v)) {
+        const bad = badText(k);
+        if (bad) return `a key ${bad}`;
+        stack.push([item, depth + 1]);
+      }
+      continue;
+    }
+    return 'must be JSON';
+  }
+  return undefined;
 }
 
 /** Compiled schemas by what they depend on: a field's rules seldom change, its checks run on every write. */
@@ -201,7 +249,7 @@ export function customValuesOf(
   }
   if (creating) {
     for (const rule of rules) {
-      if (rule.archived || rule.key in next) continue;
+      if (rule.archived || Object.hasOwn(next, rule.key)) continue;
       if (rule.default !== null && rule.default !== undefined) next[rule.key] = rule.default;
       else if (rule.required) throw invalid(`custom.${rule.key}: Required (a required custom field)`);
     }
@@ -221,8 +269,8 @@ export function customChanges(
 ): Record<string, { from: unknown; to: unknown }> {
   const changes: Record<string, { from: unknown; to: unknown }> = {};
   for (const key of new Set([...Object.keys(before), ...Object.keys(after)])) {
-    const from = before[key] ?? null;
-    const to = after[key] ?? null;
+    const from = Object.hasOwn(before, key) ? before[key] : null;
+    const to = Object.hasOwn(after, key) ? after[key] : null;
     if (JSON.stringify(from) !== JSON.stringify(to)) changes[`custom.${key}`] = { from, to };
   }
   return changes;
