@@ -86,8 +86,24 @@ const definitionRows = orgQuery((db, a: { object: string }) =>
   db.selectFrom('custom_fields').select(definitionColumns).where('object', '=', a.object).orderBy('position'),
 );
 
-/** The rules a write checks values against: every field of `object`, archived ones marked (they take no values). */
-export async function fieldRules(em: EntityManager, object: CustomObject): Promise<FieldRule[]> {
+/**
+ * The rules a write checks values against: every field of `object`, archived ones marked (they take no
+ * values). Read once per unit of work: a batch's hundred items read them once, not a hundred times (no
+ * request changes the fields and writes records in one unit of work).
+ */
+export function fieldRules(em: EntityManager, object: CustomObject): Promise<FieldRule[]> {
+  let read = rulesRead.get(em);
+  if (!read) rulesRead.set(em, (read = new Map()));
+  let rules = read.get(object);
+  if (!rules) {
+    rules = readRules(em, object);
+    read.set(object, rules);
+  }
+  return rules;
+}
+const rulesRead = new WeakMap<EntityManager, Map<CustomObject, Promise<FieldRule[]>>>();
+
+async function readRules(em: EntityManager, object: CustomObject): Promise<FieldRule[]> {
   const rows = await definitionRows(em, { object });
   return rows.map((row) => {
     const f = toDto(row as DefinitionRow);
