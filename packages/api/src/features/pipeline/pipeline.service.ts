@@ -8,9 +8,20 @@ import { pipelineStages } from './stages.service.ts';
 /** Deals closing within this many days count as needing a next step. */
 export const CLOSING_SOON_DAYS = 7;
 
-export async function listDefaultStages(em: EntityManager) {
-  const stages = await pipelineStages(em);
-  return stages.map((s) => ({
+/** A stage as the contract's `GET /pipeline/stages` answers it; the pipelines API adds its own fields. */
+export function contractStage<
+  S extends {
+    id: string;
+    name: string;
+    stage_type: string | null;
+    position: number;
+    color: string | null;
+    probability: number | null;
+  },
+>(
+  s: S,
+): Pick<S, 'id' | 'name' | 'stage_type' | 'position' | 'color' | 'probability'> & { is_closed: boolean } {
+  return {
     id: s.id,
     name: s.name,
     stage_type: s.stage_type,
@@ -18,7 +29,11 @@ export async function listDefaultStages(em: EntityManager) {
     color: s.color,
     is_closed: s.stage_type !== 'open',
     probability: s.probability,
-  }));
+  };
+}
+
+export async function listDefaultStages(em: EntityManager) {
+  return (await pipelineStages(em)).map(contractStage);
 }
 
 /** A deal (in `d`, with the statement's clock `t`) idle for more than T days. */

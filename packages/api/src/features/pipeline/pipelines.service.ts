@@ -15,6 +15,7 @@ import {
   type StageInput,
   type StageUpdateInput,
 } from './pipeline.schemas.ts';
+import { contractStage } from './pipeline.service.ts';
 import { forgetStages } from './stages.service.ts';
 
 /**
@@ -78,13 +79,7 @@ type PipelineRecord = Awaited<ReturnType<typeof pipelineRows>>[number];
 
 function stageDto(s: StageRecord): StageDto {
   return {
-    id: s.id,
-    name: s.name,
-    stage_type: s.stage_type,
-    position: s.position,
-    color: s.color,
-    is_closed: s.stage_type !== 'open',
-    probability: s.probability,
+    ...contractStage(s),
     pipeline_id: s.pipeline_id,
     rotten_days: s.rotten_days ?? null,
     deal_count: Number(s.deal_count ?? 0),
