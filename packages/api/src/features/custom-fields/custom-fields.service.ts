@@ -93,7 +93,10 @@ const definitionRows = orgQuery((db, a: { object: string }) =>
  */
 export function fieldRules(em: EntityManager, object: CustomObject): Promise<FieldRule[]> {
   let read = rulesRead.get(em);
-  if (!read) rulesRead.set(em, (read = new Map()));
+  if (!read) {
+    read = new Map();
+    rulesRead.set(em, read);
+  }
   let rules = read.get(object);
   if (!rules) {
     rules = readRules(em, object);

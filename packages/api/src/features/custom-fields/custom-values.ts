@@ -218,7 +218,7 @@ function ruleFor(rules: readonly FieldRule[], object: CustomObject, key: string)
     const active = rules.filter((r) => !r.archived).map((r) => r.key);
     const guess = nearest(key, active);
     throw invalid(
-      `custom.${key}: unknown field${guess ? `; did you mean "${guess}"?` : ''} (the custom fields of ${object}: ${active.join(', ') || 'none yet; POST /custom-fields/' + object + ' defines one'})`,
+      `custom.${key}: unknown field${guess ? `; did you mean "${guess}"?` : ''} (the custom fields of ${object}: ${active.join(', ') || `none yet; POST /custom-fields/${object} defines one`})`,
     );
   }
   if (rule.archived) throw invalid(`custom.${key}: the field is archived and takes no more values`);
