@@ -824,7 +824,7 @@ export interface components {
                 /** @description number, currency: the largest value */
                 max?: number;
                 max_length?: number;
-                /** @description text, long_text, phone: a regular expression (JavaScript syntax) the value must match */
+                /** @description text-like types: a regular expression (RE2 syntax, run in linear time) the value must match */
                 pattern?: string;
             };
             description?: string;
@@ -5476,7 +5476,7 @@ export interface operations {
                         /** @description number, currency: the largest value */
                         max?: number;
                         max_length?: number;
-                        /** @description text, long_text, phone: a regular expression (JavaScript syntax) the value must match */
+                        /** @description text-like types: a regular expression (RE2 syntax, run in linear time) the value must match */
                         pattern?: string;
                     };
                     description?: string;
@@ -5811,7 +5811,7 @@ export interface operations {
                         /** @description number, currency: the largest value */
                         max?: number;
                         max_length?: number;
-                        /** @description text, long_text, phone: a regular expression (JavaScript syntax) the value must match */
+                        /** @description text-like types: a regular expression (RE2 syntax, run in linear time) the value must match */
                         pattern?: string;
                     };
                     description?: string | null;
