@@ -58,12 +58,11 @@ function malformedQuery(querystring: string): string | undefined {
   return undefined;
 }
 
-const readsQueryOnly = (op: RestMatch['operation']) => op.method === 'GET' || op.method === 'DELETE';
-
 /**
- * The procedure's input from a REST request: the query (reads and deletes) or the JSON body (creates and
- * updates, with the query parameters their meta names), with the path parameters over it. What REST alone could get wrong is refused here, so that
- * every door then validates the same input alike: a path parameter repeated in the body, a query
+ * The procedure's input from a REST request: the JSON body (creates and updates), the query parameters the
+ * operation reads (every input of reads and deletes, those a create's meta names), and the path
+ * parameters over them. What REST alone could get wrong is refused here, so that every door then
+ * validates the same input alike: a path parameter repeated in the body, a query
  * parameter the operation does not read (`?limt=1` would otherwise be ignored and the default used
  * without a word), or one given twice.
  */
@@ -84,10 +83,9 @@ export function restInput(
     throw new ApiError('invalid_request', `${operation.method} ${operation.path} takes no request body`);
   if (body !== undefined && !isObject)
     throw new ApiError('invalid_request', 'Request body must be a JSON object');
-  const shadowed = [
-    ...operation.pathParams,
-    ...(readsQueryOnly(operation) ? [] : operation.queryParams),
-  ].filter((p) => body && Object.hasOwn(body, p));
+  const shadowed = [...operation.pathParams, ...operation.queryParams].filter(
+    (p) => body && Object.hasOwn(body, p),
+  );
   if (shadowed.length > 0) throw new ApiError('invalid_request', `Unknown property: ${shadowed.join(', ')}`);
 
   // First: a name Koa kept undecoded would otherwise be reported as an unknown parameter.
@@ -108,6 +106,6 @@ export function restInput(
   if (repeated) throw new ApiError('invalid_request', `${repeated[0]}: give this query parameter once`);
 
   if (operation.inputKeys.length === 0) return undefined;
-  if (readsQueryOnly(operation)) return { ...query, ...params };
+  // A read's body is absent or `{}` (refused above otherwise): its input is its query.
   return { ...(body as Record<string, unknown> | undefined), ...query, ...params };
 }

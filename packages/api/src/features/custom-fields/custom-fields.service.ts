@@ -1,5 +1,6 @@
 import { type EntityManager, sqlOf, transaction } from '@crm/db';
 import { sql } from 'kysely';
+import { LRUCache } from 'lru-cache';
 import { ApiError, notFound } from '../../errors.ts';
 import { currentOrg, orgDb, orgQuery } from '../../org-scope.ts';
 import { asJson, isoOf } from '../../read-model.ts';
@@ -87,24 +88,43 @@ const definitionRows = orgQuery((db, a: { object: string }) =>
 );
 
 /**
- * The rules a write checks values against: every field of `object`, archived ones marked (they take no
- * values). Read once per unit of work: a batch's hundred items read them once, not a hundred times (no
- * request changes the fields and writes records in one unit of work).
+ * How long a process reuses an organization's field definitions it has read, as it does its pipeline
+ * stages (STAGE_CACHE_TTL_MS): a create or PATCH then costs no round trip for them. A schema change
+ * through this API forgets them at once in the process that made it; other instances, and changes made by
+ * hand in SQL, are seen within this time (docs/api/custom-fields.md: Limits). Unique values never wait:
+ * the database checks them itself.
  */
+export const FIELD_CACHE_TTL_MS = 10_000;
+const recentRules = new LRUCache<string, Promise<FieldRule[]>>({ max: 10_000, ttl: FIELD_CACHE_TTL_MS });
+
+/** The rules a write checks values against: every field of `object`, archived ones marked (they take no values). */
 export function fieldRules(em: EntityManager, object: CustomObject): Promise<FieldRule[]> {
-  let read = rulesRead.get(em);
-  if (!read) {
-    read = new Map();
-    rulesRead.set(em, read);
-  }
-  let rules = read.get(object);
+  const key = `${currentOrg(em)}:${object}`;
+  let rules = recentRules.get(key);
   if (!rules) {
     rules = readRules(em, object);
-    read.set(object, rules);
+    recentRules.set(key, rules);
+    // A failed read is not remembered.
+    rules.catch(() => recentRules.delete(key));
   }
   return rules;
 }
-const rulesRead = new WeakMap<EntityManager, Map<CustomObject, Promise<FieldRule[]>>>();
+
+/**
+ * A change of the organization's fields, in one transaction, after which this process reads them again
+ * (a read made while it ran may have remembered what it saw).
+ */
+export async function schemaChange<T>(
+  em: EntityManager,
+  change: (tx: EntityManager) => Promise<T>,
+): Promise<T> {
+  try {
+    return await transaction(em, change);
+  } finally {
+    const prefix = `${currentOrg(em)}:`;
+    for (const key of [...recentRules.keys()]) if (key.startsWith(prefix)) recentRules.delete(key);
+  }
+}
 
 async function readRules(em: EntityManager, object: CustomObject): Promise<FieldRule[]> {
   const rows = await definitionRows(em, { object });
@@ -206,7 +226,7 @@ export async function createCustomField(
   input: CustomFieldCreateInput,
 ): Promise<CustomFieldDto> {
   const rule = newFieldRule(input);
-  return transaction(em, async (tx) => {
+  return schemaChange(em, async (tx) => {
     // One schema change of an object at a time: the count and the position below stay exact.
     await lockSchema(tx, object);
     const existing = await orgDb(tx)
@@ -255,7 +275,7 @@ export async function updateCustomField(
   key: string,
   input: CustomFieldUpdateInput,
 ): Promise<CustomFieldDto> {
-  return transaction(em, async (tx) => {
+  return schemaChange(em, async (tx) => {
     await lockSchema(tx, object);
     const row = await findDefinition(tx, object, key);
     if (row.archived_at) throw conflict(`${object}.${key} is archived: it changes no more`);
@@ -303,7 +323,7 @@ function mergedOptions(before: CustomFieldOption[], sent: CustomFieldOption[]): 
 
 /** DELETE: archived, its values kept (readable, in history and exports), its key never used again. */
 export async function archiveCustomField(em: EntityManager, object: CustomObject, key: string) {
-  return transaction(em, async (tx) => {
+  return schemaChange(em, async (tx) => {
     await lockSchema(tx, object);
     const row = await findDefinition(tx, object, key);
     if (!row.archived_at) {

@@ -1,4 +1,4 @@
-import { type EntityManager, transaction } from '@crm/db';
+import type { EntityManager } from '@crm/db';
 import { z } from 'zod';
 import { ApiError } from '../../errors.ts';
 import { orgDb } from '../../org-scope.ts';
@@ -17,6 +17,7 @@ import {
   listCustomFields,
   missingValues,
   newFieldRule,
+  schemaChange,
   updateCustomField,
 } from './custom-fields.service.ts';
 
@@ -213,7 +214,7 @@ async function countRecords(em: EntityManager, object: CustomObject): Promise<nu
  * step's problem, with the plan's other problems). Returns the plan and the fields as they now are.
  */
 export async function applySchema(em: EntityManager, file: SchemaFile) {
-  return transaction(em, async (tx) => {
+  return schemaChange(em, async (tx) => {
     const plan = await planSchema(tx, file);
     const problems = plan.steps.filter((s) => s.problem);
     if (problems.length > 0)
