@@ -52,6 +52,7 @@ for (const { driver, label, skip } of DRIVERS) {
             { key: 'legacy_code', type: 'text', label: 'legacy_code' },
           ],
           contacts: [],
+          companies: [],
         },
       });
 

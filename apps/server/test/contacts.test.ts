@@ -34,6 +34,7 @@ for (const { driver, label, skip } of DRIVERS) {
         title: 'CEO',
         phone: '+1 555 0100',
         deal_id: dealId,
+        company_id: null,
         role_type: 'unknown',
         department: null,
         influence_level: null,

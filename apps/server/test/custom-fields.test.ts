@@ -395,7 +395,7 @@ for (const { driver, label, skip } of DRIVERS) {
         expect(res.status, JSON.stringify(json)).toBe(400);
         expect(res.body.error).toMatch(message);
       }
-      expect((await api('/custom-fields/companies')).status).toBe(400);
+      expect((await api('/custom-fields/activities')).status).toBe(400);
       expect((await api('/custom-fields/deals/missing')).status).toBe(404);
       await define('deals', { key: 'a', type: 'text' });
       const dup = await api('/custom-fields/deals', { method: 'POST', json: { key: 'a', type: 'text' } });

@@ -72,6 +72,7 @@ const MAKERS: Array<[kind: string, make: Maker]> = [
       }),
   ],
   ['stages', (s, org, made) => created(s, org, `/pipelines/${made.pipelines}/stages`, { name: 'Isolated' })],
+  ['companies', (s, org) => created(s, org, '/companies', { name: `Isolated company of ${org.orgId}` })],
   ['deals', (s, org) => created(s, org, '/deals', { title: `Isolated deal of ${org.orgId}` })],
   [
     'custom-fields',

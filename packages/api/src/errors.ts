@@ -102,6 +102,10 @@ export class ApiError extends Error {
 }
 
 export const notFound = (what: string) => new ApiError('not_found', `${what} not found`);
+
+/** A 409 `conflict`; `conflictingId` names the record that holds the value. */
+export const conflict = (message: string, conflictingId?: string) =>
+  new ApiError('conflict', message, conflictingId ? { extra: { conflicting_id: conflictingId } } : {});
 const tooLarge = () =>
   new ApiError('payload_too_large', `Request body is larger than the ${MAX_BODY_TEXT} limit`);
 
@@ -219,10 +223,10 @@ export function isDatabaseUnavailable(err: unknown): boolean {
 /**
  * What a write referred to that another request deleted after this one had read it (a foreign key failing
  * for the row it inserts), if that is what `err` (or what caused it) is: a deal, a deal's stage or
- * pipeline, or the caller's whole organization (deleted on another instance while this one still knew its
+ * pipeline, a company, or the caller's whole organization (deleted on another instance while this one still knew its
  * key, see KEY_CACHE_TTL_MS).
  */
-function goneMeanwhile(err: unknown): 'deal' | 'stage' | 'organization' | undefined {
+function goneMeanwhile(err: unknown): 'deal' | 'company' | 'stage' | 'organization' | undefined {
   for (
     let e = err, depth = 0;
     e && typeof e === 'object' && depth < 5;
@@ -231,6 +235,7 @@ function goneMeanwhile(err: unknown): 'deal' | 'stage' | 'organization' | undefi
     const { code, constraint } = e as { code?: unknown; constraint?: unknown };
     if (code !== '23503' || typeof constraint !== 'string') continue;
     if (constraint.endsWith('_deal_id_fkey')) return 'deal';
+    if (constraint.endsWith('_company_id_fkey')) return 'company';
     // A deal written into a stage or pipeline deleted meanwhile (another instance still knew its stages,
     // see STAGE_CACHE_TTL_MS).
     if (constraint === 'deals_stage_id_fkey' || constraint === 'deals_pipeline_id_fkey') return 'stage';
@@ -270,6 +275,8 @@ export function toApiError(err: unknown): ApiError {
   switch (goneMeanwhile(err)) {
     case 'deal':
       return notFound('Deal');
+    case 'company':
+      return notFound('Company');
     case 'stage':
       return new ApiError(
         'conflict',

@@ -28,10 +28,15 @@ const TAGS = [
       'The stakeholders of a deal: their role in the decision, influence, engagement and sentiment, which the AI insights read.',
   },
   {
+    name: 'Companies',
+    description:
+      'The companies deals and contacts are linked to (`company_id`): one per domain, with counts and the newest deals and people of each.',
+  },
+  {
     name: 'Pipeline',
     description: 'The stages of the default pipeline, and the health of the open deals in it.',
   },
-  { name: 'Search', description: 'Deals and contacts found by a piece of text, in one call.' },
+  { name: 'Search', description: 'Deals, contacts and companies found by a piece of text, in one call.' },
   {
     name: 'Usage',
     description: 'This month’s API and AI calls against the organization’s quotas, and the rate limits.',

@@ -24,6 +24,7 @@ import {
   ReferenceNode,
   type RootOperationNode,
   SelectQueryNode,
+  sql,
   TableNode,
   type UnknownRow,
   type UpdateQueryNode,
@@ -68,6 +69,8 @@ export const TENANT_TABLES: ReadonlySet<string> = new Set([
   'activity_signal_hours',
   'api_keys',
   'audit_log',
+  'companies',
+  'company_counts',
   'contact_counts',
   'contacts',
   'custom_fields',
@@ -128,6 +131,16 @@ export function orgDb(em: EntityManager): Kysely<Tables> {
  */
 export function unscopedDb(em: EntityManager, _reason: string): Kysely<Tables> {
   return sqlOf(em);
+}
+
+/**
+ * Waits for, then holds until the transaction ends, the lock named `name` of the caller's organization (a
+ * PostgreSQL advisory lock keyed by the name and the organization): writers that must not interleave (one
+ * organization's pipeline changes, a schema change, the claim of a company's domain) take turns on it,
+ * while other organizations' writers do not wait. The one way locks are taken; call it in a transaction.
+ */
+export async function lockForOrg(tx: EntityManager, name: string): Promise<void> {
+  await sql`select pg_advisory_xact_lock(hashtext(${name}), hashtext(${currentOrg(tx)}))`.execute(sqlOf(tx));
 }
 
 /** Where a prepared query's organization goes, until a call puts its own there. */

@@ -23,14 +23,21 @@ const anchorOf = {
       reusePlan: true,
     },
   ),
+  companies: orgQuery(
+    (db, a: { id: string }) => db.selectFrom('companies').select('id').where('id', '=', a.id),
+    { reusePlan: true },
+  ),
 };
+
+/** The lists read newest first by cursor. */
+type CursorList = keyof typeof anchorOf;
 
 /**
  * The check that a cursor's row is there, before a page after it is read; `after` or `offset`, not both.
  */
 export async function checkCursor(
   em: EntityManager,
-  list: { table: 'deals' | 'contacts'; what: string },
+  list: { table: CursorList; what: string },
   query: { after?: string | undefined; offset: number },
 ): Promise<void> {
   if (!query.after) return;
@@ -49,10 +56,7 @@ export async function checkCursor(
  * planner reads it once and descends the (org_id, created_at, id) index from there instead of filtering
  * every row.
  */
-export function afterAnchor(
-  list: { table: 'deals' | 'contacts'; alias: string },
-  after: string,
-): Expression<SqlBool> {
+export function afterAnchor(list: { table: CursorList; alias: string }, after: string): Expression<SqlBool> {
   const anchor = expressionBuilder<Tables, never>()
     .selectFrom(`${list.table} as anchor` as 'deals as anchor')
     .select(['anchor.created_at', 'anchor.id'])

@@ -1,4 +1,5 @@
 import { aiRouter } from './features/ai/ai.router.ts';
+import { companiesRouter } from './features/companies/companies.router.ts';
 import { contactsRouter } from './features/contacts/contacts.router.ts';
 import { customFieldsRouter } from './features/custom-fields/custom-fields.router.ts';
 import { dealsRouter } from './features/deals/deals.router.ts';
@@ -13,6 +14,7 @@ import { router } from './trpc.ts';
 export const appRouter = router({
   deals: dealsRouter,
   contacts: contactsRouter,
+  companies: companiesRouter,
   pipeline: pipelineRouter,
   pipelines: pipelinesRouter,
   search: searchRouter,

@@ -7,6 +7,8 @@ export const SCOPES = [
   'deals:write',
   'contacts:read',
   'contacts:write',
+  'companies:read',
+  'companies:write',
   'pipeline:read',
   'pipeline:write',
   'search',

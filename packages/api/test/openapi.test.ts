@@ -97,11 +97,14 @@ describe('the OpenAPI document', () => {
   it('shows for each request body an example that its own input schema accepts', () => {
     const bodies = operations.filter(({ op }) => op.requestBody);
     expect(bodies.map(({ method, path }) => `${method.toUpperCase()} ${path}`).sort()).toEqual([
+      'PATCH /companies/{id}',
       'PATCH /contacts/{id}',
       'PATCH /custom-fields/{object}/{key}',
       'PATCH /deals/{id}',
       'PATCH /pipelines/{id}',
       'PATCH /pipelines/{id}/stages/{stage_id}',
+      'POST /companies',
+      'POST /companies/batch',
       'POST /contacts',
       'POST /contacts/batch',
       'POST /custom-fields/apply',
@@ -176,6 +179,7 @@ describe('the OpenAPI document', () => {
         title: null,
         phone: null,
         deal_id: '019a0000-0000-7000-8000-000000000002',
+        company_id: null,
         role_type: 'unknown',
         department: null,
         influence_level: null,

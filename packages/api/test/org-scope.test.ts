@@ -218,11 +218,9 @@ describe('organization scope of the service’s SQL (source)', () => {
       'better-auth’s accounts and sessions (no org_id, no typed schema), by a person found scoped',
     'features/ai/kept-analytics.ts': 'hourly upkeep across every organization (fold and prune the kept sums)',
     'features/custom-fields/custom-fields.service.ts':
-      'a schema change locks its object’s schema (an advisory lock) and records while it checks them',
+      'a schema change locks its object’s records while it checks them',
     'features/deals/deal-import.ts': 'folds the kept sums and vacuums the tables after an import',
     'features/events/event-feed.service.ts': 'the sequencer numbers every organization’s events in one order',
-    'features/pipeline/pipelines.service.ts':
-      'one organization’s pipeline writes run one after another: an advisory lock keyed by the organization',
     'idempotency.ts': 'idempotency records belong to an API key (no org_id): stored and replayed by key',
     'limits/usage-store.ts': 'the usage flush upserts every organization’s counts, one statement a table',
   };

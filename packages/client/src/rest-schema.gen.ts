@@ -162,6 +162,90 @@ export interface paths {
         patch: operations["contacts-update"];
         trace?: never;
     };
+    "/companies": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List companies, newest first
+         * @description Returns a page of the organization’s companies (`limit`, `offset`, or `after` a cursor) with `meta.total`; `q` keeps those whose name or domain contains it, case-insensitively.
+         *
+         *     Needs an API key with the scope `companies:read` (or `*`).
+         */
+        get: operations["companies-list"];
+        put?: never;
+        /**
+         * Create a company
+         * @description Creates a company and emits `company.created`; returns it with 201. `domain` is stored normalized (lower case, no scheme, `www.` or path) and is unique in the organization: a second company with it is a 409 `conflict` naming the first (`conflicting_id`). Send `Idempotency-Key` to retry safely.
+         *
+         *     Needs an API key with the scope `companies:write` (or `*`).
+         */
+        post: operations["companies-create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/companies/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create up to 100 companies at once
+         * @description Creates every company of `items` (each the body of POST /companies) in one transaction: all or nothing, each emitting `company.created`. An item that fails fails the call with its index (`items[2].domain: …`). Each item counts as one API call against the monthly quota. Send `Idempotency-Key` to retry safely. Returns the companies with 201, in the order given.
+         *
+         *     Needs an API key with the scope `companies:write` (or `*`).
+         */
+        post: operations["companies-batch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/companies/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A company with its counts and newest deals and contacts
+         * @description Returns the company with how many deals (and open deals) and contacts are linked to it, and the newest five of each. An unknown company is a 404.
+         *
+         *     Needs an API key with the scope `companies:read` (or `*`).
+         */
+        get: operations["companies-get"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a company (its deals and contacts stay)
+         * @description Deletes the company and returns `{"success": true}`. Its deals and contacts stay, unlinked (`company_id` null; a deal keeps its `company_name`). An unknown company is a 404.
+         *
+         *     Needs an API key with the scope `companies:write` (or `*`).
+         */
+        delete: operations["companies-delete"];
+        options?: never;
+        head?: never;
+        /**
+         * Change some fields of a company
+         * @description Changes the fields sent (`null` clears one) and, when anything changed, emits `company.updated` with the changes. A new name is carried to the deals whose `company_name` is the company’s (linked without a name of their own). A `domain` another company holds is a 409; an unknown company is a 404.
+         *
+         *     Needs an API key with the scope `companies:write` (or `*`).
+         */
+        patch: operations["companies-update"];
+        trace?: never;
+    };
     "/pipeline/stages": {
         parameters: {
             query?: never;
@@ -326,8 +410,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Search deals and contacts by text
-         * @description Returns up to 20 deals whose title or company, and up to 20 contacts whose name, e-mail or title, contains `q` (case-insensitive), best first: a title, company name or contact name equal to `q`, then those beginning with it (alphabetically, then newest first), then the newest of the other matches. `meta` says how many matched in each list, exactly up to `meta.count_bound` (1,000), else "more than" it (`exact: false`). A `q` shorter than 2 characters is a 400.
+         * Search deals, contacts and companies by text
+         * @description Returns up to 20 deals whose title or company, and up to 20 contacts whose name, e-mail or title, contains `q` (case-insensitive), best first: a title, company name or contact name equal to `q`, then those beginning with it (alphabetically, then newest first), then the newest of the other matches; and up to 20 companies whose name or domain contains it (`companies`, ranked the same way). `meta` says how many matched in each list, exactly up to `meta.count_bound` (1,000), else "more than" it (`exact: false`). A `q` shorter than 2 characters is a 400.
          *
          *     Needs an API key with the scope `search` (or `*`).
          */
@@ -732,6 +816,11 @@ export interface components {
             lead_source?: string;
             /** Format: date-time */
             expected_close_date?: string;
+            /**
+             * Format: uuid
+             * @description Links the deal to a company; without a company_name of its own the deal shows the company’s name
+             */
+            company_id?: string;
             /** Format: uuid */
             pipeline_id?: string;
             /** Format: uuid */
@@ -764,13 +853,32 @@ export interface components {
              * @enum {string}
              */
             role_type: "economic_buyer" | "champion" | "technical_buyer" | "end_user" | "influencer" | "executive_sponsor" | "blocker" | "unknown";
+            /**
+             * Format: uuid
+             * @description The company the person works for; the deal’s company when left out
+             */
+            company_id?: string;
+            /** @description Values of the organization’s custom fields by key (GET /custom-fields/{object} lists them); in a PATCH, only the keys sent change and null clears one */
+            custom?: {
+                [key: string]: unknown;
+            };
+        };
+        CompanyCreateRequest: {
+            name: string;
+            /** @description Stored lower case without scheme, www. or path: "https://www.Acme.com/about" is acme.com */
+            domain?: string;
+            industry?: string;
+            /** @enum {string} */
+            size?: "1-10" | "11-50" | "51-200" | "201-500" | "501-1000" | "1001-5000" | "5001-10000" | "10001+";
+            /** Format: uri */
+            website?: string;
             /** @description Values of the organization’s custom fields by key (GET /custom-fields/{object} lists them); in a PATCH, only the keys sent change and null clears one */
             custom?: {
                 [key: string]: unknown;
             };
         };
         /** @enum {string} */
-        WebhookEvent: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed";
+        WebhookEvent: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated";
         /**
          * @example {
          *       "key": "arr",
@@ -839,6 +947,8 @@ export interface components {
             id: string;
             title: string;
             company_name: string | null;
+            /** @description The linked company (GET /companies/{id}); null when none */
+            company_id: string | null;
             value: number | null;
             currency: string | null;
             win_probability: number | null;
@@ -899,6 +1009,8 @@ export interface components {
             phone: string | null;
             /** Format: uuid */
             deal_id: string;
+            /** @description The company the person works for (GET /companies/{id}); null when none */
+            company_id: string | null;
             /** @enum {string} */
             role_type: "economic_buyer" | "champion" | "technical_buyer" | "end_user" | "influencer" | "executive_sponsor" | "blocker" | "unknown";
             department: string | null;
@@ -925,6 +1037,8 @@ export interface components {
                 phone: string | null;
                 /** Format: uuid */
                 deal_id: string;
+                /** @description The company the person works for (GET /companies/{id}); null when none */
+                company_id: string | null;
                 /** @enum {string} */
                 role_type: "economic_buyer" | "champion" | "technical_buyer" | "end_user" | "influencer" | "executive_sponsor" | "blocker" | "unknown";
                 department: string | null;
@@ -944,6 +1058,67 @@ export interface components {
                     title: string | null;
                     company: string | null;
                 };
+            };
+        };
+        Company: {
+            /** Format: uuid */
+            id: string;
+            name: string;
+            domain: string | null;
+            industry: string | null;
+            size: ("1-10" | "11-50" | "51-200" | "201-500" | "501-1000" | "1001-5000" | "5001-10000" | "10001+") | null;
+            website: string | null;
+            /** Format: date-time */
+            created_at: string;
+            updated_at: string | null;
+            /** @description Values of the organization’s custom fields by key */
+            custom: {
+                [key: string]: unknown;
+            };
+        };
+        CompanyDetailResponse: {
+            data: {
+                /** Format: uuid */
+                id: string;
+                name: string;
+                domain: string | null;
+                industry: string | null;
+                size: ("1-10" | "11-50" | "51-200" | "201-500" | "501-1000" | "1001-5000" | "5001-10000" | "10001+") | null;
+                website: string | null;
+                /** Format: date-time */
+                created_at: string;
+                updated_at: string | null;
+                /** @description Values of the organization’s custom fields by key */
+                custom: {
+                    [key: string]: unknown;
+                };
+                counts: {
+                    deals: number;
+                    open_deals: number;
+                    contacts: number;
+                };
+                /** @description The newest 5 deals linked to it */
+                deals: {
+                    /** Format: uuid */
+                    id: string;
+                    title: string;
+                    value: number | null;
+                    currency: string | null;
+                    stage_name: string | null;
+                    stage_type: string | null;
+                    /** Format: date-time */
+                    created_at: string;
+                }[];
+                /** @description The newest 5 contacts linked to it */
+                contacts: {
+                    /** Format: uuid */
+                    id: string;
+                    name: string;
+                    email: string | null;
+                    title: string | null;
+                    /** Format: date-time */
+                    created_at: string;
+                }[];
             };
         };
         PipelineStage: {
@@ -1001,6 +1176,8 @@ export interface components {
         SearchResponse: {
             deals?: components["schemas"]["SearchDeal"][];
             contacts?: components["schemas"]["SearchContact"][];
+            /** @description Up to 20 companies whose name or domain contains q, best first; left out when none matched */
+            companies?: components["schemas"]["SearchCompany"][];
         };
         SearchDeal: {
             /** Format: uuid */
@@ -1023,9 +1200,18 @@ export interface components {
             deal_title: string | null;
             company: string | null;
         };
+        SearchCompany: {
+            /** Format: uuid */
+            id: string;
+            name: string;
+            domain: string | null;
+            industry: string | null;
+        };
         SearchMeta: {
             deals: components["schemas"]["SearchMatched"];
             contacts: components["schemas"]["SearchMatched"];
+            /** @description Present when a company matched */
+            companies?: components["schemas"]["SearchMatched"];
             /** @description Matches are counted exactly up to this many */
             count_bound: number;
         };
@@ -1072,7 +1258,7 @@ export interface components {
              * @description An event type; webhook.test for a test event sent from the dashboard
              * @enum {string}
              */
-            event_type: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "webhook.test";
+            event_type: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated" | "webhook.test";
             /**
              * @description pending: waiting for its next attempt; succeeded; failed: retries used up; cancelled: the endpoint was deactivated
              * @enum {string}
@@ -1105,7 +1291,7 @@ export interface components {
              */
             id: string;
             /** @enum {string} */
-            type: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed";
+            type: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated";
             /**
              * Format: date-time
              * @description When the change was made: the `timestamp` of its webhook body
@@ -1246,7 +1432,7 @@ export interface components {
         CustomFieldSchemaPlan: {
             steps: {
                 /** @enum {string} */
-                object: "deals" | "contacts";
+                object: "deals" | "contacts" | "companies";
                 key: string;
                 /** @enum {string} */
                 action: "add" | "change" | "archive";
@@ -1268,7 +1454,7 @@ export interface components {
         CustomFieldSchemaApplied: {
             steps: {
                 /** @enum {string} */
-                object: "deals" | "contacts";
+                object: "deals" | "contacts" | "companies";
                 key: string;
                 /** @enum {string} */
                 action: "add" | "change" | "archive";
@@ -1291,7 +1477,7 @@ export interface components {
         };
         CustomField: {
             /** @enum {string} */
-            object: "deals" | "contacts";
+            object: "deals" | "contacts" | "companies";
             key: string;
             label: string;
             /** @enum {string} */
@@ -1471,6 +1657,11 @@ export interface operations {
                     lead_source?: string;
                     /** Format: date-time */
                     expected_close_date?: string;
+                    /**
+                     * Format: uuid
+                     * @description Links the deal to a company; without a company_name of its own the deal shows the company’s name
+                     */
+                    company_id?: string;
                     /** Format: uuid */
                     pipeline_id?: string;
                     /** Format: uuid */
@@ -1938,6 +2129,8 @@ export interface operations {
                     notes?: string | null;
                     lead_source?: string | null;
                     expected_close_date?: string | null;
+                    /** @description Links the deal to a company (null unlinks it; the deal keeps its company_name) */
+                    company_id?: string | null;
                     /** Format: uuid */
                     pipeline_id?: string;
                     /** Format: uuid */
@@ -2181,6 +2374,11 @@ export interface operations {
                      * @enum {string}
                      */
                     role_type?: "economic_buyer" | "champion" | "technical_buyer" | "end_user" | "influencer" | "executive_sponsor" | "blocker" | "unknown";
+                    /**
+                     * Format: uuid
+                     * @description The company the person works for; the deal’s company when left out
+                     */
+                    company_id?: string;
                     /** @description Values of the organization’s custom fields by key (GET /custom-fields/{object} lists them); in a PATCH, only the keys sent change and null clears one */
                     custom?: {
                         [key: string]: unknown;
@@ -2565,6 +2763,8 @@ export interface operations {
                     engagement_level?: ("high" | "medium" | "low" | "unknown") | null;
                     sentiment?: ("positive" | "neutral" | "negative" | "unknown") | null;
                     linkedin_url?: string | null;
+                    /** @description The company the person works for; null unlinks it */
+                    company_id?: string | null;
                     /** @description Values of the organization’s custom fields by key (GET /custom-fields/{object} lists them); in a PATCH, only the keys sent change and null clears one */
                     custom?: {
                         [key: string]: unknown;
@@ -2581,6 +2781,681 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: components["schemas"]["Contact"];
+                    };
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected. `invalid_json`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `conflict`: The write conflicts with the data as it is (a unique custom field’s value another record holds, a rule the records break, a stage deals are in, the default pipeline): the message says with what and how to proceed; `conflicting_id` names the record that holds a value */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large`: The body is over 1 MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type`: The body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "companies-list": {
+        parameters: {
+            query?: {
+                limit?: number;
+                offset?: number;
+                after?: string;
+                q?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Company"][];
+                        meta: {
+                            total: number;
+                            limit: number;
+                            offset: number;
+                            /** @description Pass as `after` for the next page; null on the last page */
+                            next_cursor: string | null;
+                            /** @description Present (false) only when `q` matched more than `total` companies: matches are counted up to 1,000 */
+                            total_exact?: boolean;
+                        };
+                    };
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "companies-create": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Retry safely: the same key with the same input within 24 hours returns the first answer instead of doing it again; with another input, 422. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Acme Corp",
+                 *       "domain": "acme.com",
+                 *       "industry": "Manufacturing",
+                 *       "size": "201-500",
+                 *       "website": "https://acme.com"
+                 *     }
+                 */
+                "application/json": {
+                    name: string;
+                    /** @description Stored lower case without scheme, www. or path: "https://www.Acme.com/about" is acme.com */
+                    domain?: string;
+                    industry?: string;
+                    /** @enum {string} */
+                    size?: "1-10" | "11-50" | "51-200" | "201-500" | "501-1000" | "1001-5000" | "5001-10000" | "10001+";
+                    /** Format: uri */
+                    website?: string;
+                    /** @description Values of the organization’s custom fields by key (GET /custom-fields/{object} lists them); in a PATCH, only the keys sent change and null clears one */
+                    custom?: {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Company"];
+                    };
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected. `invalid_json`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `idempotency_key_in_use`: A request with this `Idempotency-Key` is still running: retry in a moment. `conflict`: The write conflicts with the data as it is (a unique custom field’s value another record holds, a rule the records break, a stage deals are in, the default pipeline): the message says with what and how to proceed; `conflicting_id` names the record that holds a value */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large`: The body is over 1 MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type`: The body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `idempotency_key_reused`: The `Idempotency-Key` was used before with another input */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "companies-batch": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Retry safely: the same key with the same input within 24 hours returns the first answer instead of doing it again; with another input, 422. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "items": [
+                 *         {
+                 *           "name": "Acme Corp",
+                 *           "domain": "acme.com",
+                 *           "industry": "Manufacturing",
+                 *           "size": "201-500",
+                 *           "website": "https://acme.com"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    items: components["schemas"]["CompanyCreateRequest"][];
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Company"][];
+                    };
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected. `invalid_json`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `idempotency_key_in_use`: A request with this `Idempotency-Key` is still running: retry in a moment. `conflict`: The write conflicts with the data as it is (a unique custom field’s value another record holds, a rule the records break, a stage deals are in, the default pipeline): the message says with what and how to proceed; `conflicting_id` names the record that holds a value */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large`: The body is over 1 MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type`: The body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `idempotency_key_reused`: The `Idempotency-Key` was used before with another input */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "companies-get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource id (uuid) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CompanyDetailResponse"];
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "companies-delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource id (uuid) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "companies-update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource id (uuid) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "industry": "Industrial automation",
+                 *       "size": "501-1000"
+                 *     }
+                 */
+                "application/json": {
+                    name?: string;
+                    domain?: string | null;
+                    industry?: string | null;
+                    size?: ("1-10" | "11-50" | "51-200" | "201-500" | "501-1000" | "1001-5000" | "5001-10000" | "10001+") | null;
+                    website?: string | null;
+                    /** @description Values of the organization’s custom fields by key (GET /custom-fields/{object} lists them); in a PATCH, only the keys sent change and null clears one */
+                    custom?: {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Company"];
                     };
                 };
             };
@@ -5109,6 +5984,7 @@ export interface operations {
                     objects: {
                         deals?: components["schemas"]["CustomFieldCreateRequest"][];
                         contacts?: components["schemas"]["CustomFieldCreateRequest"][];
+                        companies?: components["schemas"]["CustomFieldCreateRequest"][];
                     };
                 };
             };
@@ -5248,6 +6124,7 @@ export interface operations {
                     objects: {
                         deals?: components["schemas"]["CustomFieldCreateRequest"][];
                         contacts?: components["schemas"]["CustomFieldCreateRequest"][];
+                        companies?: components["schemas"]["CustomFieldCreateRequest"][];
                     };
                 };
             };
@@ -5355,7 +6232,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The records the field is on */
-                object: "deals" | "contacts";
+                object: "deals" | "contacts" | "companies";
             };
             cookie?: never;
         };
@@ -5443,7 +6320,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The records the field is on */
-                object: "deals" | "contacts";
+                object: "deals" | "contacts" | "companies";
             };
             cookie?: never;
         };
@@ -5598,7 +6475,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The records the field is on */
-                object: "deals" | "contacts";
+                object: "deals" | "contacts" | "companies";
                 key: string;
             };
             cookie?: never;
@@ -5687,7 +6564,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The records the field is on */
-                object: "deals" | "contacts";
+                object: "deals" | "contacts" | "companies";
                 key: string;
             };
             cookie?: never;
@@ -5776,7 +6653,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The records the field is on */
-                object: "deals" | "contacts";
+                object: "deals" | "contacts" | "companies";
                 key: string;
             };
             cookie?: never;

@@ -48,6 +48,7 @@ export type AppRouter = TRPCBuiltRouter<{
           id: string;
           title: string;
           company_name: string | null;
+          company_id: string | null;
           value: number | null;
           currency: string | null;
           win_probability: number | null;
@@ -82,6 +83,7 @@ export type AppRouter = TRPCBuiltRouter<{
       meta: object;
       input: {
         title: string;
+        company_id?: string | undefined;
         pipeline_id?: string | undefined;
         stage_id?: string | undefined;
         custom?: Record<string, unknown> | undefined;
@@ -99,6 +101,7 @@ export type AppRouter = TRPCBuiltRouter<{
           id: string;
           title: string;
           company_name: string | null;
+          company_id: string | null;
           value: number | null;
           currency: string | null;
           win_probability: number | null;
@@ -128,6 +131,7 @@ export type AppRouter = TRPCBuiltRouter<{
       input: {
         items: {
           title: string;
+          company_id?: string | undefined;
           pipeline_id?: string | undefined;
           stage_id?: string | undefined;
           custom?: Record<string, unknown> | undefined;
@@ -147,6 +151,7 @@ export type AppRouter = TRPCBuiltRouter<{
           id: string;
           title: string;
           company_name: string | null;
+          company_id: string | null;
           value: number | null;
           currency: string | null;
           win_probability: number | null;
@@ -186,6 +191,7 @@ export type AppRouter = TRPCBuiltRouter<{
             id: string;
             title: string;
             company_name: string | null;
+            company_id: string | null;
             value: number | null;
             currency: string | null;
             win_probability: number | null;
@@ -231,6 +237,7 @@ export type AppRouter = TRPCBuiltRouter<{
       meta: object;
       input: {
         id: string;
+        company_id?: string | null | undefined;
         pipeline_id?: string | undefined;
         stage_id?: string | undefined;
         lifecycle_stage?: string | null | undefined;
@@ -252,6 +259,7 @@ export type AppRouter = TRPCBuiltRouter<{
           id: string;
           title: string;
           company_name: string | null;
+          company_id: string | null;
           value: number | null;
           currency: string | null;
           win_probability: number | null;
@@ -303,6 +311,7 @@ export type AppRouter = TRPCBuiltRouter<{
           title: string | null;
           phone: string | null;
           deal_id: string;
+          company_id: string | null;
           role_type: "unknown" | "economic_buyer" | "champion" | "technical_buyer" | "end_user" | "influencer" | "executive_sponsor" | "blocker";
           department: string | null;
           influence_level: "high" | "medium" | "low" | null;
@@ -332,6 +341,7 @@ export type AppRouter = TRPCBuiltRouter<{
         title?: string | undefined;
         phone?: string | undefined;
         role_type?: "unknown" | "economic_buyer" | "champion" | "technical_buyer" | "end_user" | "influencer" | "executive_sponsor" | "blocker" | undefined;
+        company_id?: string | undefined;
         custom?: Record<string, unknown> | undefined;
       };
       output: {
@@ -342,6 +352,7 @@ export type AppRouter = TRPCBuiltRouter<{
           title: string | null;
           phone: string | null;
           deal_id: string;
+          company_id: string | null;
           role_type: "unknown" | "economic_buyer" | "champion" | "technical_buyer" | "end_user" | "influencer" | "executive_sponsor" | "blocker";
           department: string | null;
           influence_level: "high" | "medium" | "low" | null;
@@ -365,6 +376,7 @@ export type AppRouter = TRPCBuiltRouter<{
           title?: string | undefined;
           phone?: string | undefined;
           role_type?: "unknown" | "economic_buyer" | "champion" | "technical_buyer" | "end_user" | "influencer" | "executive_sponsor" | "blocker" | undefined;
+          company_id?: string | undefined;
           custom?: Record<string, unknown> | undefined;
         }[];
       };
@@ -376,6 +388,7 @@ export type AppRouter = TRPCBuiltRouter<{
           title: string | null;
           phone: string | null;
           deal_id: string;
+          company_id: string | null;
           role_type: "unknown" | "economic_buyer" | "champion" | "technical_buyer" | "end_user" | "influencer" | "executive_sponsor" | "blocker";
           department: string | null;
           influence_level: "high" | "medium" | "low" | null;
@@ -402,6 +415,7 @@ export type AppRouter = TRPCBuiltRouter<{
           title: string | null;
           phone: string | null;
           deal_id: string;
+          company_id: string | null;
           role_type: "unknown" | "economic_buyer" | "champion" | "technical_buyer" | "end_user" | "influencer" | "executive_sponsor" | "blocker";
           department: string | null;
           influence_level: "high" | "medium" | "low" | null;
@@ -434,6 +448,7 @@ export type AppRouter = TRPCBuiltRouter<{
         engagement_level?: "unknown" | "high" | "medium" | "low" | null | undefined;
         sentiment?: "unknown" | "positive" | "neutral" | "negative" | null | undefined;
         linkedin_url?: string | null | undefined;
+        company_id?: string | null | undefined;
         custom?: Record<string, unknown> | undefined;
       };
       output: {
@@ -444,6 +459,7 @@ export type AppRouter = TRPCBuiltRouter<{
           title: string | null;
           phone: string | null;
           deal_id: string;
+          company_id: string | null;
           role_type: "unknown" | "economic_buyer" | "champion" | "technical_buyer" | "end_user" | "influencer" | "executive_sponsor" | "blocker";
           department: string | null;
           influence_level: "high" | "medium" | "low" | null;
@@ -455,6 +471,161 @@ export type AppRouter = TRPCBuiltRouter<{
           updated_at: string | null;
           custom: Record<string, unknown>;
         };
+      };
+    }>;
+  };
+  companies: {
+    list: TRPCQueryProcedure<{
+      meta: object;
+      input: {
+        q?: string | undefined;
+        after?: string | undefined;
+        limit?: number | undefined;
+        offset?: number | undefined;
+      };
+      output: {
+        data: {
+          id: string;
+          name: string;
+          domain: string | null;
+          industry: string | null;
+          size: "1-10" | "11-50" | "51-200" | "201-500" | "501-1000" | "1001-5000" | "5001-10000" | "10001+" | null;
+          website: string | null;
+          created_at: string;
+          updated_at: string | null;
+          custom: Record<string, unknown>;
+        }[];
+        meta: {
+          total: number;
+          limit: number;
+          offset: number;
+          next_cursor: string | null;
+          total_exact?: boolean | undefined;
+        };
+      };
+    }>;
+    create: TRPCMutationProcedure<{
+      meta: object;
+      input: {
+        name: string;
+        custom?: Record<string, unknown> | undefined;
+        domain?: string | undefined;
+        industry?: string | undefined;
+        size?: "1-10" | "11-50" | "51-200" | "201-500" | "501-1000" | "1001-5000" | "5001-10000" | "10001+" | undefined;
+        website?: string | undefined;
+      };
+      output: {
+        data: {
+          id: string;
+          name: string;
+          domain: string | null;
+          industry: string | null;
+          size: "1-10" | "11-50" | "51-200" | "201-500" | "501-1000" | "1001-5000" | "5001-10000" | "10001+" | null;
+          website: string | null;
+          created_at: string;
+          updated_at: string | null;
+          custom: Record<string, unknown>;
+        };
+      };
+    }>;
+    batch: TRPCMutationProcedure<{
+      meta: object;
+      input: {
+        items: {
+          name: string;
+          custom?: Record<string, unknown> | undefined;
+          domain?: string | undefined;
+          industry?: string | undefined;
+          size?: "1-10" | "11-50" | "51-200" | "201-500" | "501-1000" | "1001-5000" | "5001-10000" | "10001+" | undefined;
+          website?: string | undefined;
+        }[];
+      };
+      output: {
+        data: {
+          id: string;
+          name: string;
+          domain: string | null;
+          industry: string | null;
+          size: "1-10" | "11-50" | "51-200" | "201-500" | "501-1000" | "1001-5000" | "5001-10000" | "10001+" | null;
+          website: string | null;
+          created_at: string;
+          updated_at: string | null;
+          custom: Record<string, unknown>;
+        }[];
+      };
+    }>;
+    get: TRPCQueryProcedure<{
+      meta: object;
+      input: {
+        id: string;
+      };
+      output: {
+        data: {
+          id: string;
+          name: string;
+          domain: string | null;
+          industry: string | null;
+          size: "1-10" | "11-50" | "51-200" | "201-500" | "501-1000" | "1001-5000" | "5001-10000" | "10001+" | null;
+          website: string | null;
+          created_at: string;
+          updated_at: string | null;
+          custom: Record<string, unknown>;
+          counts: {
+            deals: number;
+            open_deals: number;
+            contacts: number;
+          };
+          deals: {
+            id: string;
+            title: string;
+            value: number | null;
+            currency: string | null;
+            stage_name: string | null;
+            stage_type: string | null;
+            created_at: string;
+          }[];
+          contacts: {
+            id: string;
+            name: string;
+            email: string | null;
+            title: string | null;
+            created_at: string;
+          }[];
+        };
+      };
+    }>;
+    update: TRPCMutationProcedure<{
+      meta: object;
+      input: {
+        id: string;
+        name?: string | undefined;
+        domain?: string | null | undefined;
+        industry?: string | null | undefined;
+        size?: "1-10" | "11-50" | "51-200" | "201-500" | "501-1000" | "1001-5000" | "5001-10000" | "10001+" | null | undefined;
+        website?: string | null | undefined;
+        custom?: Record<string, unknown> | undefined;
+      };
+      output: {
+        data: {
+          id: string;
+          name: string;
+          domain: string | null;
+          industry: string | null;
+          size: "1-10" | "11-50" | "51-200" | "201-500" | "501-1000" | "1001-5000" | "5001-10000" | "10001+" | null;
+          website: string | null;
+          created_at: string;
+          updated_at: string | null;
+          custom: Record<string, unknown>;
+        };
+      };
+    }>;
+    delete: TRPCMutationProcedure<{
+      meta: object;
+      input: {
+        id: string;
+      };
+      output: {
+        success: true;
       };
     }>;
   };
@@ -707,6 +878,12 @@ export type AppRouter = TRPCBuiltRouter<{
             deal_title: string | null;
             company: string | null;
           }[] | undefined;
+          companies?: {
+            id: string;
+            name: string;
+            domain: string | null;
+            industry: string | null;
+          }[] | undefined;
         };
         meta: {
           deals: {
@@ -718,6 +895,10 @@ export type AppRouter = TRPCBuiltRouter<{
             exact: boolean;
           };
           count_bound: number;
+          companies?: {
+            total: number;
+            exact: boolean;
+          } | undefined;
         };
       };
     }>;
@@ -772,7 +953,7 @@ export type AppRouter = TRPCBuiltRouter<{
         data: {
           id: string;
           url: string;
-          events: ("deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed")[];
+          events: ("deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated")[];
           is_active: boolean;
           failure_count: number;
           last_triggered_at: string | null;
@@ -784,14 +965,14 @@ export type AppRouter = TRPCBuiltRouter<{
       meta: object;
       input: {
         url: string;
-        events: ("deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed")[];
+        events: ("deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated")[];
       };
       output: {
         data: {
           id: string;
           secret: string;
           url: string;
-          events: ("deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed")[];
+          events: ("deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated")[];
         };
       };
     }>;
@@ -813,7 +994,7 @@ export type AppRouter = TRPCBuiltRouter<{
         data: {
           id: string;
           url: string;
-          events: ("deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed")[];
+          events: ("deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated")[];
           is_active: boolean;
           failure_count: number;
           last_triggered_at: string | null;
@@ -834,7 +1015,7 @@ export type AppRouter = TRPCBuiltRouter<{
           id: string;
           webhook_id: string;
           event_id: string;
-          event_type: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "webhook.test";
+          event_type: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated" | "webhook.test";
           status: "pending" | "succeeded" | "failed" | "cancelled";
           attempt_count: number;
           next_attempt_at: string | null;
@@ -868,7 +1049,7 @@ export type AppRouter = TRPCBuiltRouter<{
           id: string;
           webhook_id: string;
           event_id: string;
-          event_type: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "webhook.test";
+          event_type: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated" | "webhook.test";
           status: "pending" | "succeeded" | "failed" | "cancelled";
           attempt_count: number;
           next_attempt_at: string | null;
@@ -898,7 +1079,7 @@ export type AppRouter = TRPCBuiltRouter<{
       output: {
         data: {
           id: string;
-          type: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed";
+          type: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated";
           timestamp: string;
           cursor: string;
           data: Record<string, unknown>;
@@ -943,7 +1124,7 @@ export type AppRouter = TRPCBuiltRouter<{
       output: {
         data: {
           id: string;
-          type: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed";
+          type: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated";
           timestamp: string;
           cursor: string;
           data: Record<string, unknown>;
@@ -1099,6 +1280,27 @@ export type AppRouter = TRPCBuiltRouter<{
             description?: string | undefined;
             ai_hint?: "economic_buyer" | "champion" | "metrics" | "decision_criteria" | "decision_process" | "paper_process" | "identify_pain" | "competition" | undefined;
           }[] | undefined;
+          companies?: {
+            key: string;
+            type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
+            label?: string | undefined;
+            required?: boolean | undefined;
+            unique?: boolean | undefined;
+            default?: unknown;
+            options?: {
+              value: string;
+              label?: string | undefined;
+              archived?: boolean | undefined;
+            }[] | undefined;
+            validation?: {
+              min?: number | undefined;
+              max?: number | undefined;
+              max_length?: number | undefined;
+              pattern?: string | undefined;
+            } | undefined;
+            description?: string | undefined;
+            ai_hint?: "economic_buyer" | "champion" | "metrics" | "decision_criteria" | "decision_process" | "paper_process" | "identify_pain" | "competition" | undefined;
+          }[] | undefined;
           contacts?: {
             key: string;
             type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
@@ -1125,7 +1327,7 @@ export type AppRouter = TRPCBuiltRouter<{
       output: {
         data: {
           steps: {
-            object: "deals" | "contacts";
+            object: "deals" | "companies" | "contacts";
             key: string;
             action: "add" | "change" | "archive";
             changes?: Record<string, {
@@ -1165,6 +1367,27 @@ export type AppRouter = TRPCBuiltRouter<{
             description?: string | undefined;
             ai_hint?: "economic_buyer" | "champion" | "metrics" | "decision_criteria" | "decision_process" | "paper_process" | "identify_pain" | "competition" | undefined;
           }[] | undefined;
+          companies?: {
+            key: string;
+            type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
+            label?: string | undefined;
+            required?: boolean | undefined;
+            unique?: boolean | undefined;
+            default?: unknown;
+            options?: {
+              value: string;
+              label?: string | undefined;
+              archived?: boolean | undefined;
+            }[] | undefined;
+            validation?: {
+              min?: number | undefined;
+              max?: number | undefined;
+              max_length?: number | undefined;
+              pattern?: string | undefined;
+            } | undefined;
+            description?: string | undefined;
+            ai_hint?: "economic_buyer" | "champion" | "metrics" | "decision_criteria" | "decision_process" | "paper_process" | "identify_pain" | "competition" | undefined;
+          }[] | undefined;
           contacts?: {
             key: string;
             type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
@@ -1191,7 +1414,7 @@ export type AppRouter = TRPCBuiltRouter<{
       output: {
         data: {
           steps: {
-            object: "deals" | "contacts";
+            object: "deals" | "companies" | "contacts";
             key: string;
             action: "add" | "change" | "archive";
             changes?: Record<string, {
@@ -1203,7 +1426,7 @@ export type AppRouter = TRPCBuiltRouter<{
           }[];
           applicable: boolean;
           fields: {
-            object: "deals" | "contacts";
+            object: "deals" | "companies" | "contacts";
             key: string;
             label: string;
             type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
@@ -1233,12 +1456,12 @@ export type AppRouter = TRPCBuiltRouter<{
     list: TRPCQueryProcedure<{
       meta: object;
       input: {
-        object: "deals" | "contacts";
+        object: "deals" | "companies" | "contacts";
         include_archived?: unknown;
       };
       output: {
         data: {
-          object: "deals" | "contacts";
+          object: "deals" | "companies" | "contacts";
           key: string;
           label: string;
           type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
@@ -1269,7 +1492,7 @@ export type AppRouter = TRPCBuiltRouter<{
       input: {
         key: string;
         type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
-        object: "deals" | "contacts";
+        object: "deals" | "companies" | "contacts";
         label?: string | undefined;
         required?: boolean | undefined;
         unique?: boolean | undefined;
@@ -1290,7 +1513,7 @@ export type AppRouter = TRPCBuiltRouter<{
       };
       output: {
         data: {
-          object: "deals" | "contacts";
+          object: "deals" | "companies" | "contacts";
           key: string;
           label: string;
           type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
@@ -1319,12 +1542,12 @@ export type AppRouter = TRPCBuiltRouter<{
     get: TRPCQueryProcedure<{
       meta: object;
       input: {
-        object: "deals" | "contacts";
+        object: "deals" | "companies" | "contacts";
         key: string;
       };
       output: {
         data: {
-          object: "deals" | "contacts";
+          object: "deals" | "companies" | "contacts";
           key: string;
           label: string;
           type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
@@ -1353,7 +1576,7 @@ export type AppRouter = TRPCBuiltRouter<{
     update: TRPCMutationProcedure<{
       meta: object;
       input: {
-        object: "deals" | "contacts";
+        object: "deals" | "companies" | "contacts";
         key: string;
         label?: string | undefined;
         required?: boolean | undefined;
@@ -1375,7 +1598,7 @@ export type AppRouter = TRPCBuiltRouter<{
       };
       output: {
         data: {
-          object: "deals" | "contacts";
+          object: "deals" | "companies" | "contacts";
           key: string;
           label: string;
           type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
@@ -1404,12 +1627,12 @@ export type AppRouter = TRPCBuiltRouter<{
     delete: TRPCMutationProcedure<{
       meta: object;
       input: {
-        object: "deals" | "contacts";
+        object: "deals" | "companies" | "contacts";
         key: string;
       };
       output: {
         data: {
-          object: "deals" | "contacts";
+          object: "deals" | "companies" | "contacts";
           key: string;
           label: string;
           type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
@@ -1444,4 +1667,6 @@ export const IDEMPOTENT_CREATES: ReadonlyArray<readonly [procedure: string, path
   ["deals.batch", "/deals/batch"],
   ["contacts.create", "/contacts"],
   ["contacts.batch", "/contacts/batch"],
+  ["companies.create", "/companies"],
+  ["companies.batch", "/companies/batch"],
 ];

@@ -10,6 +10,8 @@ export type RouterOutputs = inferRouterOutputs<AppRouter>;
 export type Deal = RouterOutputs['deals']['create']['data'];
 /** A contact as the API answers it. */
 export type Contact = RouterOutputs['contacts']['create']['data'];
+/** A company as the API answers it. */
+export type Company = RouterOutputs['companies']['create']['data'];
 /** A MEDDPICC analysis as `POST /deals/{id}/analyze` answers it. */
 export type Analysis = RouterOutputs['ai']['analyze']['data'];
 /** The kinds of event a webhook endpoint can subscribe to. */

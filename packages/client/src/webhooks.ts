@@ -1,5 +1,5 @@
 import { Webhook } from 'standardwebhooks';
-import type { Analysis, Contact, Deal } from './types.ts';
+import type { Analysis, Company, Contact, Deal } from './types.ts';
 
 /** A field an update changed: its value before and after, under the API's field name. */
 export type FieldChanges = Record<string, { from: unknown; to: unknown }>;
@@ -27,6 +27,8 @@ export type WebhookEvent =
   | Payload<'contact.created', Contact>
   | (Payload<'contact.updated', Contact> & { changes: FieldChanges })
   | Payload<'analysis.completed', Analysis & { deal_id: string }>
+  | Payload<'company.created', Company>
+  | (Payload<'company.updated', Company> & { changes: FieldChanges })
   /** Sent from the dashboard's "Send test event", whatever the endpoint subscribed to. */
   | Payload<'webhook.test', { webhook_id: string; message: string }>;
 

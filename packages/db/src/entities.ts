@@ -101,6 +101,27 @@ export const PipelineStage = defineEntity({
 });
 export type PipelineStage = InferEntity<typeof PipelineStage>;
 
+/** A company deals and contacts can be linked to (docs/api/companies.md). */
+export const Company = defineEntity({
+  name: 'Company',
+  tableName: 'companies',
+  filters: orgFilter,
+  properties: {
+    id: id(),
+    orgId: p.uuid(),
+    name: p.text(),
+    /** Lower case, without scheme, `www.` or path; unique in the organization. */
+    domain: p.text().nullable(),
+    industry: p.text().nullable(),
+    size: p.text().nullable(),
+    website: p.text().nullable(),
+    custom: p.json<Record<string, unknown>>().default('{}'),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+});
+export type Company = InferEntity<typeof Company>;
+
 export const Deal = defineEntity({
   name: 'Deal',
   tableName: 'deals',
@@ -110,6 +131,10 @@ export const Deal = defineEntity({
     orgId: p.uuid(),
     title: p.text(),
     companyName: p.text().nullable(),
+    /** The linked company (docs/api/companies.md); its name stands in for an unset `company_name`. */
+    companyId: p.uuid().nullable(),
+    /** True while `company_name` is the linked company's name, copied (and renamed with it), not the client's. */
+    companyNameFollows: p.boolean().default(false),
     value: p.decimal('number').nullable(),
     currency: p.string().nullable(),
     winProbability: p.integer().nullable(),
@@ -158,6 +183,7 @@ export const Contact = defineEntity({
     id: id(),
     orgId: p.uuid(),
     deal: () => p.manyToOne(Deal).ref().deleteRule('cascade'),
+    companyId: p.uuid().nullable(),
     name: p.text(),
     email: p.text().nullable(),
     title: p.text().nullable(),
@@ -213,7 +239,10 @@ export const IdempotencyRecord = defineEntity({
 });
 export type IdempotencyRecord = InferEntity<typeof IdempotencyRecord>;
 
-/** The event kinds a webhook endpoint can subscribe to (contract section 6), exactly. */
+/**
+ * The event kinds a webhook endpoint can subscribe to: the contract's eight (section 6), exactly, then those of
+ * the resources the contract does not have (companies).
+ */
 export const WEBHOOK_EVENT_TYPES = [
   'deal.created',
   'deal.updated',
@@ -223,6 +252,8 @@ export const WEBHOOK_EVENT_TYPES = [
   'contact.created',
   'contact.updated',
   'analysis.completed',
+  'company.created',
+  'company.updated',
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 /** Sent to one endpoint on request (the dashboard's "Send test event"); nobody subscribes to it. */
@@ -518,6 +549,7 @@ export const entities = [
   ApiKey,
   Pipeline,
   PipelineStage,
+  Company,
   Deal,
   Contact,
   Activity,

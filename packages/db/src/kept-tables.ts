@@ -27,6 +27,7 @@ export interface KeptTables {
     value_sum: Big;
   };
   contact_counts: { org_id: string; shard: number; n: Big };
+  company_counts: { org_id: string; shard: number; n: Big };
   activity_signal_hours: {
     org_id: string;
     hour: Date;

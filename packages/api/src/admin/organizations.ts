@@ -98,6 +98,7 @@ export async function organizationName(em: EntityManager): Promise<string> {
 export const KEPT_AGGREGATES = [
   'deal_counts',
   'contact_counts',
+  'company_counts',
   'activity_signal_hours',
   'deal_close_days',
 ] as const;

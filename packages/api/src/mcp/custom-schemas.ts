@@ -1,6 +1,6 @@
 import type { EntityManager } from '@crm/db';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import type { CustomObject } from '../features/custom-fields/custom-field.schemas.ts';
+import { CUSTOM_OBJECTS, type CustomObject } from '../features/custom-fields/custom-field.schemas.ts';
 import { fieldRules } from '../features/custom-fields/custom-fields.service.ts';
 import type { FieldRule } from '../features/custom-fields/custom-values.ts';
 
@@ -8,9 +8,8 @@ type JsonSchema = { [key: string]: unknown };
 
 /** The object whose custom values a tool's input carries, by the tool's name. */
 function objectOf(tool: Tool): CustomObject | undefined {
-  if (tool.name.startsWith('deals-')) return 'deals';
-  if (tool.name.startsWith('contacts-')) return 'contacts';
-  return undefined;
+  const prefix = tool.name.slice(0, tool.name.indexOf('-'));
+  return (CUSTOM_OBJECTS as readonly string[]).includes(prefix) ? (prefix as CustomObject) : undefined;
 }
 
 function compilesInJavaScript(pattern: string): boolean {

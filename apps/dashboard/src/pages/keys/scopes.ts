@@ -13,6 +13,8 @@ export const SCOPE_INFO: Record<Scope, { group: string; description: string }> =
   'deals:write': { group: 'Deals', description: 'create, change, delete deals' },
   'contacts:read': { group: 'Contacts', description: 'read contacts' },
   'contacts:write': { group: 'Contacts', description: 'create and change contacts' },
+  'companies:read': { group: 'Companies', description: 'read companies' },
+  'companies:write': { group: 'Companies', description: 'create, change, delete companies' },
   'pipeline:read': {
     group: 'Pipeline, search and AI',
     description: 'read pipelines, their stages and health',
@@ -21,13 +23,13 @@ export const SCOPE_INFO: Record<Scope, { group: string; description: string }> =
     group: 'Pipeline, search and AI',
     description: 'create, change, delete pipelines and stages (a stage delete moves its deals)',
   },
-  search: { group: 'Pipeline, search and AI', description: 'search deals and contacts' },
+  search: { group: 'Pipeline, search and AI', description: 'search deals, contacts and companies' },
   ai: { group: 'Pipeline, search and AI', description: 'use the AI features (analysis, briefing, coaching)' },
   'usage:read': { group: 'Usage', description: 'read usage and quotas' },
   'webhooks:read': { group: 'Webhooks and events', description: 'read webhooks and deliveries' },
   'webhooks:write': { group: 'Webhooks and events', description: 'manage webhooks, replay deliveries' },
   'events:read': { group: 'Webhooks and events', description: 'read the event feed' },
-  'schema:read': { group: 'Custom fields', description: 'read the custom fields of deals and contacts' },
+  'schema:read': { group: 'Custom fields', description: 'read the custom fields of deals, contacts and companies' },
   'schema:write': { group: 'Custom fields', description: 'define, change and archive custom fields' },
 };
 export const SCOPES = Object.keys(SCOPE_INFO) as Scope[];

@@ -30,6 +30,9 @@ export const Contact = z
     title: z.string().nullable(),
     phone: z.string().nullable(),
     deal_id: Uuid,
+    company_id: Uuid.nullable().describe(
+      'The company the person works for (GET /companies/{id}); null when none',
+    ),
     role_type: RoleType,
     department: z.string().nullable(),
     influence_level: InfluenceLevel.nullable(),
@@ -60,6 +63,9 @@ export const ContactCreateInput = z
     title: ShortText.optional(),
     phone: ShortText.optional(),
     role_type: RoleType.default('unknown'),
+    company_id: Uuid.optional().describe(
+      'The company the person works for; the deal’s company when left out',
+    ),
     custom: CustomValuesInput.optional(),
   })
   .meta({
@@ -94,6 +100,7 @@ export const ContactUpdateInput = z
       .max(2_000)
       .nullable()
       .optional(),
+    company_id: Uuid.nullable().optional().describe('The company the person works for; null unlinks it'),
     custom: CustomValuesInput.optional(),
   })
   .meta({

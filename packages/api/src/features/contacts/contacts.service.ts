@@ -7,6 +7,7 @@ import { emitEvent, outboxRow } from '../../events.ts';
 import { orgQuery } from '../../org-scope.ts';
 import { afterAnchor, checkCursor, isoOf } from '../../read-model.ts';
 import { toIso } from '../../schemas.ts';
+import { linkedCompany } from '../companies/companies.service.ts';
 import { fieldRules } from '../custom-fields/custom-fields.service.ts';
 import { customChanges, customValuesOf } from '../custom-fields/custom-values.ts';
 import { contactMatches, likePattern, MATCH_COUNT_BOUND, matchedOf } from '../search/search.service.ts';
@@ -25,6 +26,7 @@ export function toContactDto(contact: Contact): ContactDto {
     title: contact.title ?? null,
     phone: contact.phone ?? null,
     deal_id: contact.deal.id,
+    company_id: contact.companyId ?? null,
     role_type: contact.roleType,
     department: contact.department ?? null,
     influence_level: contact.influenceLevel ?? null,
@@ -48,6 +50,7 @@ const contactPage = orgQuery((db, a: { pattern?: string; after?: string; limit: 
       'c.title',
       'c.phone',
       'c.deal_id',
+      'c.company_id',
       'c.role_type',
       'c.department',
       'c.influence_level',
@@ -179,15 +182,18 @@ export async function createContact(
   em: EntityManager,
   input: ContactCreateInput,
 ): Promise<Contact> {
-  const [deal, rules] = await Promise.all([
+  const [deal, rules, company] = await Promise.all([
     em.findOne(Deal, { id: input.deal_id }),
     fieldRules(em, 'contacts'),
+    input.company_id ? linkedCompany(em, input.company_id) : undefined,
   ]);
   if (!deal) throw notFound('Deal');
   const custom = customValuesOf(rules, 'contacts', input.custom);
   const contact = em.create(Contact, {
     orgId: ctx.principal.orgId,
     deal,
+    // The person works where the deal is, unless told otherwise.
+    companyId: company?.id ?? deal.companyId ?? null,
     name: input.name,
     email: input.email ?? null,
     title: input.title ?? null,
@@ -218,7 +224,7 @@ const FIELDS = {
   engagement_level: 'engagementLevel',
   sentiment: 'sentiment',
   linkedin_url: 'linkedinUrl',
-} as const satisfies Record<Exclude<keyof ContactUpdateInput, 'custom'>, keyof Contact>;
+} as const satisfies Record<Exclude<keyof ContactUpdateInput, 'custom' | 'company_id'>, keyof Contact>;
 
 export async function updateContact(
   em: EntityManager,
@@ -235,6 +241,11 @@ export async function updateContact(
     if (sameValue(entity[prop], next)) continue;
     changes[field] = { from: changeValue(entity[prop]), to: changeValue(next) };
     entity[prop] = next;
+  }
+  if (input.company_id !== undefined && input.company_id !== (contact.companyId ?? null)) {
+    if (input.company_id !== null) await linkedCompany(em, input.company_id);
+    changes.company_id = { from: contact.companyId ?? null, to: input.company_id };
+    contact.companyId = input.company_id;
   }
   if (input.custom !== undefined) {
     const current = contact.custom ?? {};

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { DateTimeOut, ShortText, Text } from '../../schemas.ts';
 
-/** The records that carry custom fields: the one list (companies take theirs when they arrive). */
-export const CUSTOM_OBJECTS = ['deals', 'contacts'] as const;
+/** The records that carry custom fields: the one list. */
+export const CUSTOM_OBJECTS = ['deals', 'contacts', 'companies'] as const;
 export type CustomObject = (typeof CUSTOM_OBJECTS)[number];
 
 export const FIELD_TYPES = [

@@ -1,8 +1,8 @@
 import { type EntityManager, sqlOf, transaction } from '@crm/db';
 import { sql } from 'kysely';
 import { LRUCache } from 'lru-cache';
-import { ApiError, notFound } from '../../errors.ts';
-import { currentOrg, orgDb, orgQuery } from '../../org-scope.ts';
+import { ApiError, conflict, notFound } from '../../errors.ts';
+import { currentOrg, lockForOrg, orgDb, orgQuery } from '../../org-scope.ts';
 import { asJson, isoOf } from '../../read-model.ts';
 import {
   CUSTOM_LIMITS,
@@ -25,8 +25,6 @@ import {
 /** A value for a jsonb column, as JSON text: the driver would send an array as a PostgreSQL array. */
 const jsonb = (value: unknown) => sql<never>`${JSON.stringify(value)}::jsonb`;
 
-const conflict = (message: string, conflictingId?: string) =>
-  new ApiError('conflict', message, conflictingId ? { extra: { conflicting_id: conflictingId } } : {});
 const invalid = (message: string) => new ApiError('invalid_request', message);
 
 const definitionColumns = [
@@ -345,9 +343,7 @@ export async function archiveCustomField(em: EntityManager, object: CustomObject
  * mode, so no write lands between the check and the change (writes wait for the change, reads do not).
  */
 async function lockSchema(tx: EntityManager, object: CustomObject): Promise<void> {
-  await sql`select pg_advisory_xact_lock(hashtext(${`custom_fields:${currentOrg(tx)}:${object}`}))`.execute(
-    orgDb(tx),
-  );
+  await lockForOrg(tx, `custom_fields:${object}`);
 }
 
 async function lockRecords(tx: EntityManager, object: CustomObject): Promise<void> {

@@ -21,6 +21,7 @@ const dealRows = (db: Pick<ExpressionBuilder<Tables, never>, 'selectFrom'>) =>
       'd.id',
       'd.title',
       'd.company_name',
+      'd.company_id',
       'd.value',
       'd.currency',
       'd.win_probability',
@@ -56,6 +57,7 @@ function toDealDto(row: DealRow): DealDto {
     id: row.id,
     title: row.title,
     company_name: row.company_name,
+    company_id: row.company_id,
     value: numberOrNull(row.value),
     currency: row.currency,
     win_probability: row.win_probability,
@@ -104,7 +106,7 @@ export function dealDtoOf(deal: CreatedDeal, stage: StageRow): DealDto {
 /** The stored columns of a deal as created, that its answer reads. */
 type CreatedDeal = Pick<
   DealDto,
-  'id' | 'title' | 'company_name' | 'currency' | 'lifecycle_stage' | 'stage_id' | 'pipeline_id'
+  'id' | 'title' | 'company_name' | 'company_id' | 'currency' | 'lifecycle_stage' | 'stage_id' | 'pipeline_id'
 > &
   Pick<DealDto, 'contact_name' | 'contact_email' | 'notes' | 'lead_source' | 'custom'> & {
     value: number | null;

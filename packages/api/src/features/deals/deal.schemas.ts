@@ -56,6 +56,7 @@ export const Deal = z
     id: Uuid,
     title: z.string(),
     company_name: z.string().nullable(),
+    company_id: Uuid.nullable().describe('The linked company (GET /companies/{id}); null when none'),
     value: z.number().nullable(),
     currency: z.string().nullable(),
     win_probability: z.number().int().min(0).max(100).nullable(),
@@ -104,6 +105,9 @@ export const DealCreateInput = z
   .strictObject({
     title: Title,
     ...z.object(createdOptional).partial().shape,
+    company_id: Uuid.optional().describe(
+      'Links the deal to a company; without a company_name of its own the deal shows the company’s name',
+    ),
     pipeline_id: Uuid.optional(),
     stage_id: Uuid.optional(),
     custom: CustomValuesInput.optional(),
@@ -130,6 +134,9 @@ export const DealUpdateInput = z
   .strictObject({
     title: Title.optional(),
     ...nullableOptional(clearable),
+    company_id: Uuid.nullable()
+      .optional()
+      .describe('Links the deal to a company (null unlinks it; the deal keeps its company_name)'),
     pipeline_id: Uuid.optional(),
     stage_id: Uuid.optional(),
     lifecycle_stage: LifecycleStage.nullable()

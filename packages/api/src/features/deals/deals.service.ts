@@ -14,6 +14,7 @@ import type { AuthedContext } from '../../context.ts';
 import { notFound } from '../../errors.ts';
 import { outboxRow } from '../../events.ts';
 import { prepareQuery } from '../../prepared-query.ts';
+import { linkedCompany } from '../companies/companies.service.ts';
 import { fieldRules, holderOf } from '../custom-fields/custom-fields.service.ts';
 import {
   checkedValue,
@@ -73,13 +74,18 @@ export function createdDealRows(
   custom: Record<string, unknown>,
   createdAt: Date,
   now: Date = createdAt,
+  company?: { id: string; name: string },
 ): CreatedDealRows {
   const { stage, stages } = placed;
+  // Linked without a name of its own, the deal shows its company's (and follows it: companies.service).
+  const follows = company !== undefined && input.company_name === undefined;
   const deal = {
     id: uuidv7(),
     org_id: orgId,
     title: input.title,
-    company_name: input.company_name ?? null,
+    company_name: follows ? company.name : (input.company_name ?? null),
+    company_id: company?.id ?? null,
+    company_name_follows: follows,
     value: input.value ?? null,
     currency: input.currency ?? 'USD',
     lifecycle_stage: lifecycleForStage(stage, stages),
@@ -117,12 +123,14 @@ export async function createDeal(
   em: EntityManager,
   input: DealCreateInput,
 ): Promise<DealDto> {
-  const [placed, rules] = await Promise.all([
+  const [placed, rules, company] = await Promise.all([
     resolveStage(em, { pipelineId: input.pipeline_id, stageId: input.stage_id }),
     fieldRules(em, 'deals'),
+    input.company_id ? linkedCompany(em, input.company_id) : undefined,
   ]);
   const custom = customValuesOf(rules, 'deals', input.custom);
-  const { dto, ...rows } = createdDealRows(ctx.principal.orgId, input, placed, custom, new Date());
+  const now = new Date();
+  const { dto, ...rows } = createdDealRows(ctx.principal.orgId, input, placed, custom, now, now, company);
   await insertCreatedDeal(em, rows);
   return dto;
 }
@@ -187,6 +195,7 @@ async function applyDealChanges(
     changes[field] = { from: changeValue(entity[prop]), to: changeValue(next) };
     entity[prop] = next;
   }
+  await applyCompanyLink(em, deal, input, changes);
   if (input.custom !== undefined) {
     const current = deal.custom ?? {};
     const next = customValuesOf(await fieldRules(em, 'deals'), 'deals', input.custom, current);
@@ -260,6 +269,38 @@ async function applyDealChanges(
   }
   await em.flush();
   return { deal, changes, ...(stageChange ? { stageChange } : {}) };
+}
+
+/**
+ * A PATCH's `company_id` and `company_name`, after the plain fields were copied: a deal linked to a
+ * company whose `company_name` is unset (or was its previous company's) shows the company's name and
+ * follows it; a name of the client's own stays the deal's. Unlinking keeps the name, as the deal's own.
+ */
+async function applyCompanyLink(
+  em: EntityManager,
+  deal: Deal,
+  input: DealUpdateInput,
+  changes: FieldChanges,
+): Promise<void> {
+  if (input.company_name != null) deal.companyNameFollows = false;
+  let company: { id: string; name: string } | undefined;
+  if (input.company_id !== undefined && input.company_id !== (deal.companyId ?? null)) {
+    if (input.company_id !== null) company = await linkedCompany(em, input.company_id);
+    changes.company_id = { from: deal.companyId ?? null, to: input.company_id };
+    deal.companyId = input.company_id;
+    if (input.company_id === null) deal.companyNameFollows = false;
+  }
+  const takesName =
+    deal.companyId != null &&
+    input.company_name == null &&
+    (deal.companyName == null || (deal.companyNameFollows && changes.company_id !== undefined));
+  if (!takesName) return;
+  company ??= await linkedCompany(em, deal.companyId as string);
+  const from = changes.company_name ? changes.company_name.from : (deal.companyName ?? null);
+  deal.companyName = company.name;
+  deal.companyNameFollows = true;
+  if (sameValue(from, company.name)) delete changes.company_name;
+  else changes.company_name = { from, to: company.name };
 }
 
 export async function deleteDeal(em: EntityManager, id: string): Promise<void> {

@@ -1,7 +1,7 @@
 import { type EntityManager, type StageType, sqlOf, transaction, uuidv7 } from '@crm/db';
 import { sql } from 'kysely';
 import { ApiError, notFound } from '../../errors.ts';
-import { currentOrg, orgDb, orgQuery } from '../../org-scope.ts';
+import { currentOrg, lockForOrg, orgDb, orgQuery } from '../../org-scope.ts';
 import { updateDeal } from '../deals/deals.service.ts';
 import {
   MAX_PIPELINES,
@@ -24,12 +24,6 @@ import { forgetStages } from './stages.service.ts';
  * writes of one organization's pipelines happen one after another (positions, the default, counts: no two
  * writers see the same "before"), and then forgets the stages this process remembers for deal writes.
  */
-
-/**
- * The first key of the per-organization lock pipeline writes take (the second is the organization's hash):
- * the two-key lock space, apart from the event sequencer's one-key lock.
- */
-const PIPELINES_LOCK = 29_006;
 
 /** A stage's colour when none is given (the default pipeline's Lead grey). */
 const DEFAULT_COLOR = '#94a3b8';
@@ -130,7 +124,7 @@ async function pipelinesWrite<T>(em: EntityManager, fn: (tx: EntityManager) => P
   const orgId = currentOrg(em);
   try {
     return await transaction(em, async (tx) => {
-      await tx.execute('select pg_advisory_xact_lock(?, hashtext(?))', [PIPELINES_LOCK, orgId]);
+      await lockForOrg(tx, 'pipelines');
       return fn(tx);
     });
   } finally {

@@ -9,13 +9,13 @@ export const searchRouter = router({
         method: 'GET',
         path: '/search',
         tags: ['Search'],
-        summary: 'Search deals and contacts by text',
+        summary: 'Search deals, contacts and companies by text',
         description:
-          'Returns up to 20 deals whose title or company, and up to 20 contacts whose name, e-mail or title, contains `q` (case-insensitive), best first: a title, company name or contact name equal to `q`, then those beginning with it (alphabetically, then newest first), then the newest of the other matches. `meta` says how many matched in each list, exactly up to `meta.count_bound` (1,000), else "more than" it (`exact: false`). A `q` shorter than 2 characters is a 400.',
+          'Returns up to 20 deals whose title or company, and up to 20 contacts whose name, e-mail or title, contains `q` (case-insensitive), best first: a title, company name or contact name equal to `q`, then those beginning with it (alphabetically, then newest first), then the newest of the other matches; and up to 20 companies whose name or domain contains it (`companies`, ranked the same way). `meta` says how many matched in each list, exactly up to `meta.count_bound` (1,000), else "more than" it (`exact: false`). A `q` shorter than 2 characters is a 400.',
       },
       scope: 'search',
       agentHint:
-        'Use to find deals and contacts by a name, company or e-mail in one call, when you do not have the id.',
+        'Use to find deals, contacts and companies by a name, company, domain or e-mail in one call, when you do not have the id.',
       rateLimit: 'search',
     })
     .input(SearchQuery)

@@ -37,8 +37,19 @@ export const SearchContact = z
   })
   .meta({ id: 'SearchContact' });
 
+export const SearchCompany = z
+  .object({ id: Uuid, name: z.string(), domain: z.string().nullable(), industry: z.string().nullable() })
+  .meta({ id: 'SearchCompany' });
+
 export const SearchResponse = z
-  .object({ deals: z.array(SearchDeal).optional(), contacts: z.array(SearchContact).optional() })
+  .object({
+    deals: z.array(SearchDeal).optional(),
+    contacts: z.array(SearchContact).optional(),
+    companies: z
+      .array(SearchCompany)
+      .optional()
+      .describe('Up to 20 companies whose name or domain contains q, best first; left out when none matched'),
+  })
   .meta({ id: 'SearchResponse' });
 
 /** How many rows of one list matched: exact up to the bound, else "more than" `total`. */
@@ -53,6 +64,7 @@ export const SearchMeta = z
   .object({
     deals: SearchMatched,
     contacts: SearchMatched,
+    companies: SearchMatched.optional().describe('Present when a company matched'),
     count_bound: z.number().int().min(1).describe('Matches are counted exactly up to this many'),
   })
   .meta({ id: 'SearchMeta' });

@@ -24,6 +24,10 @@ export function likePattern(q: string): string {
 export const contactMatches = (pattern: string) =>
   sql<SqlBool>`(c.name ilike ${pattern} or c.email ilike ${pattern} or c.title ilike ${pattern})`;
 
+/** A company (as `co`) whose name or domain contains the pattern: what search and `GET /companies?q=` match. */
+export const companyMatches = (pattern: string) =>
+  sql<SqlBool>`(co.name ilike ${pattern} or co.domain ilike ${pattern})`;
+
 const tables = expressionBuilder<Tables, never>();
 
 /** How long a process trusts an organization's kept sizes (they only pick a plan: both plans are exact). */
@@ -251,6 +255,35 @@ const dealMatches = (pattern: string) =>
   sql<SqlBool>`(d.title ilike ${pattern} or d.company_name ilike ${pattern})`;
 
 /**
+ * The companies matching a search, best first (a name or domain equal to the term, then a name beginning
+ * with it, then the newest of the rest), and how many matched, counted up to MATCH_COUNT_BOUND + 1: two
+ * columns of the search's one statement. Read over the trigram indexes and sorted: an organization's
+ * companies are far fewer than its deals (docs/api/companies.md says up to which size this holds).
+ */
+const companyColumns = (q: string, pattern: string) => {
+  const rank = sql<number>`case when lower(co.name) = lower(${q}) or co.domain = lower(${q}) then 0
+    when lower(co.name) collate "C" >= lower(${q}) and lower(co.name) collate "C" < lower(${q}) || chr(1114111) then 1
+    else 2 end`;
+  return [
+    sql<unknown>`(select coalesce(json_agg(x order by x.r, x.created_at desc, x.id desc), '[]'::json) from ${tables
+      .selectFrom('companies as co')
+      .select(['co.id', 'co.name', 'co.domain', 'co.industry', 'co.created_at', rank.as('r')])
+      .where(companyMatches(pattern))
+      .orderBy(rank)
+      .orderBy('co.created_at', 'desc')
+      .orderBy('co.id', 'desc')
+      .limit(sql.lit(SEARCH_LIMIT))
+      .as('x')})`.as('companies'),
+    sql<string>`(select count(*) from ${tables
+      .selectFrom('companies as co')
+      .select(sql.lit(1).as('one'))
+      .where(companyMatches(pattern))
+      .limit(sql.lit(MATCH_COUNT_BOUND + 1))
+      .as('m')})`.as('companies_matched'),
+  ] as const;
+};
+
+/**
  * Both lists and both counts in one statement: each list its ranked matches (`rankedMatches`), cut at
  * SEARCH_LIMIT, the deal's stage and the contact's deal joined to the rows found (left joins: each row has
  * its one, in the same organization); each count up to MATCH_COUNT_BOUND + 1.
@@ -347,6 +380,7 @@ const searchBoth = (large: { deals: boolean; contacts: boolean }) =>
         ).as('contacts'),
         boundedCount('deals as d', 'deals_found', ['title', 'company_name'], term).as('deals_matched'),
         boundedCount('contacts as c', 'contacts_found', ['name'], term).as('contacts_matched'),
+        ...companyColumns(a.q, a.pattern),
       ]);
   });
 
@@ -402,7 +436,7 @@ export function matchedOf(counted: unknown) {
  * the newest of those that contain it anywhere (title, company; name, e-mail, contact title). Matches inside
  * a value are read as before: up to `plainUpTo` rows a table with the plain query, the planner free to
  * pick a trigram index or a walk; beyond, its `newestWindow` newest rows first (`newestMatches`). Both
- * lists and their bounded counts in one statement: a round trip less (see docs/development.md, What made
+ * lists and their bounded counts (and the companies', `companyColumns`) in one statement: a round trip less (see docs/development.md, What made
  * the difference).
  */
 export async function search(
@@ -413,6 +447,7 @@ export async function search(
   const large = await largeTables(em, plainUpTo);
   const statement = SEARCHES.get(`${large.deals}/${large.contacts}`) as ReturnType<typeof searchBoth>;
   const [row] = await statement(em, { q, pattern: likePattern(q), window: newestWindow });
+  const companies = asJson<Record<string, unknown>[]>(row?.companies ?? '[]');
   const deals = asJson<Record<string, unknown>[]>(row?.deals ?? '[]');
   const contacts = asJson<Record<string, unknown>[]>(row?.contacts ?? '[]');
   return {
@@ -436,10 +471,22 @@ export async function search(
         deal_title: (c.deal_title as string | null) ?? null,
         company: (c.company as string | null) ?? null,
       })),
+      // Only when a company matched: a search of an organization without companies answers as before.
+      ...(companies.length > 0
+        ? {
+            companies: companies.map((c) => ({
+              id: c.id as string,
+              name: c.name as string,
+              domain: (c.domain as string | null) ?? null,
+              industry: (c.industry as string | null) ?? null,
+            })),
+          }
+        : {}),
     },
     meta: {
       deals: matchedOf(row?.deals_matched),
       contacts: matchedOf(row?.contacts_matched),
+      ...(companies.length > 0 ? { companies: matchedOf(row?.companies_matched) } : {}),
       count_bound: MATCH_COUNT_BOUND,
     },
   };
