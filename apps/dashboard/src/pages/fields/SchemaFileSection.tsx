@@ -46,7 +46,7 @@ function StepDetails({ step }: { step: SchemaStep }) {
   );
 }
 
-function PlanTable({ plan }: { plan: SchemaPlan }) {
+function PlanTable({ plan, isAdmin }: { plan: SchemaPlan; isAdmin: boolean }) {
   if (plan.steps.length === 0)
     return <p className="plan-summary">The organization's fields already are what this file says.</p>;
   const count = (action: SchemaStep['action']) => plan.steps.filter((s) => s.action === action).length;
@@ -61,7 +61,7 @@ function PlanTable({ plan }: { plan: SchemaPlan }) {
             until the file or the data changes.
           </strong>
         ) : (
-          'Applying makes every step in one transaction.'
+          isAdmin && 'Applying makes every step in one transaction.'
         )}
       </p>
       <Table caption="Plan of the schema file" columns={['Field', 'Object', 'Step', 'What changes']}>
@@ -157,7 +157,7 @@ export function SchemaFileSection({ isAdmin, outcome }: { isAdmin: boolean; outc
       {plan && (
         <div className="plan" aria-live="polite">
           <h3 className="plan-title">Plan</h3>
-          <PlanTable plan={plan} />
+          <PlanTable plan={plan} isAdmin={isAdmin} />
           {isAdmin && plan.steps.length > 0 && (
             <div className="form-buttons">
               <button
