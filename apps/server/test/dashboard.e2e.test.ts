@@ -739,6 +739,20 @@ for (const { driver, label, skip } of DRIVERS) {
             expect(await sideways(), page).toBeLessThanOrEqual(0);
             await shoot(narrow, `${name}-narrow`);
           }
+          // The create-field form in one column, with a select's options: nothing wider than the dialog.
+          await narrow.goto(`${s.url}/admin/fields`);
+          await narrow.getByRole('button', { name: 'Create field' }).click();
+          const create = narrow.getByRole('dialog', { name: 'Create field' });
+          await create.getByLabel('Type', { exact: true }).selectOption('select');
+          await create.getByLabel('Option 1 value').waitFor();
+          expect(
+            await narrow.evaluate(`(() => {
+              const dialog = document.querySelector('dialog[open]');
+              return dialog.scrollWidth - dialog.clientWidth;
+            })()`),
+          ).toBeLessThanOrEqual(0);
+          await shoot(narrow, 'field-create-narrow');
+          await create.getByRole('button', { name: 'Cancel' }).click();
           await context.close();
           expect(cspViolations).toEqual([]);
         });
