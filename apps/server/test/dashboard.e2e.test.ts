@@ -435,8 +435,10 @@ for (const { driver, label, skip } of DRIVERS) {
           await dialog.getByLabel('Label (optional)').fill('Region');
           await dialog.getByLabel('Option 1 value').fill('emea');
           await dialog.getByLabel('Option 1 label').fill('EMEA');
+          // An empty row is not sent; a value listed twice is named by the row it was typed in.
           await dialog.getByRole('button', { name: 'Add option' }).click();
-          await dialog.getByLabel('Option 2 value').fill('apac');
+          await dialog.getByRole('button', { name: 'Add option' }).click();
+          await dialog.getByLabel('Option 3 value').fill('emea');
           await dialog.getByRole('button', { name: 'Create field' }).click();
           // The server's rule, by the input it is about, said with the input's label.
           const keyError = dialog.locator('#field-key-error');
@@ -446,6 +448,12 @@ for (const { driver, label, skip } of DRIVERS) {
           await checkPage(page, 'create field with an error');
           await shoot(page, 'field-create-error');
           await dialog.getByLabel('Key', { exact: true }).fill('region');
+          await dialog.getByRole('button', { name: 'Create field' }).click();
+          await dialog
+            .locator('#field-option-2-value-error')
+            .getByText('Option 3 value: "emea" is listed twice')
+            .waitFor();
+          await dialog.getByLabel('Option 3 value').fill('apac');
           await dialog.getByRole('button', { name: 'Create field' }).click();
           await dialog.waitFor({ state: 'detached' });
           await page.getByText('Created the field Region (region) on deals.').waitFor();

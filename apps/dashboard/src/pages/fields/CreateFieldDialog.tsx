@@ -77,7 +77,9 @@ export function CreateFieldDialog({
   const { pending, error, setError, run } = useRequest();
 
   const rule = list.types.find((t) => t.type === type) ?? list.types[0];
-  const problem = error ? fieldProblem(error) : undefined;
+  /** The form's row of each option sent (empty rows are not sent), to show the server's message by it. */
+  const [sentRows, setSentRows] = useState<number[]>([]);
+  const problem = error ? fieldProblem(error, (sent) => sentRows[sent] ?? sent) : undefined;
   /** The server's message by the input it names; the others below the form. */
   const errorAt = (id: string) => (problem?.inputId === id ? problem.text : undefined);
 
@@ -94,6 +96,8 @@ export function CreateFieldDialog({
     if (rule?.range && max.trim() !== '') validation.max = numberOrText(max) as number;
     if (rule?.text && maxLength.trim() !== '') validation.max_length = numberOrText(maxLength) as number;
     if (rule?.text && pattern !== '') validation.pattern = pattern;
+    const rows = options.flatMap((o, i) => (o.value.trim() !== '' || o.label.trim() !== '' ? [i] : []));
+    setSentRows(rows);
     const input: CreateInput = {
       object,
       key: key.trim(),
@@ -104,9 +108,10 @@ export function CreateFieldDialog({
       ...(value !== undefined ? { default: value } : {}),
       ...(rule?.options
         ? {
-            options: options
-              .filter((o) => o.value.trim() !== '' || o.label.trim() !== '')
-              .map((o) => ({ value: o.value.trim(), ...(o.label.trim() ? { label: o.label.trim() } : {}) })),
+            options: rows.map((i) => {
+              const o = options[i] as OptionRow;
+              return { value: o.value.trim(), ...(o.label.trim() ? { label: o.label.trim() } : {}) };
+            }),
           }
         : {}),
       ...(Object.keys(validation).length > 0 ? { validation } : {}),
@@ -117,6 +122,7 @@ export function CreateFieldDialog({
       () => api.fields.create.mutate(input),
       (created) => {
         void queryClient.invalidateQueries({ queryKey: queries.fields().queryKey });
+        void queryClient.invalidateQueries({ queryKey: ['audit'] });
         onCreated(object, created.label === created.key ? created.key : `${created.label} (${created.key})`);
       },
     );

@@ -44,12 +44,19 @@ const INPUTS: Record<string, { id: string; label: string }> = {
   ai_hint: { id: 'field-ai-hint', label: 'AI hint' },
 };
 
-/** `options[2].value` → the third option's value input, "Option 3 value". */
-function inputOf(path: string): { id: string; label: string } | undefined {
+/**
+ * `options[2].value` → the value input of the form's row the third option sent came from ("Option 3
+ * value" when no row was left out as empty).
+ */
+function inputOf(
+  path: string,
+  optionRow: (sent: number) => number,
+): { id: string; label: string } | undefined {
   const option = /^options\[(\d+)\]\.(value|label)$/.exec(path);
   if (option) {
-    const [, index, part] = option;
-    return { id: `field-option-${index}-${part}`, label: `Option ${Number(index) + 1} ${part}` };
+    const row = optionRow(Number(option[1]));
+    const part = option[2];
+    return { id: `field-option-${row}-${part}`, label: `Option ${row + 1} ${part}` };
   }
   return INPUTS[path];
 }
@@ -61,10 +68,13 @@ const PATH = /(^|; )([a-z_]+(?:\[\d+\])?(?:\.[a-z_]+)*): /g;
  * said as the input's label ("Pattern:"), and the input the first one names, to show the message by it.
  * The rules and their wording stay the server's: this only says where.
  */
-export function fieldProblem(message: string): { inputId: string | undefined; text: string } {
+export function fieldProblem(
+  message: string,
+  optionRow: (sent: number) => number = (sent) => sent,
+): { inputId: string | undefined; text: string } {
   let inputId: string | undefined;
   const text = message.replace(PATH, (whole, before: string, path: string) => {
-    const input = inputOf(path);
+    const input = inputOf(path, optionRow);
     if (!input) return whole;
     inputId ??= input.id;
     return `${before}${input.label}: `;
