@@ -682,6 +682,9 @@ describeOnEachDatabase(
           message: 'options: only select and multi_select fields take options, not text',
         });
 
+        // A refused change records nothing: the entry commits with the change.
+        expect(await auditOf('custom_field.created')).toHaveLength(1);
+
         for (const call of [
           () => member.trpc.fields.create.mutate({ object: 'deals', key: 'sneaky', type: 'text' }),
           () => member.trpc.fields.archive.mutate({ object: 'deals', key: 'dash_region' }),

@@ -16,6 +16,7 @@ import {
   createCustomField,
   getCustomField,
   listCustomFields,
+  schemaChange,
 } from '../features/custom-fields/custom-fields.service.ts';
 import {
   RANGED_TYPES,
@@ -333,49 +334,57 @@ export const adminRouter = router({
     })),
     create: adminProcedure
       .input(CustomFieldCreateInput.extend(ObjectPath.shape))
-      .mutation(async ({ ctx, input: { object, ...field } }) => {
-        const created = await createCustomField(ctx.em, object, field);
-        await recordAudit(ctx.em, {
-          orgId: ctx.dashboard.orgId,
-          actor: ctx.dashboard.email,
-          action: 'custom_field.created',
-          target: `${object}.${created.key}`,
-          details: [created.type, created.required && 'required', created.unique && 'unique']
-            .filter(Boolean)
-            .join(', '),
-        });
-        return created;
+      .mutation(({ ctx, input: { object, ...field } }) =>
+        // The change and its audit entry commit together, as a key's or a person's do.
+        schemaChange(ctx.em, async (tx) => {
+          const created = await createCustomField(tx, object, field);
+          await recordAudit(tx, {
+            orgId: ctx.dashboard.orgId,
+            actor: ctx.dashboard.email,
+            action: 'custom_field.created',
+            target: `${object}.${created.key}`,
+            details: [created.type, created.required && 'required', created.unique && 'unique']
+              .filter(Boolean)
+              .join(', '),
+          });
+          return created;
+        }),
+      ),
+    archive: adminProcedure.input(FieldPath).mutation(({ ctx, input }) =>
+      schemaChange(ctx.em, async (tx) => {
+        const before = await getCustomField(tx, input.object, input.key);
+        const archived = await archiveCustomField(tx, input.object, input.key);
+        // Archiving an archived field changes nothing, and records nothing.
+        if (!before.archived)
+          await recordAudit(tx, {
+            orgId: ctx.dashboard.orgId,
+            actor: ctx.dashboard.email,
+            action: 'custom_field.archived',
+            target: `${input.object}.${input.key}`,
+          });
+        return archived;
       }),
-    archive: adminProcedure.input(FieldPath).mutation(async ({ ctx, input }) => {
-      const before = await getCustomField(ctx.em, input.object, input.key);
-      const archived = await archiveCustomField(ctx.em, input.object, input.key);
-      // Archiving an archived field changes nothing, and records nothing.
-      if (!before.archived)
-        await recordAudit(ctx.em, {
-          orgId: ctx.dashboard.orgId,
-          actor: ctx.dashboard.email,
-          action: 'custom_field.archived',
-          target: `${input.object}.${input.key}`,
-        });
-      return archived;
-    }),
+    ),
     /** The fields as `crm schema export` prints them: where a pasted file starts from. */
     schemaExport: sessionProcedure.query(({ ctx }) => exportSchema(ctx.em)),
     /** Changes nothing: a member may check a file too. A mutation, for the file's size (no URL). */
     schemaPlan: sessionProcedure
       .input(SchemaFileText)
       .mutation(({ ctx, input }) => planSchema(ctx.em, parseSchemaFile(input.text))),
-    schemaApply: adminProcedure.input(SchemaFileText).mutation(async ({ ctx, input }) => {
-      const applied = await applySchema(ctx.em, parseSchemaFile(input.text));
-      if (applied.steps.length > 0)
-        await recordAudit(ctx.em, {
-          orgId: ctx.dashboard.orgId,
-          actor: ctx.dashboard.email,
-          action: 'custom_fields.applied',
-          target: 'schema file',
-          details: describeSteps(applied.steps),
-        });
-      return applied;
+    schemaApply: adminProcedure.input(SchemaFileText).mutation(({ ctx, input }) => {
+      const file = parseSchemaFile(input.text);
+      return schemaChange(ctx.em, async (tx) => {
+        const applied = await applySchema(tx, file);
+        if (applied.steps.length > 0)
+          await recordAudit(tx, {
+            orgId: ctx.dashboard.orgId,
+            actor: ctx.dashboard.email,
+            action: 'custom_fields.applied',
+            target: 'schema file',
+            details: describeSteps(applied.steps),
+          });
+        return applied;
+      });
     }),
   }),
 
