@@ -23,6 +23,13 @@ export type DailyUsage = UsageSummary['daily'][number];
 export type Member = Outputs['team']['list']['members'][number];
 export type Invitation = Outputs['team']['list']['invitations'][number];
 export type AuditEntry = Outputs['audit']['list']['data'][number];
+export type FieldsList = Outputs['fields']['list'];
+export type CustomObject = FieldsList['objects'][number]['object'];
+export type CustomField = FieldsList['objects'][number]['fields'][number];
+export type FieldTypeRule = FieldsList['types'][number];
+export type FieldType = FieldTypeRule['type'];
+export type SchemaPlan = Outputs['fields']['schemaPlan'];
+export type SchemaStep = SchemaPlan['steps'][number];
 
 export const DELIVERY_STATUSES = [
   'pending',
@@ -55,6 +62,7 @@ export const queries = {
       refetchInterval: (query) => (query.state.data?.data.some((d) => d.status === 'pending') ? 3000 : false),
     }),
   team: () => queryOptions({ queryKey: ['team', 'list'], queryFn: () => api.team.list.query() }),
+  fields: () => queryOptions({ queryKey: ['fields', 'list'], queryFn: () => api.fields.list.query() }),
   audit: (input: { limit: number; offset: number }) =>
     queryOptions({ queryKey: ['audit', 'list', input], queryFn: () => api.audit.list.query(input) }),
   invitation: (token: string) =>

@@ -629,6 +629,120 @@ describeOnEachDatabase(
       });
     });
 
+    describe('custom fields', () => {
+      const auditOf = (action: string) =>
+        s.sql<{ actor: string; target: string; details: string | null }>(
+          'select actor, target, details from audit_log where org_id = ? and action = ? order by at',
+          [s.orgA.orgId, action],
+        );
+
+      it('an admin creates and archives fields through the service’s own rules, each change in the audit log; a member reads and is refused changes', async () => {
+        const list = await member.trpc.fields.list.query();
+        // The objects are the server's one list; the types say which inputs each takes.
+        expect(list.objects.map((o) => o.object)).toEqual(['deals', 'contacts']);
+        expect(list.types.find((t) => t.type === 'select')).toMatchObject({ options: true, unique: true });
+        expect(list.types.find((t) => t.type === 'number')).toMatchObject({ range: true, text: false });
+
+        const created = await admin.trpc.fields.create.mutate({
+          object: 'deals',
+          key: 'dash_region',
+          type: 'select',
+          label: 'Region',
+          options: [{ value: 'emea', label: 'EMEA' }, { value: 'apac' }],
+        });
+        expect(created).toMatchObject({ key: 'dash_region', label: 'Region', archived: false });
+        expect(await auditOf('custom_field.created')).toEqual([
+          { actor: admin.email, target: 'deals.dash_region', details: 'select' },
+        ]);
+        const deals = (await member.trpc.fields.list.query()).objects.find((o) => o.object === 'deals');
+        expect(deals?.fields.map((f) => f.key)).toContain('dash_region');
+        // The REST API sees the same field.
+        expect((await s.api('/custom-fields/deals')).body.data.map((f: { key: string }) => f.key)).toContain(
+          'dash_region',
+        );
+
+        // The service's errors, as it words them (the form shows them by the input they name).
+        const refused = (input: Record<string, unknown>) =>
+          failure(admin.trpc.fields.create.mutate({ object: 'deals', type: 'text', ...input } as never));
+        expect(await refused({ key: 'Bad Key' })).toMatchObject({
+          status: 400,
+          message: expect.stringMatching(/^key: must be snake_case/),
+        });
+        expect(await refused({ key: 'dash_region' })).toMatchObject({
+          status: 409,
+          code: 'conflict',
+          message: 'key: deals already has a custom field dash_region',
+        });
+        expect(await refused({ key: 'dash_code', validation: { pattern: '(?=x)' } })).toMatchObject({
+          status: 400,
+          message: expect.stringMatching(/^validation\.pattern: not a regular expression RE2 can run/),
+        });
+        expect(await refused({ key: 'dash_tier', options: [{ value: 'a' }] })).toMatchObject({
+          status: 400,
+          message: 'options: only select and multi_select fields take options, not text',
+        });
+
+        // A refused change records nothing: the entry commits with the change.
+        expect(await auditOf('custom_field.created')).toHaveLength(1);
+
+        for (const call of [
+          () => member.trpc.fields.create.mutate({ object: 'deals', key: 'sneaky', type: 'text' }),
+          () => member.trpc.fields.archive.mutate({ object: 'deals', key: 'dash_region' }),
+          () => member.trpc.fields.schemaApply.mutate({ text: '{"version": 1, "objects": {}}' }),
+        ])
+          expect(await failure(call())).toMatchObject({ status: 403, code: 'forbidden' });
+
+        expect(await admin.trpc.fields.archive.mutate({ object: 'deals', key: 'dash_region' })).toMatchObject(
+          {
+            archived: true,
+          },
+        );
+        // Archiving again changes nothing and records nothing.
+        await admin.trpc.fields.archive.mutate({ object: 'deals', key: 'dash_region' });
+        expect(await auditOf('custom_field.archived')).toEqual([
+          { actor: admin.email, target: 'deals.dash_region', details: null },
+        ]);
+        expect(
+          await failure(admin.trpc.fields.archive.mutate({ object: 'deals', key: 'nope' })),
+        ).toMatchObject({
+          status: 404,
+        });
+        // Another organization sees none of it.
+        const theirs = await otherAdmin.trpc.fields.list.query();
+        expect(theirs.objects.flatMap((o) => o.fields.map((f) => f.key))).not.toContain('dash_region');
+      });
+
+      it('a pasted schema file is read as the CLI reads one: its plan for anyone, its apply for admins, recorded', async () => {
+        expect(await failure(member.trpc.fields.schemaPlan.mutate({ text: '{"version": 1,' }))).toMatchObject(
+          {
+            status: 400,
+            message: expect.stringMatching(/^not JSON: /),
+          },
+        );
+        expect(
+          await failure(member.trpc.fields.schemaPlan.mutate({ text: '{"version": 2, "objects": {}}' })),
+        ).toMatchObject({ status: 400, message: expect.stringMatching(/^version: /) });
+        const file = JSON.stringify({
+          version: 1,
+          objects: { contacts: [{ key: 'dash_tier', type: 'select', options: [{ value: 'gold' }] }] },
+        });
+        const plan = await member.trpc.fields.schemaPlan.mutate({ text: file });
+        expect(plan).toEqual({
+          steps: [{ object: 'contacts', key: 'dash_tier', action: 'add' }],
+          applicable: true,
+        });
+        const applied = await admin.trpc.fields.schemaApply.mutate({ text: file });
+        expect(applied.fields.map((f) => f.key)).toContain('dash_tier');
+        expect(await auditOf('custom_fields.applied')).toEqual([
+          { actor: admin.email, target: 'schema file', details: 'added contacts.dash_tier' },
+        ]);
+        // Nothing left to do: the plan is empty, and applying it records nothing.
+        expect((await admin.trpc.fields.schemaPlan.mutate({ text: file })).steps).toEqual([]);
+        await admin.trpc.fields.schemaApply.mutate({ text: file });
+        expect(await auditOf('custom_fields.applied')).toHaveLength(1);
+      });
+    });
+
     describe("another organization's ids", () => {
       it('every dashboard call that takes an id answers another organization’s record as a missing one, and changes nothing', async () => {
         const unknown = ID_CALLS.filter((c) => !(c.kind in DASHBOARD_IDS)).map(

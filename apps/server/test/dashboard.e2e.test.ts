@@ -420,6 +420,198 @@ for (const { driver, label, skip } of DRIVERS) {
           expect(again[1]?.headers['webhook-id']).toBe(got?.headers['webhook-id']);
         });
 
+        it('fields: creates a select field with options, shows the server’s errors by their inputs, plans and applies a pasted schema file, archives a field', async () => {
+          await page.goto(`${s.url}/admin/fields`);
+          await page.getByRole('heading', { name: 'Fields', level: 1 }).waitFor();
+          // The objects are the server's list: a section for each, empty so far.
+          await page.getByRole('heading', { name: 'Deals', level: 2 }).waitFor();
+          await page.getByRole('heading', { name: 'Contacts', level: 2 }).waitFor();
+          await page.getByText('No fields on deals yet').waitFor();
+
+          await page.getByRole('button', { name: 'Create field' }).click();
+          const dialog = page.getByRole('dialog', { name: 'Create field' });
+          await dialog.getByLabel('Type', { exact: true }).selectOption('select');
+          await dialog.getByLabel('Key', { exact: true }).fill('Region');
+          await dialog.getByLabel('Label (optional)').fill('Region');
+          await dialog.getByLabel('Option 1 value').fill('emea');
+          await dialog.getByLabel('Option 1 label').fill('EMEA');
+          // An empty row is not sent; a value listed twice is named by the row it was typed in.
+          await dialog.getByRole('button', { name: 'Add option' }).click();
+          await dialog.getByRole('button', { name: 'Add option' }).click();
+          await dialog.getByLabel('Option 3 value').fill('emea');
+          await dialog.getByRole('button', { name: 'Create field' }).click();
+          // The server's rule, by the input it is about, said with the input's label.
+          const keyError = dialog.locator('#field-key-error');
+          await keyError.waitFor();
+          expect(await keyError.textContent()).toMatch(/^Key: must be snake_case/);
+          expect(await dialog.getByLabel('Key', { exact: true }).getAttribute('aria-invalid')).toBe('true');
+          await checkPage(page, 'create field with an error');
+          await shoot(page, 'field-create-error');
+          await dialog.getByLabel('Key', { exact: true }).fill('region');
+          await dialog.getByRole('button', { name: 'Create field' }).click();
+          await dialog
+            .locator('#field-option-2-value-error')
+            .getByText('Option 3 value: "emea" is listed twice')
+            .waitFor();
+          await dialog.getByLabel('Option 3 value').fill('apac');
+          await dialog.getByRole('button', { name: 'Create field' }).click();
+          await dialog.waitFor({ state: 'detached' });
+          await page.getByText('Created the field Region (region) on deals.').waitFor();
+          const deals = page.getByRole('table', { name: 'Fields of deals' });
+          const region = deals.getByRole('row', { name: /Region/ });
+          await region.getByText('emea', { exact: true }).waitFor();
+          await region.getByText('apac', { exact: true }).waitFor();
+          await region.getByText('Active').waitFor();
+
+          // A duplicate key and a pattern RE2 cannot run: each by its input.
+          await page.getByRole('button', { name: 'Create field' }).click();
+          await dialog.getByLabel('Key', { exact: true }).fill('region');
+          await dialog.getByRole('button', { name: 'Create field' }).click();
+          await dialog.getByText('Key: deals already has a custom field region').waitFor();
+          await dialog.getByLabel('Key', { exact: true }).fill('code');
+          await dialog.getByLabel('Pattern (optional)').fill('(?=[A-Z])');
+          await dialog.getByRole('button', { name: 'Create field' }).click();
+          await dialog
+            .locator('#field-pattern-error')
+            .getByText(/^Pattern: not a regular expression RE2 can run/)
+            .waitFor();
+          await dialog.getByLabel('Pattern (optional)').fill('^[A-Z]{3}$');
+          await dialog.getByRole('button', { name: 'Create field' }).click();
+          await dialog.waitFor({ state: 'detached' });
+          await deals.getByRole('row', { name: /code/ }).getByText('^[A-Z]{3}$').waitFor();
+
+          // A file that is not JSON, then one whose plan has a problem: Apply waits.
+          const schema = page.getByRole('region', { name: 'Schema file' });
+          const fileText = schema.getByLabel('Schema file (JSON)');
+          await fileText.fill('{"version": 1,');
+          await schema.getByRole('button', { name: 'Show plan' }).click();
+          await schema
+            .getByRole('alert')
+            .getByText(/^not JSON: /)
+            .waitFor();
+          await fileText.fill(
+            JSON.stringify({ version: 1, objects: { deals: [{ key: 'region', type: 'text' }] } }),
+          );
+          await schema.getByRole('button', { name: 'Show plan' }).click();
+          await schema.getByText(/Cannot apply: the type cannot change \(select to text\)/).waitFor();
+          expect(await schema.getByRole('button', { name: 'Apply' }).isDisabled()).toBe(true);
+
+          // The current fields as the CLI exports them, edited: one field added to each object, code left out.
+          await fileText.fill('');
+          await schema.getByRole('button', { name: 'Start from the current fields' }).click();
+          await eventually('the export in the text area', async () =>
+            (await fileText.inputValue()) === '' ? undefined : true,
+          );
+          const file = JSON.parse(await fileText.inputValue());
+          expect(file.objects.deals.map((f: { key: string }) => f.key)).toEqual(['region', 'code']);
+          file.objects.deals = [
+            file.objects.deals[0],
+            { key: 'arr', label: 'ARR', type: 'currency', validation: { min: 0 }, ai_hint: 'metrics' },
+          ];
+          file.objects.contacts = [{ key: 'tier', type: 'select', options: [{ value: 'gold' }] }];
+          await fileText.fill(JSON.stringify(file, null, 2));
+          await schema.getByRole('button', { name: 'Show plan' }).click();
+          const plan = schema.getByRole('table', { name: 'Plan of the schema file' });
+          await plan.waitFor();
+          const stepOf = async (key: string) =>
+            (await plan.getByRole('row', { name: new RegExp(`^${key}\\b`) }).textContent()) ?? '';
+          expect(await stepOf('arr')).toMatch(/DealsAdd/);
+          expect(await stepOf('code')).toMatch(/DealsArchiveNo record holds a value/);
+          expect(await stepOf('tier')).toMatch(/ContactsAdd/);
+          expect(await plan.getByRole('row').count()).toBe(4);
+          await checkPage(page, 'fields with a plan');
+          await shoot(page, 'fields-plan');
+          await schema.getByRole('button', { name: 'Apply' }).click();
+          await page
+            .getByRole('dialog', { name: 'Apply schema file' })
+            .getByRole('button', { name: 'Apply' })
+            .click();
+          await page.getByText('Applied the schema file: 3 steps.').waitFor();
+          await deals.getByRole('row', { name: /ARR/ }).getByText('at least 0').waitFor();
+          await deals.getByRole('row', { name: /code/ }).getByText('Archived').waitFor();
+          await page
+            .getByRole('table', { name: 'Fields of contacts' })
+            .getByRole('row', { name: /tier/ })
+            .getByText('gold')
+            .waitFor();
+          expect(
+            (await s.api('/custom-fields/contacts')).body.data.map((f: { key: string }) => f.key),
+          ).toEqual(['tier']);
+
+          // Archive asks first.
+          await deals.getByRole('row', { name: /ARR/ }).getByRole('button', { name: 'Archive' }).click();
+          const confirm = page.getByRole('dialog', { name: 'Archive field' });
+          await confirm.getByText('its key is never used again').waitFor();
+          await confirm.getByRole('button', { name: 'Archive' }).click();
+          await page.getByText('Archived the field arr of deals.').waitFor();
+          await deals.getByRole('row', { name: /ARR/ }).getByText('Archived').waitFor();
+          expect(await deals.getByRole('row', { name: /ARR/ }).getByRole('button').count()).toBe(0);
+          const stored = await s.sql<{ key: string; archived: boolean }>(
+            'select key, archived_at is not null as archived from custom_fields where org_id = ? and object = ? order by position',
+            [s.orgA.orgId, 'deals'],
+          );
+          expect(stored).toEqual([
+            { key: 'region', archived: false },
+            { key: 'code', archived: true },
+            { key: 'arr', archived: true },
+          ]);
+          await page.getByRole('button', { name: 'Dismiss' }).click();
+          await checkPage(page, 'fields');
+          await shoot(page, 'fields');
+          await page.goto(`${s.url}/admin/audit`);
+          const audit = page.getByRole('table', { name: 'Audit log' });
+          await audit.getByText('custom_fields.applied').waitFor();
+          expect(await audit.textContent()).toContain(
+            'added deals.arr; archived deals.code; added contacts.tier',
+          );
+        });
+
+        it('fields: a member reads them and the plan of a file, with nothing to change, and the server refuses them too', async () => {
+          const person = await addPerson(s, s.orgA.orgId, 'member');
+          const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+          const member = await newPage(context);
+          await member.goto(`${s.url}/admin/sign-in?next=%2Ffields`);
+          await member.getByLabel('Email').fill(person.email);
+          await member.getByLabel('Password').fill(person.password);
+          await member.getByRole('button', { name: 'Sign in' }).click();
+          await member.waitForURL(/\/admin\/fields$/);
+          const deals = member.getByRole('table', { name: 'Fields of deals' });
+          await deals.getByRole('row', { name: /Region/ }).waitFor();
+          expect(await member.getByRole('button', { name: 'Create field' }).count()).toBe(0);
+          expect(await deals.getByRole('button').count()).toBe(0);
+          const schema = member.getByRole('region', { name: 'Schema file' });
+          await schema.getByText('Only an admin can apply it.').waitFor();
+          await schema
+            .getByLabel('Schema file (JSON)')
+            .fill(JSON.stringify({ version: 1, objects: { contacts: [] } }));
+          await schema.getByRole('button', { name: 'Show plan' }).click();
+          await schema
+            .getByRole('table', { name: 'Plan of the schema file' })
+            .getByText('Archive', { exact: true })
+            .waitFor();
+          expect(await schema.getByRole('button', { name: 'Apply' }).count()).toBe(0);
+          await checkPage(member, 'fields as a member');
+          await shoot(member, 'fields-as-member');
+          const refused = await member.evaluate(async () => {
+            const call = (path: string, body: unknown) =>
+              fetch(`/admin/trpc/fields.${path}`, {
+                method: 'POST',
+                headers: { 'content-type': 'application/json' },
+                body: JSON.stringify(body),
+              }).then((res) => res.status);
+            return [
+              await call('create', { object: 'deals', key: 'sneaky', type: 'text' }),
+              await call('archive', { object: 'deals', key: 'region' }),
+              await call('schemaApply', { text: '{"version": 1, "objects": {"contacts": []}}' }),
+            ];
+          });
+          expect(refused).toEqual([403, 403, 403]);
+          expect(
+            (await s.api('/custom-fields/contacts')).body.data.map((f: { key: string }) => f.key),
+          ).toEqual(['tier']);
+          await context.close();
+        });
+
         it('team and audit log: an invited member sees keys but no Create button, and the server refuses them too', async () => {
           await page.goto(`${s.url}/admin/team`);
           await page.getByRole('button', { name: 'Invite' }).click();
@@ -547,6 +739,7 @@ for (const { driver, label, skip } of DRIVERS) {
             ['audit', 'Audit log', 'audit'],
             ['webhooks', 'Webhook endpoints', 'webhooks'],
             ['team', 'Members', 'team'],
+            ['fields', 'Fields of deals', 'fields'],
             [`webhooks/${hook?.id}`, 'Deliveries', 'deliveries'],
           ] as const) {
             await narrow.goto(`${s.url}/admin/${page}`);
@@ -554,6 +747,20 @@ for (const { driver, label, skip } of DRIVERS) {
             expect(await sideways(), page).toBeLessThanOrEqual(0);
             await shoot(narrow, `${name}-narrow`);
           }
+          // The create-field form in one column, with a select's options: nothing wider than the dialog.
+          await narrow.goto(`${s.url}/admin/fields`);
+          await narrow.getByRole('button', { name: 'Create field' }).click();
+          const create = narrow.getByRole('dialog', { name: 'Create field' });
+          await create.getByLabel('Type', { exact: true }).selectOption('select');
+          await create.getByLabel('Option 1 value').waitFor();
+          expect(
+            await narrow.evaluate(`(() => {
+              const dialog = document.querySelector('dialog[open]');
+              return dialog.scrollWidth - dialog.clientWidth;
+            })()`),
+          ).toBeLessThanOrEqual(0);
+          await shoot(narrow, 'field-create-narrow');
+          await create.getByRole('button', { name: 'Cancel' }).click();
           await context.close();
           expect(cspViolations).toEqual([]);
         });

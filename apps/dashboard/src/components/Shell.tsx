@@ -37,6 +37,7 @@ const NAV = [
     id: 'nav-settings',
     group: 'Settings',
     links: [
+      { href: '/fields', label: 'Fields' },
       { href: '/team', label: 'Team' },
       { href: '/audit', label: 'Audit log' },
       { href: '/account', label: 'Account' },

@@ -2,7 +2,35 @@ import { USER_ROLES, WEBHOOK_EVENT_TYPES } from '@crm/db';
 import { z } from 'zod';
 import { runAsCall } from '../call-context.ts';
 import { type Context, headerValue } from '../context.ts';
-import { ApiError, notFound } from '../errors.ts';
+import { ApiError, MAX_BODY_BYTES, notFound } from '../errors.ts';
+import {
+  AI_HINTS,
+  CUSTOM_OBJECTS,
+  CustomFieldCreateInput,
+  FIELD_TYPES,
+  FieldPath,
+  ObjectPath,
+} from '../features/custom-fields/custom-field.schemas.ts';
+import {
+  archiveCustomField,
+  createCustomField,
+  getCustomField,
+  listCustomFields,
+  schemaChange,
+} from '../features/custom-fields/custom-fields.service.ts';
+import {
+  RANGED_TYPES,
+  SELECT_TYPES,
+  TEXT_TYPES,
+  UNIQUE_TYPES,
+} from '../features/custom-fields/custom-values.ts';
+import {
+  applySchema,
+  exportSchema,
+  parseSchemaFile,
+  planSchema,
+  type SchemaStep,
+} from '../features/custom-fields/schema-file.ts';
 import { quotaNotices, usageOf } from '../features/usage/usage.service.ts';
 import { WebhookCreateInput, WebhookDeliveryListQuery } from '../features/webhooks/webhook.schemas.ts';
 import {
@@ -95,6 +123,32 @@ const Page = z.object({
   limit: z.number().int().min(1).max(100).default(25),
   offset: z.number().int().min(0).default(0),
 });
+
+/**
+ * What each field type takes, as the custom-fields service checks it: the dashboard's form shows the
+ * inputs a type takes from this, and keeps no list of its own.
+ */
+const FIELD_TYPE_RULES = FIELD_TYPES.map((type) => ({
+  type,
+  options: SELECT_TYPES.has(type),
+  range: RANGED_TYPES.has(type),
+  text: TEXT_TYPES.has(type),
+  unique: UNIQUE_TYPES.has(type),
+}));
+
+/** A schema file as pasted: its text, read by the same function as `crm schema plan|apply` read a file. */
+const SchemaFileText = z.object({ text: z.string().max(MAX_BODY_BYTES) });
+
+/** An applied plan in a line of the audit log: "added deals.region; changed deals.arr (label)". */
+function describeSteps(steps: readonly SchemaStep[]): string {
+  const verbs = { add: 'added', change: 'changed', archive: 'archived' } as const;
+  return steps
+    .map((step) => {
+      const changed = step.changes ? Object.keys(step.changes) : [];
+      return `${verbs[step.action]} ${step.object}.${step.key}${changed.length > 0 ? ` (${changed.join(', ')})` : ''}`;
+    })
+    .join('; ');
+}
 
 /** The origin links are made for: the configured public URL, else the address the browser used. */
 function originOf(ctx: Pick<Context, 'headers' | 'services'>): string {
@@ -261,6 +315,77 @@ export const adminRouter = router({
         });
         return person;
       }),
+  }),
+
+  /**
+   * Custom fields: the same service functions as `/custom-fields` and `crm schema` (one set of rules),
+   * each change recorded in the audit log. Members read; only admins change.
+   */
+  fields: router({
+    list: sessionProcedure.query(async ({ ctx }) => ({
+      objects: await Promise.all(
+        CUSTOM_OBJECTS.map(async (object) => ({
+          object,
+          fields: await listCustomFields(ctx.em, object, true),
+        })),
+      ),
+      types: FIELD_TYPE_RULES,
+      ai_hints: [...AI_HINTS],
+    })),
+    create: adminProcedure
+      .input(CustomFieldCreateInput.extend(ObjectPath.shape))
+      .mutation(({ ctx, input: { object, ...field } }) =>
+        // The change and its audit entry commit together, as a key's or a person's do.
+        schemaChange(ctx.em, async (tx) => {
+          const created = await createCustomField(tx, object, field);
+          await recordAudit(tx, {
+            orgId: ctx.dashboard.orgId,
+            actor: ctx.dashboard.email,
+            action: 'custom_field.created',
+            target: `${object}.${created.key}`,
+            details: [created.type, created.required && 'required', created.unique && 'unique']
+              .filter(Boolean)
+              .join(', '),
+          });
+          return created;
+        }),
+      ),
+    archive: adminProcedure.input(FieldPath).mutation(({ ctx, input }) =>
+      schemaChange(ctx.em, async (tx) => {
+        const before = await getCustomField(tx, input.object, input.key);
+        const archived = await archiveCustomField(tx, input.object, input.key);
+        // Archiving an archived field changes nothing, and records nothing.
+        if (!before.archived)
+          await recordAudit(tx, {
+            orgId: ctx.dashboard.orgId,
+            actor: ctx.dashboard.email,
+            action: 'custom_field.archived',
+            target: `${input.object}.${input.key}`,
+          });
+        return archived;
+      }),
+    ),
+    /** The fields as `crm schema export` prints them: where a pasted file starts from. */
+    schemaExport: sessionProcedure.query(({ ctx }) => exportSchema(ctx.em)),
+    /** Changes nothing: a member may check a file too. A mutation, for the file's size (no URL). */
+    schemaPlan: sessionProcedure
+      .input(SchemaFileText)
+      .mutation(({ ctx, input }) => planSchema(ctx.em, parseSchemaFile(input.text))),
+    schemaApply: adminProcedure.input(SchemaFileText).mutation(({ ctx, input }) => {
+      const file = parseSchemaFile(input.text);
+      return schemaChange(ctx.em, async (tx) => {
+        const applied = await applySchema(tx, file);
+        if (applied.steps.length > 0)
+          await recordAudit(tx, {
+            orgId: ctx.dashboard.orgId,
+            actor: ctx.dashboard.email,
+            action: 'custom_fields.applied',
+            target: 'schema file',
+            details: describeSteps(applied.steps),
+          });
+        return applied;
+      });
+    }),
   }),
 
   audit: router({

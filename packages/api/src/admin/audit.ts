@@ -15,7 +15,10 @@ export type AuditAction =
   | 'member.removed'
   | 'member.role_changed'
   | 'member.password_reset'
-  | 'invitation.revoked';
+  | 'invitation.revoked'
+  | 'custom_field.created'
+  | 'custom_field.archived'
+  | 'custom_fields.applied';
 
 /** Who acted: a person's e-mail from the dashboard, or "CLI" for the admin command line. */
 export const CLI_ACTOR = 'CLI';

@@ -2,12 +2,13 @@ import { readFile } from 'node:fs/promises';
 import type { Config } from '@crm/config';
 import { type EntityManager, USER_ROLES, type UserRole } from '@crm/db';
 import { z } from 'zod';
-import { ApiError, describeZodIssues, notFound } from '../../errors.ts';
+import { ApiError, notFound } from '../../errors.ts';
 import {
   applySchema,
   exportSchema,
+  parseSchemaFile,
   planSchema,
-  SchemaFile,
+  type SchemaFile,
 } from '../../features/custom-fields/schema-file.ts';
 import { orgQuotaReport, setOrgQuota, UnknownOrganizationError } from '../../limits/org-quotas.ts';
 import { orgFork, unscopedDb } from '../../org-scope.ts';
@@ -158,15 +159,14 @@ async function schemaFileArg(value: string | undefined): Promise<SchemaFile> {
   } catch (err) {
     throw new CliError(`cannot read ${file}: ${(err as Error).message}`);
   }
-  let json: unknown;
   try {
-    json = JSON.parse(text);
+    return parseSchemaFile(text);
   } catch (err) {
-    throw new CliError(`${file} is not JSON: ${(err as Error).message}`);
+    // "crm.schema.json is not JSON: …", "crm.schema.json: objects.deals[0].key: …"
+    if (err instanceof ApiError)
+      throw new CliError(`${file}${err.message.startsWith('not JSON') ? ' is' : ':'} ${err.message}`);
+    throw err;
   }
-  const parsed = SchemaFile.safeParse(json);
-  if (!parsed.success) throw new CliError(`${file}: ${describeZodIssues(parsed.error.issues)}`);
-  return parsed.data;
 }
 
 const schemaCommand = (

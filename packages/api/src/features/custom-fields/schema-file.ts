@@ -1,6 +1,6 @@
 import type { EntityManager } from '@crm/db';
 import { z } from 'zod';
-import { ApiError } from '../../errors.ts';
+import { ApiError, describeZodIssues } from '../../errors.ts';
 import { orgDb } from '../../org-scope.ts';
 import {
   CUSTOM_LIMITS,
@@ -58,6 +58,23 @@ export const SchemaFile = z
     ],
   });
 export type SchemaFile = z.infer<typeof SchemaFile>;
+
+/**
+ * A schema file's text (`crm schema export` wrote it) read as JSON and checked: the file, or a 400
+ * `invalid_request` naming what is wrong where (`not JSON: …`, `objects.deals[0].key: …`). The CLI reads a
+ * file and the dashboard a pasted text through this one function.
+ */
+export function parseSchemaFile(text: string): SchemaFile {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    throw new ApiError('invalid_request', `not JSON: ${(err as Error).message}`);
+  }
+  const parsed = SchemaFile.safeParse(json);
+  if (!parsed.success) throw new ApiError('invalid_request', describeZodIssues(parsed.error.issues));
+  return parsed.data;
+}
 
 const Attribute = z.object({ from: z.unknown(), to: z.unknown() });
 
