@@ -152,7 +152,7 @@ export function buildApp(services: Services, logger: Logger, state: AppState = {
         const origin = ctx.get('origin');
         return origins.includes('*') ? '*' : origins.includes(origin) ? origin : '';
       },
-      allowMethods: 'GET,HEAD,POST,PATCH,DELETE',
+      allowMethods: 'GET,HEAD,POST,PUT,PATCH,DELETE',
       allowHeaders: 'Authorization,Content-Type,Idempotency-Key,X-Request-Id',
       exposeHeaders: ['X-Request-Id', 'Idempotent-Replayed', ...LIMIT_HEADER_NAMES].join(','),
       maxAge: 600,

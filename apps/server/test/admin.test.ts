@@ -639,7 +639,7 @@ describeOnEachDatabase(
       it('an admin creates and archives fields through the service’s own rules, each change in the audit log; a member reads and is refused changes', async () => {
         const list = await member.trpc.fields.list.query();
         // The objects are the server's one list; the types say which inputs each takes.
-        expect(list.objects.map((o) => o.object)).toEqual(['deals', 'contacts']);
+        expect(list.objects.map((o) => o.object)).toEqual(['deals', 'contacts', 'companies']);
         expect(list.types.find((t) => t.type === 'select')).toMatchObject({ options: true, unique: true });
         expect(list.types.find((t) => t.type === 'number')).toMatchObject({ range: true, text: false });
 

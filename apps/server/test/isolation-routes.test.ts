@@ -92,6 +92,8 @@ const MAKERS: Array<[kind: string, make: Maker]> = [
     'contacts',
     (s, org, made) => created(s, org, '/contacts', { name: 'Isolated Contact', deal_id: made.deals }),
   ],
+  // A deal's stakeholder is named by its contact's id.
+  ['stakeholders', async (_s, _org, made) => made.contacts as string],
   [
     'events',
     (s, org) =>

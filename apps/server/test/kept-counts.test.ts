@@ -197,7 +197,11 @@ for (const { driver, label, skip } of DRIVERS) {
         json: { stage_id: closed?.id },
       });
       expect(move.status, move.text).toBe(200);
-      const company = await s.api('/companies', { method: 'POST', key: org.apiKey, json: { name: 'Counted' } });
+      const company = await s.api('/companies', {
+        method: 'POST',
+        key: org.apiKey,
+        json: { name: 'Counted' },
+      });
       expect(company.status, company.text).toBe(201);
       for (const table of KEPT_AGGREGATES.filter((t) => t !== 'contact_counts'))
         expect(await s.sql(`select * from ${table} where org_id = ?`, [org.orgId]), table).not.toEqual([]);

@@ -6,6 +6,8 @@ export type ActivityType =
   | 'stage_changed'
   | 'contact_added'
   | 'contact_updated'
+  | 'stakeholder_added'
+  | 'stakeholder_removed'
   | 'deal_analyzed';
 
 /**

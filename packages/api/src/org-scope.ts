@@ -79,6 +79,7 @@ export const TENANT_TABLES: ReadonlySet<string> = new Set([
   'deal_close_days',
   'deal_closes',
   'deal_counts',
+  'deal_stakeholders',
   'deals',
   'invitations',
   'organization_quotas',

@@ -8,7 +8,7 @@ import type { Meta } from './trpc.ts';
 
 export { API_BASE_PATH };
 
-export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 /**
  * One operation of the API, as every door sees it: the REST adapter routes and checks requests with it,
@@ -95,7 +95,7 @@ function errorsOf(op: Omit<Operation, 'errors'>, declared: ErrorCode[]): ErrorCo
   if (op.rateLimit === 'ai') codes.add('ai_quota_exceeded');
   if (inputKeys(op.input).length > 0) codes.add('invalid_request');
   if (op.pathParams.length > 0) codes.add('not_found');
-  if (op.method === 'POST' || op.method === 'PATCH')
+  if (op.method === 'POST' || op.method === 'PUT' || op.method === 'PATCH')
     for (const code of ['invalid_json', 'payload_too_large', 'unsupported_media_type'] as const)
       codes.add(code);
   if (op.idempotencyKey) {

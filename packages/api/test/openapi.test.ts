@@ -115,6 +115,7 @@ describe('the OpenAPI document', () => {
       'POST /pipelines',
       'POST /pipelines/{id}/stages',
       'POST /webhooks',
+      'PUT /deals/{id}/stakeholders/{contact_id}',
     ]);
     for (const { method, path, op } of bodies) {
       const where = `${method.toUpperCase()} ${path}`;

@@ -84,6 +84,34 @@ export interface paths {
         patch: operations["deals-update"];
         trace?: never;
     };
+    "/deals/{id}/stakeholders/{contact_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Put a contact on a deal with a role
+         * @description Links the contact to the deal with the role sent (`role_type`, `influence_level`, `engagement_level`, `sentiment`, `is_primary`), or changes its link’s role (only the fields sent); calling it again with the same body changes nothing. A new link records a `stakeholder_added` activity and emits `deal.stakeholder_added`. On the contact’s own deal (its `deal_id`) the role is the contact’s own fields, changed as PATCH /contacts/{id} changes them. A deal has at most one economic buyer and one primary contact: another one is a 409 `conflict` naming the holder (`conflicting_id`). An unknown deal or contact is a 404.
+         *
+         *     Needs an API key with the scope `deals:write` (or `*`).
+         */
+        put: operations["deals-linkStakeholder"];
+        post?: never;
+        /**
+         * Take a contact off a deal
+         * @description Removes the contact’s link to the deal (a `stakeholder_removed` activity, `deal.stakeholder_removed`) and returns `{"success": true}`; a link that is not there is nothing to remove (also `{"success": true}`). The contact’s own deal is no link: a 409 (delete the contact instead). An unknown deal or contact is a 404.
+         *
+         *     Needs an API key with the scope `deals:write` (or `*`).
+         */
+        delete: operations["deals-unlinkStakeholder"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/contacts": {
         parameters: {
             query?: never;
@@ -160,6 +188,28 @@ export interface paths {
          *     Needs an API key with the scope `contacts:write` (or `*`).
          */
         patch: operations["contacts-update"];
+        trace?: never;
+    };
+    "/contacts/{id}/deals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The deals a contact is on, with its role on each
+         * @description Returns every deal the contact is a stakeholder of: its own deal (`own_deal: true`, its `deal_id`) first, then the deals it was linked to (PUT /deals/{id}/stakeholders/{contact_id}), oldest link first, each with the role of that link, `is_primary`, and the deal’s title and stage. An unknown contact is a 404.
+         *
+         *     Needs an API key with the scope `contacts:read` (or `*`).
+         */
+        get: operations["contacts-deals"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/companies": {
@@ -878,7 +928,7 @@ export interface components {
             };
         };
         /** @enum {string} */
-        WebhookEvent: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated";
+        WebhookEvent: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated" | "deal.stakeholder_added" | "deal.stakeholder_removed";
         /**
          * @example {
          *       "key": "arr",
@@ -1000,6 +1050,22 @@ export interface components {
             description: string | null;
             created_at: string | null;
         };
+        StakeholderLink: {
+            /** Format: uuid */
+            deal_id: string;
+            /** Format: uuid */
+            contact_id: string;
+            /** @enum {string} */
+            role_type: "economic_buyer" | "champion" | "technical_buyer" | "end_user" | "influencer" | "executive_sponsor" | "blocker" | "unknown";
+            influence_level: ("high" | "medium" | "low") | null;
+            engagement_level: ("high" | "medium" | "low" | "unknown") | null;
+            sentiment: ("positive" | "neutral" | "negative" | "unknown") | null;
+            is_primary: boolean;
+            /** @description The contact’s own deal (its `deal_id`): the link’s role is the contact’s own fields */
+            own_deal: boolean;
+            /** Format: date-time */
+            linked_at: string;
+        };
         Contact: {
             /** Format: uuid */
             id: string;
@@ -1059,6 +1125,25 @@ export interface components {
                     company: string | null;
                 };
             };
+        };
+        ContactDeal: {
+            /** Format: uuid */
+            deal_id: string;
+            /** Format: uuid */
+            contact_id: string;
+            /** @enum {string} */
+            role_type: "economic_buyer" | "champion" | "technical_buyer" | "end_user" | "influencer" | "executive_sponsor" | "blocker" | "unknown";
+            influence_level: ("high" | "medium" | "low") | null;
+            engagement_level: ("high" | "medium" | "low" | "unknown") | null;
+            sentiment: ("positive" | "neutral" | "negative" | "unknown") | null;
+            is_primary: boolean;
+            /** @description The contact’s own deal (its `deal_id`): the link’s role is the contact’s own fields */
+            own_deal: boolean;
+            /** Format: date-time */
+            linked_at: string;
+            title: string;
+            stage_name: string | null;
+            stage_type: string | null;
         };
         Company: {
             /** Format: uuid */
@@ -1258,7 +1343,7 @@ export interface components {
              * @description An event type; webhook.test for a test event sent from the dashboard
              * @enum {string}
              */
-            event_type: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated" | "webhook.test";
+            event_type: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated" | "deal.stakeholder_added" | "deal.stakeholder_removed" | "webhook.test";
             /**
              * @description pending: waiting for its next attempt; succeeded; failed: retries used up; cancelled: the endpoint was deactivated
              * @enum {string}
@@ -1291,7 +1376,7 @@ export interface components {
              */
             id: string;
             /** @enum {string} */
-            type: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated";
+            type: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated" | "deal.stakeholder_added" | "deal.stakeholder_removed";
             /**
              * Format: date-time
              * @description When the change was made: the `timestamp` of its webhook body
@@ -2249,6 +2334,245 @@ export interface operations {
             };
         };
     };
+    "deals-linkStakeholder": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The deal */
+                id: string;
+                /** @description The contact */
+                contact_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "role_type": "influencer",
+                 *       "influence_level": "high",
+                 *       "engagement_level": "medium"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description Its role on this deal; `unknown` when a new link leaves it out
+                     * @enum {string}
+                     */
+                    role_type?: "economic_buyer" | "champion" | "technical_buyer" | "end_user" | "influencer" | "executive_sponsor" | "blocker" | "unknown";
+                    influence_level?: ("high" | "medium" | "low") | null;
+                    engagement_level?: ("high" | "medium" | "low" | "unknown") | null;
+                    sentiment?: ("positive" | "neutral" | "negative" | "unknown") | null;
+                    /** @description The deal’s primary contact: at most one per deal */
+                    is_primary?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["StakeholderLink"];
+                    };
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected. `invalid_json`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `conflict`: The write conflicts with the data as it is (a unique custom field’s value another record holds, a rule the records break, a stage deals are in, the default pipeline): the message says with what and how to proceed; `conflicting_id` names the record that holds a value */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large`: The body is over 1 MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type`: The body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "deals-unlinkStakeholder": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The deal */
+                id: string;
+                /** @description The contact */
+                contact_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `conflict`: The write conflicts with the data as it is (a unique custom field’s value another record holds, a rule the records break, a stage deals are in, the default pipeline): the message says with what and how to proceed; `conflicting_id` names the record that holds a value */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     "contacts-list": {
         parameters: {
             query?: {
@@ -2840,6 +3164,94 @@ export interface operations {
             };
             /** @description `unsupported_media_type`: The body is not `application/json` */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "contacts-deals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource id (uuid) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ContactDeal"][];
+                    };
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

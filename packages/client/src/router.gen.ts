@@ -293,6 +293,41 @@ export type AppRouter = TRPCBuiltRouter<{
         success: true;
       };
     }>;
+    linkStakeholder: TRPCMutationProcedure<{
+      meta: object;
+      input: {
+        id: string;
+        contact_id: string;
+        role_type?: "unknown" | "economic_buyer" | "champion" | "technical_buyer" | "end_user" | "influencer" | "executive_sponsor" | "blocker" | undefined;
+        influence_level?: "high" | "medium" | "low" | null | undefined;
+        engagement_level?: "unknown" | "high" | "medium" | "low" | null | undefined;
+        sentiment?: "unknown" | "positive" | "neutral" | "negative" | null | undefined;
+        is_primary?: boolean | undefined;
+      };
+      output: {
+        data: {
+          deal_id: string;
+          contact_id: string;
+          role_type: "unknown" | "economic_buyer" | "champion" | "technical_buyer" | "end_user" | "influencer" | "executive_sponsor" | "blocker";
+          influence_level: "high" | "medium" | "low" | null;
+          engagement_level: "unknown" | "high" | "medium" | "low" | null;
+          sentiment: "unknown" | "positive" | "neutral" | "negative" | null;
+          is_primary: boolean;
+          own_deal: boolean;
+          linked_at: string;
+        };
+      };
+    }>;
+    unlinkStakeholder: TRPCMutationProcedure<{
+      meta: object;
+      input: {
+        id: string;
+        contact_id: string;
+      };
+      output: {
+        success: true;
+      };
+    }>;
   };
   contacts: {
     list: TRPCQueryProcedure<{
@@ -471,6 +506,28 @@ export type AppRouter = TRPCBuiltRouter<{
           updated_at: string | null;
           custom: Record<string, unknown>;
         };
+      };
+    }>;
+    deals: TRPCQueryProcedure<{
+      meta: object;
+      input: {
+        id: string;
+      };
+      output: {
+        data: {
+          deal_id: string;
+          contact_id: string;
+          role_type: "unknown" | "economic_buyer" | "champion" | "technical_buyer" | "end_user" | "influencer" | "executive_sponsor" | "blocker";
+          influence_level: "high" | "medium" | "low" | null;
+          engagement_level: "unknown" | "high" | "medium" | "low" | null;
+          sentiment: "unknown" | "positive" | "neutral" | "negative" | null;
+          is_primary: boolean;
+          own_deal: boolean;
+          linked_at: string;
+          title: string;
+          stage_name: string | null;
+          stage_type: string | null;
+        }[];
       };
     }>;
   };
@@ -953,7 +1010,7 @@ export type AppRouter = TRPCBuiltRouter<{
         data: {
           id: string;
           url: string;
-          events: ("deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated")[];
+          events: ("deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated" | "deal.stakeholder_added" | "deal.stakeholder_removed")[];
           is_active: boolean;
           failure_count: number;
           last_triggered_at: string | null;
@@ -965,14 +1022,14 @@ export type AppRouter = TRPCBuiltRouter<{
       meta: object;
       input: {
         url: string;
-        events: ("deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated")[];
+        events: ("deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated" | "deal.stakeholder_added" | "deal.stakeholder_removed")[];
       };
       output: {
         data: {
           id: string;
           secret: string;
           url: string;
-          events: ("deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated")[];
+          events: ("deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated" | "deal.stakeholder_added" | "deal.stakeholder_removed")[];
         };
       };
     }>;
@@ -994,7 +1051,7 @@ export type AppRouter = TRPCBuiltRouter<{
         data: {
           id: string;
           url: string;
-          events: ("deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated")[];
+          events: ("deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated" | "deal.stakeholder_added" | "deal.stakeholder_removed")[];
           is_active: boolean;
           failure_count: number;
           last_triggered_at: string | null;
@@ -1015,7 +1072,7 @@ export type AppRouter = TRPCBuiltRouter<{
           id: string;
           webhook_id: string;
           event_id: string;
-          event_type: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated" | "webhook.test";
+          event_type: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated" | "deal.stakeholder_added" | "deal.stakeholder_removed" | "webhook.test";
           status: "pending" | "succeeded" | "failed" | "cancelled";
           attempt_count: number;
           next_attempt_at: string | null;
@@ -1049,7 +1106,7 @@ export type AppRouter = TRPCBuiltRouter<{
           id: string;
           webhook_id: string;
           event_id: string;
-          event_type: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated" | "webhook.test";
+          event_type: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated" | "deal.stakeholder_added" | "deal.stakeholder_removed" | "webhook.test";
           status: "pending" | "succeeded" | "failed" | "cancelled";
           attempt_count: number;
           next_attempt_at: string | null;
@@ -1079,7 +1136,7 @@ export type AppRouter = TRPCBuiltRouter<{
       output: {
         data: {
           id: string;
-          type: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated";
+          type: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated" | "deal.stakeholder_added" | "deal.stakeholder_removed";
           timestamp: string;
           cursor: string;
           data: Record<string, unknown>;
@@ -1124,7 +1181,7 @@ export type AppRouter = TRPCBuiltRouter<{
       output: {
         data: {
           id: string;
-          type: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated";
+          type: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated" | "deal.stakeholder_added" | "deal.stakeholder_removed";
           timestamp: string;
           cursor: string;
           data: Record<string, unknown>;

@@ -12,6 +12,8 @@ export type Deal = RouterOutputs['deals']['create']['data'];
 export type Contact = RouterOutputs['contacts']['create']['data'];
 /** A company as the API answers it. */
 export type Company = RouterOutputs['companies']['create']['data'];
+/** A contact's link to a deal, with its role there (`PUT /deals/{id}/stakeholders/{contact_id}`). */
+export type StakeholderLink = RouterOutputs['deals']['linkStakeholder']['data'];
 /** A MEDDPICC analysis as `POST /deals/{id}/analyze` answers it. */
 export type Analysis = RouterOutputs['ai']['analyze']['data'];
 /** The kinds of event a webhook endpoint can subscribe to. */

@@ -135,6 +135,8 @@ export const Deal = defineEntity({
     companyId: p.uuid().nullable(),
     /** True while `company_name` is the linked company's name, copied (and renamed with it), not the client's. */
     companyNameFollows: p.boolean().default(false),
+    /** The deal's primary contact (a stakeholder link's `is_primary`): one column, so at most one. */
+    primaryContactId: p.uuid().nullable(),
     value: p.decimal('number').nullable(),
     currency: p.string().nullable(),
     winProbability: p.integer().nullable(),
@@ -202,6 +204,28 @@ export const Contact = defineEntity({
 });
 export type Contact = InferEntity<typeof Contact>;
 
+/**
+ * A contact's link to a deal other than its own (`contacts.deal_id`), with its role on that deal
+ * (docs/api/stakeholders.md).
+ */
+export const DealStakeholder = defineEntity({
+  name: 'DealStakeholder',
+  tableName: 'deal_stakeholders',
+  filters: orgFilter,
+  properties: {
+    orgId: p.uuid(),
+    deal: () => p.manyToOne(Deal).ref().primary().deleteRule('cascade'),
+    contact: () => p.manyToOne(Contact).ref().primary().deleteRule('cascade'),
+    roleType: p.enum(ROLE_TYPES).default('unknown'),
+    influenceLevel: p.enum(INFLUENCE_LEVELS).nullable(),
+    engagementLevel: p.enum(ENGAGEMENT_LEVELS).nullable(),
+    sentiment: p.enum(SENTIMENTS).nullable(),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+});
+export type DealStakeholder = InferEntity<typeof DealStakeholder>;
+
 /** What changed in one mutation: field name to its previous and new value. */
 export type FieldChanges = Record<string, { from: unknown; to: unknown }>;
 
@@ -254,6 +278,8 @@ export const WEBHOOK_EVENT_TYPES = [
   'analysis.completed',
   'company.created',
   'company.updated',
+  'deal.stakeholder_added',
+  'deal.stakeholder_removed',
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 /** Sent to one endpoint on request (the dashboard's "Send test event"); nobody subscribes to it. */
@@ -552,6 +578,7 @@ export const entities = [
   Company,
   Deal,
   Contact,
+  DealStakeholder,
   Activity,
   IdempotencyRecord,
   OutboxEvent,

@@ -13,6 +13,7 @@ import { Migration20261130000000_custom_fields } from './Migration20261130000000
 import { Migration20261130000100_search_scale } from './Migration20261130000100_search_scale.ts';
 import { Migration20261130000200_pipelines } from './Migration20261130000200_pipelines.ts';
 import { Migration20261201000000_companies } from './Migration20261201000000_companies.ts';
+import { Migration20261201000100_stakeholders } from './Migration20261201000100_stakeholders.ts';
 
 /** Listed explicitly (no folder scan): the same list runs on PGlite and on PostgreSQL. */
 export const migrationsList = [
@@ -34,4 +35,5 @@ export const migrationsList = [
   { name: 'Migration20261130000100_search_scale', class: Migration20261130000100_search_scale },
   { name: 'Migration20261130000200_pipelines', class: Migration20261130000200_pipelines },
   { name: 'Migration20261201000000_companies', class: Migration20261201000000_companies },
+  { name: 'Migration20261201000100_stakeholders', class: Migration20261201000100_stakeholders },
 ];

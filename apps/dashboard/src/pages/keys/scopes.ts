@@ -29,7 +29,10 @@ export const SCOPE_INFO: Record<Scope, { group: string; description: string }> =
   'webhooks:read': { group: 'Webhooks and events', description: 'read webhooks and deliveries' },
   'webhooks:write': { group: 'Webhooks and events', description: 'manage webhooks, replay deliveries' },
   'events:read': { group: 'Webhooks and events', description: 'read the event feed' },
-  'schema:read': { group: 'Custom fields', description: 'read the custom fields of deals, contacts and companies' },
+  'schema:read': {
+    group: 'Custom fields',
+    description: 'read the custom fields of deals, contacts and companies',
+  },
   'schema:write': { group: 'Custom fields', description: 'define, change and archive custom fields' },
 };
 export const SCOPES = Object.keys(SCOPE_INFO) as Scope[];

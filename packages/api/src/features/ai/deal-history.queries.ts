@@ -5,6 +5,7 @@ import { type Kysely, sql } from 'kysely';
 import { jsonBuildObject } from 'kysely/helpers/postgres';
 import { orgQuery } from '../../org-scope.ts';
 import { asJson } from '../../read-model.ts';
+import { stakeholdersOf } from '../deals/stakeholders.service.ts';
 import { ACTIVE_AT, stagesOfType } from '../pipeline/open-pipeline.sql.ts';
 import { asDate, asDateOrNull } from './rows.ts';
 
@@ -70,26 +71,19 @@ const historyRows = (db: Kysely<Tables>) =>
       'd.created_at',
       'd.pipeline_id',
       's.name as stage_name',
-      eb
-        .selectFrom('contacts as c')
-        .select((eb) =>
-          sql<ContactRow[]>`coalesce(${eb.fn.jsonAgg(
-            jsonBuildObject({
-              id: eb.ref('c.id'),
-              deal_id: eb.ref('c.deal_id'),
-              name: eb.ref('c.name'),
-              title: eb.ref('c.title'),
-              role_type: eb.ref('c.role_type'),
-              influence_level: eb.ref('c.influence_level'),
-              engagement_level: eb.ref('c.engagement_level'),
-              sentiment: eb.ref('c.sentiment'),
-              notes: eb.ref('c.notes'),
-              created_at: eb.ref('c.created_at'),
-            }),
-          )}, '[]'::json)`.as('contacts'),
-        )
-        .whereRef('c.deal_id', '=', 'd.id')
-        .as('contacts'),
+      // Every person on the deal with the role of their link (a contact on three deals, three roles).
+      stakeholdersOf([
+        'id',
+        'deal_id',
+        'name',
+        'title',
+        'role_type',
+        'influence_level',
+        'engagement_level',
+        'sentiment',
+        'notes',
+        'created_at',
+      ]).as('contacts'),
       eb
         .selectFrom('activities as a')
         .select((eb) =>

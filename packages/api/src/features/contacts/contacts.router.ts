@@ -3,6 +3,8 @@ import { z } from 'zod';
 import { batchOf, createBatch } from '../../batch.ts';
 import { dataOf, IdParam } from '../../schemas.ts';
 import { authedProcedure, router } from '../../trpc.ts';
+import { ContactDeal } from '../deals/stakeholder.schemas.ts';
+import { contactDeals } from '../deals/stakeholders.service.ts';
 import {
   Contact,
   ContactCreateInput,
@@ -131,4 +133,21 @@ export const contactsRouter = router({
         data: toContactDto((await updateContact(em, id, fields)).contact),
       })),
     ),
+
+  deals: authedProcedure
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/contacts/{id}/deals',
+        tags,
+        summary: 'The deals a contact is on, with its role on each',
+        description:
+          'Returns every deal the contact is a stakeholder of: its own deal (`own_deal: true`, its `deal_id`) first, then the deals it was linked to (PUT /deals/{id}/stakeholders/{contact_id}), oldest link first, each with the role of that link, `is_primary`, and the deal’s title and stage. An unknown contact is a 404.',
+      },
+      scope: 'contacts:read',
+      agentHint: 'Use to see every deal a person is involved in, and their role on each.',
+    })
+    .input(IdParam)
+    .output(dataOf(z.array(ContactDeal)))
+    .query(async ({ ctx, input }) => ({ data: await contactDeals(ctx.em, input.id) })),
 });

@@ -7,6 +7,7 @@ import { afterAnchor, asJson, checkCursor, isoOf, numberOrNull } from '../../rea
 import { toIso } from '../../schemas.ts';
 import type { StageRow } from '../pipeline/stages.service.ts';
 import type { Activity, DealDto, DealListQuery, Stakeholder } from './deal.schemas.ts';
+import { stakeholdersOf } from './stakeholders.service.ts';
 
 /**
  * A deal's columns as the API answers them, its stage and pipeline joined (as `d`, `s`, `p`); from the
@@ -196,7 +197,7 @@ export async function queryDeal(em: EntityManager, id: string): Promise<DealDto 
 }
 
 /**
- * The deal detail: the deal, its contacts as stakeholders (oldest first), its most recent activities, in one
+ * The deal detail: the deal, its stakeholders (`stakeholdersOf`: its contacts and those linked to it), its most recent activities, in one
  * statement. Three statements cost three round trips, and on loopback a round trip's socket writes were the
  * largest part of the call's CPU.
  */
@@ -205,32 +206,16 @@ const dealDetail = orgQuery(
     dealRows(db)
       .select((eb) => [
         // Ordered inside the aggregate, where json_agg over an ordered subquery keeps the order only in practice.
-        eb
-          .selectFrom('contacts as c')
-          .select((c) =>
-            c.fn
-              .coalesce(
-                c.fn
-                  .jsonAgg(
-                    jsonBuildObject({
-                      id: c.ref('c.id'),
-                      name: c.ref('c.name'),
-                      email: c.ref('c.email'),
-                      title: c.ref('c.title'),
-                      role_type: c.ref('c.role_type'),
-                      influence_level: c.ref('c.influence_level'),
-                      engagement_level: c.ref('c.engagement_level'),
-                      sentiment: c.ref('c.sentiment'),
-                    }),
-                  )
-                  .orderBy('c.created_at')
-                  .orderBy('c.id'),
-                sql`'[]'::json`,
-              )
-              .as('list'),
-          )
-          .whereRef('c.deal_id', '=', 'd.id')
-          .as('stakeholders'),
+        stakeholdersOf([
+          'id',
+          'name',
+          'email',
+          'title',
+          'role_type',
+          'influence_level',
+          'engagement_level',
+          'sentiment',
+        ]).as('stakeholders'),
         eb
           .selectFrom((r) =>
             r

@@ -1,3 +1,4 @@
+import { transaction } from '@crm/db';
 import { z } from 'zod';
 import { batchOf, createBatch } from '../../batch.ts';
 import { dataOf, IdParam, SuccessResponse } from '../../schemas.ts';
@@ -14,6 +15,8 @@ import {
   DealUpdateInput,
 } from './deal.schemas.ts';
 import { createDeal, deleteDeal, getDealDetail, updateDeal, upsertDeal } from './deals.service.ts';
+import { StakeholderLink, StakeholderLinkInput, StakeholderPath } from './stakeholder.schemas.ts';
+import { putStakeholder, removeStakeholder } from './stakeholders.service.ts';
 
 const tags = ['Deals'];
 
@@ -170,6 +173,52 @@ export const dealsRouter = router({
     .mutation(async ({ ctx, input }) => {
       // One statement (contacts and activities go by ON DELETE CASCADE): atomic without a transaction.
       await deleteDeal(ctx.em, input.id);
+      return { success: true as const };
+    }),
+
+  linkStakeholder: authedProcedure
+    .meta({
+      openapi: {
+        method: 'PUT',
+        path: '/deals/{id}/stakeholders/{contact_id}',
+        tags,
+        summary: 'Put a contact on a deal with a role',
+        description:
+          'Links the contact to the deal with the role sent (`role_type`, `influence_level`, `engagement_level`, `sentiment`, `is_primary`), or changes its link’s role (only the fields sent); calling it again with the same body changes nothing. A new link records a `stakeholder_added` activity and emits `deal.stakeholder_added`. On the contact’s own deal (its `deal_id`) the role is the contact’s own fields, changed as PATCH /contacts/{id} changes them. A deal has at most one economic buyer and one primary contact: another one is a 409 `conflict` naming the holder (`conflicting_id`). An unknown deal or contact is a 404.',
+      },
+      scope: 'deals:write',
+      agentHint:
+        'Use to put a contact on a deal (a champion on one deal can be an influencer on another) or change their role on it.',
+      errors: ['conflict'],
+    })
+    .input(
+      StakeholderLinkInput.extend(StakeholderPath.shape).meta({
+        examples: StakeholderLinkInput.meta()?.examples,
+      }),
+    )
+    .output(dataOf(StakeholderLink))
+    .mutation(({ ctx, input: { id, contact_id, ...fields } }) =>
+      transaction(ctx.em, async (tx) => ({ data: await putStakeholder(tx, id, contact_id, fields) })),
+    ),
+
+  unlinkStakeholder: authedProcedure
+    .meta({
+      openapi: {
+        method: 'DELETE',
+        path: '/deals/{id}/stakeholders/{contact_id}',
+        tags,
+        summary: 'Take a contact off a deal',
+        description:
+          'Removes the contact’s link to the deal (a `stakeholder_removed` activity, `deal.stakeholder_removed`) and returns `{"success": true}`; a link that is not there is nothing to remove (also `{"success": true}`). The contact’s own deal is no link: a 409 (delete the contact instead). An unknown deal or contact is a 404.',
+      },
+      scope: 'deals:write',
+      agentHint: 'Use to take a contact off a deal they were linked to.',
+      errors: ['conflict'],
+    })
+    .input(StakeholderPath)
+    .output(SuccessResponse)
+    .mutation(async ({ ctx, input }) => {
+      await transaction(ctx.em, (tx) => removeStakeholder(tx, input.id, input.contact_id));
       return { success: true as const };
     }),
 });
