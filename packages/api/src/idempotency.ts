@@ -3,6 +3,7 @@ import { type EntityManager, transaction, uuidv7 } from '@crm/db';
 import { z } from 'zod';
 import { type AuthedContext, headerValue } from './context.ts';
 import { ApiError } from './errors.ts';
+import { orgDb } from './org-scope.ts';
 
 /** How long a stored first response answers retries with the same key. */
 export const IDEMPOTENCY_WINDOW_HOURS = 24;
@@ -100,6 +101,24 @@ export async function withIdempotency<T>(
 export async function pruneIdempotencyKeys(em: EntityManager): Promise<number> {
   const rows = await em.execute<{ id: string }[]>(
     `delete from idempotency_keys where created_at < now() - interval '${IDEMPOTENCY_WINDOW_HOURS} hours' returning id`,
+  );
+  return rows.length;
+}
+
+/**
+ * The stored answers of the organization's keys that name `recordId` (a person being erased), replaced by
+ * `{"data": {"id": …, "erased": true}}`: a retry within the window replays that, never the person.
+ * Returns how many. Idempotency records belong to a key, so they are found through the organization's keys.
+ */
+export async function redactStoredAnswers(em: EntityManager, recordId: string): Promise<number> {
+  const keys = (await orgDb(em).selectFrom('api_keys').select('id').execute()).map((k) => k.id);
+  if (keys.length === 0) return 0;
+  const rows = await em.execute<{ id: string }[]>(
+    `update idempotency_keys set response_body = ?
+      where api_key_id in (select jsonb_array_elements_text(?::jsonb)::uuid)
+        and position(? in response_body::text) > 0
+      returning id`,
+    [JSON.stringify({ data: { id: recordId, erased: true } }), JSON.stringify(keys), recordId],
   );
   return rows.length;
 }

@@ -81,6 +81,7 @@ export const TENANT_TABLES: ReadonlySet<string> = new Set([
   'deal_counts',
   'deal_stakeholders',
   'deals',
+  'erasure_receipts',
   'invitations',
   'organization_quotas',
   'outbox_events',

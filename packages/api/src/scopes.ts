@@ -7,6 +7,7 @@ export const SCOPES = [
   'deals:write',
   'contacts:read',
   'contacts:write',
+  'contacts:erase',
   'companies:read',
   'companies:write',
   'pipeline:read',

@@ -212,6 +212,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/contacts/{id}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Everything held about a person, in one document
+         * @description Returns one JSON document with the contact, the deals it is on with its role on each, the activities that name it and the events of the feed that name it (for a data subject’s access request). An unknown contact is a 404.
+         *
+         *     Needs an API key with the scope `contacts:read` (or `*`).
+         */
+        get: operations["contacts-export"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/contacts/{id}/erase": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Erase a person and their data for good
+         * @description Deletes the contact and its links, reduces the activities and events about it to their type and date, replaces its name, e-mail address and phone number with `[erased]` wherever stored events and AI analyses hold them, and answers a receipt without personal data saying what was removed. Cannot be undone; needs the `contacts:erase` scope. An unknown contact is a 404.
+         *
+         *     Needs an API key with the scope `contacts:erase` (or `*`).
+         */
+        post: operations["contacts-erase"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/companies": {
         parameters: {
             query?: never;
@@ -1144,6 +1188,41 @@ export interface components {
             title: string;
             stage_name: string | null;
             stage_type: string | null;
+        };
+        ContactExport: {
+            /** Format: date-time */
+            exported_at: string;
+            contact: components["schemas"]["Contact"];
+            deals: components["schemas"]["ContactDeal"][];
+            activities: {
+                /** Format: uuid */
+                id: string;
+                /** Format: uuid */
+                deal_id: string;
+                type: string;
+                description: string | null;
+                /** @description What changed: field to its from and to */
+                changes: {
+                    [key: string]: unknown;
+                } | null;
+                /** Format: date-time */
+                created_at: string;
+            }[];
+            /** @description As GET /events answers them, oldest first */
+            events: {
+                [key: string]: unknown;
+            }[];
+        };
+        ErasureReceipt: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            contact_id: string;
+            /** Format: date-time */
+            erased_at: string;
+            removed: {
+                [key: string]: number;
+            };
         };
         Company: {
             /** Format: uuid */
@@ -3252,6 +3331,200 @@ export interface operations {
             };
             /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "contacts-export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource id (uuid) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ContactExport"];
+                    };
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "contacts-erase": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource id (uuid) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ErasureReceipt"];
+                    };
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected. `invalid_json`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large`: The body is over 1 MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type`: The body is not `application/json` */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

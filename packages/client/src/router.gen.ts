@@ -530,6 +530,73 @@ export type AppRouter = TRPCBuiltRouter<{
         }[];
       };
     }>;
+    export: TRPCQueryProcedure<{
+      meta: object;
+      input: {
+        id: string;
+      };
+      output: {
+        data: {
+          exported_at: string;
+          contact: {
+            id: string;
+            name: string;
+            email: string | null;
+            title: string | null;
+            phone: string | null;
+            deal_id: string;
+            company_id: string | null;
+            role_type: "unknown" | "economic_buyer" | "champion" | "technical_buyer" | "end_user" | "influencer" | "executive_sponsor" | "blocker";
+            department: string | null;
+            influence_level: "high" | "medium" | "low" | null;
+            engagement_level: "unknown" | "high" | "medium" | "low" | null;
+            sentiment: "unknown" | "positive" | "neutral" | "negative" | null;
+            linkedin_url: string | null;
+            notes: string | null;
+            created_at: string;
+            updated_at: string | null;
+            custom: Record<string, unknown>;
+          };
+          deals: {
+            deal_id: string;
+            contact_id: string;
+            role_type: "unknown" | "economic_buyer" | "champion" | "technical_buyer" | "end_user" | "influencer" | "executive_sponsor" | "blocker";
+            influence_level: "high" | "medium" | "low" | null;
+            engagement_level: "unknown" | "high" | "medium" | "low" | null;
+            sentiment: "unknown" | "positive" | "neutral" | "negative" | null;
+            is_primary: boolean;
+            own_deal: boolean;
+            linked_at: string;
+            title: string;
+            stage_name: string | null;
+            stage_type: string | null;
+          }[];
+          activities: {
+            id: string;
+            deal_id: string;
+            type: string;
+            description: string | null;
+            changes: Record<string, unknown> | null;
+            created_at: string;
+          }[];
+          events: Record<string, unknown>[];
+        };
+      };
+    }>;
+    erase: TRPCMutationProcedure<{
+      meta: object;
+      input: {
+        id: string;
+      };
+      output: {
+        data: {
+          id: string;
+          contact_id: string;
+          erased_at: string;
+          removed: Record<string, number>;
+        };
+      };
+    }>;
   };
   companies: {
     list: TRPCQueryProcedure<{

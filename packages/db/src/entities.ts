@@ -226,6 +226,22 @@ export const DealStakeholder = defineEntity({
 });
 export type DealStakeholder = InferEntity<typeof DealStakeholder>;
 
+/** That a person was erased, and what went with them: no personal data (migration `…erasures`). */
+export const ErasureReceipt = defineEntity({
+  name: 'ErasureReceipt',
+  tableName: 'erasure_receipts',
+  filters: orgFilter,
+  properties: {
+    id: id(),
+    orgId: p.uuid(),
+    contactId: p.uuid(),
+    erasedAt: p.datetime(),
+    actor: p.json<Record<string, unknown>>().nullable(),
+    removed: p.json<Record<string, number>>(),
+  },
+});
+export type ErasureReceipt = InferEntity<typeof ErasureReceipt>;
+
 /** What changed in one mutation: field name to its previous and new value. */
 export type FieldChanges = Record<string, { from: unknown; to: unknown }>;
 
@@ -579,6 +595,7 @@ export const entities = [
   Deal,
   Contact,
   DealStakeholder,
+  ErasureReceipt,
   Activity,
   IdempotencyRecord,
   OutboxEvent,

@@ -13,6 +13,7 @@ export const SCOPE_INFO: Record<Scope, { group: string; description: string }> =
   'deals:write': { group: 'Deals', description: 'create, change, delete deals' },
   'contacts:read': { group: 'Contacts', description: 'read contacts' },
   'contacts:write': { group: 'Contacts', description: 'create and change contacts' },
+  'contacts:erase': { group: 'Contacts', description: 'erase a person and their data for good' },
   'companies:read': { group: 'Companies', description: 'read companies' },
   'companies:write': { group: 'Companies', description: 'create, change, delete companies' },
   'pipeline:read': {

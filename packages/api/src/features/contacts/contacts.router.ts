@@ -20,6 +20,8 @@ import {
   toContactDto,
   updateContact,
 } from './contacts.service.ts';
+import { ContactExport, ErasureReceipt } from './privacy.schemas.ts';
+import { eraseContact, exportContact } from './privacy.service.ts';
 
 const tags = ['Contacts'];
 
@@ -150,4 +152,41 @@ export const contactsRouter = router({
     .input(IdParam)
     .output(dataOf(z.array(ContactDeal)))
     .query(async ({ ctx, input }) => ({ data: await contactDeals(ctx.em, input.id) })),
+
+  export: authedProcedure
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/contacts/{id}/export',
+        tags,
+        summary: 'Everything held about a person, in one document',
+        description:
+          'Returns one JSON document with the contact, the deals it is on with its role on each, the activities that name it and the events of the feed that name it (for a data subject’s access request). An unknown contact is a 404.',
+      },
+      scope: 'contacts:read',
+      agentHint: 'Use when a person asks for a copy of the data held about them.',
+    })
+    .input(IdParam)
+    .output(dataOf(ContactExport))
+    .query(async ({ ctx, input }) => ({ data: await exportContact(ctx, input.id) })),
+
+  erase: authedProcedure
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/contacts/{id}/erase',
+        tags,
+        summary: 'Erase a person and their data for good',
+        description:
+          'Deletes the contact and its links, reduces the activities and events about it to their type and date, replaces its name, e-mail address and phone number with `[erased]` wherever stored events and AI analyses hold them, and answers a receipt without personal data saying what was removed. Cannot be undone; needs the `contacts:erase` scope. An unknown contact is a 404.',
+      },
+      scope: 'contacts:erase',
+      agentHint:
+        'Erases a person for good (a right-to-erasure request). Only when the user asks for it explicitly.',
+    })
+    .input(IdParam)
+    .output(dataOf(ErasureReceipt))
+    .mutation(({ ctx, input }) =>
+      transaction(ctx.em, async (tx) => ({ data: await eraseContact(tx, input.id) })),
+    ),
 });

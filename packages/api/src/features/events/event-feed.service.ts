@@ -98,6 +98,19 @@ export async function listEvents(ctx: AuthedContext, query: EventListQuery) {
   };
 }
 
+const eventsNamingRecord = orgQuery((db, a: { id: string }) =>
+  placedEvents(db).where(sql<SqlBool>`position(${a.id} in payload) > 0`).orderBy('position'),
+);
+
+/**
+ * Every event of the caller's feed that names the record `id` (its payload holds the id: the record's own
+ * events, and those of links to it), in feed order: a person's export. A scan of the organization's events.
+ */
+export async function eventsNaming(ctx: AuthedContext, id: string) {
+  await placeCommittedEvents(ctx.services.orm.em);
+  return ((await eventsNamingRecord(ctx.em, { id })) as Row[]).map(toFeedEvent);
+}
+
 export async function getEvent(ctx: AuthedContext, id: string) {
   await placeCommittedEvents(ctx.services.orm.em);
   const [row] = await feedEvent(ctx.em, { id });
