@@ -621,6 +621,7 @@ for (const { driver, label, skip } of DRIVERS) {
           .filter(([, item]) => item.post && !item.post.requestBody)
           .map(([path]) => path);
         expect(bodiless.sort()).toEqual([
+          '/contacts/{id}/erase',
           '/deals/{id}/analyze',
           '/deals/{id}/predict',
           '/webhooks/{id}/activate',
