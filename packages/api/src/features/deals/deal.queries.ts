@@ -13,7 +13,7 @@ import { stakeholdersOf } from './stakeholders.service.ts';
  * A deal's columns as the API answers them, its stage and pipeline joined (as `d`, `s`, `p`); from the
  * query's own builder, or a subquery's (whose tables the scope reaches through the outer query).
  */
-const dealRows = (db: Pick<ExpressionBuilder<Tables, never>, 'selectFrom'>) =>
+export const dealRows = (db: Pick<ExpressionBuilder<Tables, never>, 'selectFrom'>) =>
   db
     .selectFrom('deals as d')
     .leftJoin('pipeline_stages as s', 's.id', 'd.stage_id')
@@ -46,14 +46,14 @@ const dealRows = (db: Pick<ExpressionBuilder<Tables, never>, 'selectFrom'>) =>
       'd.custom',
     ]);
 
-type DealRow = Omit<DealDto, 'value'> & { value: string | number | null };
+export type DealRow = Omit<DealDto, 'value'> & { value: string | number | null };
 
 /**
  * The one mapping from stored deal to API Deal: the Deal's fields by name, so a row's other columns (a
  * list's total, a detail's stakeholders) stay behind without a rest copy per row (a page's largest
  * allocation, measured with the sampling heap profiler).
  */
-function toDealDto(row: DealRow): DealDto {
+export function toDealDto(row: DealRow): DealDto {
   return {
     id: row.id,
     title: row.title,

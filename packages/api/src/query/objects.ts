@@ -1,0 +1,61 @@
+import { STAGE_TYPES } from '@crm/db';
+import { sql } from 'kysely';
+import { contactRows } from '../features/contacts/contact.queries.ts';
+import { Contact } from '../features/contacts/contact.schemas.ts';
+import { dealRows } from '../features/deals/deal.queries.ts';
+import { Deal } from '../features/deals/deal.schemas.ts';
+import type { ListedObject } from './list.ts';
+
+/**
+ * The objects the filter and sort language lists, each declared once: its FROM (with the joins its output
+ * reads), its output schema (every field of which a filter can name, typed from the schema), what the
+ * schema does not say (a joined column, a closed set of values, the index that serves a field), and the
+ * records one hop away. Companies and activities join with a declaration of their own.
+ */
+export const DEALS: ListedObject = {
+  name: 'deals',
+  what: 'deal',
+  alias: 'd',
+  from: (db) =>
+    db
+      .selectFrom('deals as d')
+      .leftJoin('pipeline_stages as s', 's.id', 'd.stage_id')
+      .leftJoin('pipelines as p', 'p.id', 'd.pipeline_id'),
+  rows: dealRows,
+  output: Deal,
+  fields: {
+    stage_name: { column: 's.name' },
+    stage_type: { column: 's.stage_type', type: 'enum', values: STAGE_TYPES },
+    pipeline_name: { column: 'p.name' },
+    created_at: { index: 'deals_org_recent (org_id, created_at desc, id desc)' },
+    lifecycle_stage: { index: 'deals_org_lifecycle (org_id, lifecycle_stage, created_at desc)' },
+    pipeline_id: { index: 'deals_org_pipeline (org_id, pipeline_id, created_at desc)' },
+    stage_id: { index: 'deals_org_stage_* (org_id, stage_id, …)' },
+    title: { index: 'deals_title_trgm (contains), deals_title_prefix (starts_with)' },
+    company_name: { index: 'deals_company_trgm (contains), deals_company_prefix (starts_with)' },
+  },
+  custom: 'deals',
+  relations: {
+    stakeholders: { object: () => CONTACTS, link: sql`c.deal_id = d.id` },
+  },
+};
+
+export const CONTACTS: ListedObject = {
+  name: 'contacts',
+  what: 'contact',
+  alias: 'c',
+  from: (db) => db.selectFrom('contacts as c'),
+  rows: contactRows,
+  output: Contact,
+  fields: {
+    created_at: { index: 'contacts_org_recent (org_id, created_at desc, id desc)' },
+    deal_id: { index: 'contacts_deal_id_index (deal_id)' },
+    name: { index: 'contacts_name_trgm (contains), contacts_name_prefix (starts_with)' },
+    email: { index: 'contacts_email_trgm (contains)' },
+    title: { index: 'contacts_title_trgm (contains)' },
+  },
+  custom: 'contacts',
+  relations: {
+    deal: { object: () => DEALS, link: sql`d.id = c.deal_id` },
+  },
+};
