@@ -30,8 +30,10 @@ export interface Field {
   /** As a client names it: `value`, `custom.region`, `stakeholders.role_type`. */
   name: string;
   type: ValueType;
-  /** The SQL expression of its value, over the aliases of its object's FROM; null when there is none. */
+  /** The SQL expression of its value, over the aliases of its object's FROM. */
   expr: RawBuilder<unknown>;
+  /** Whether a row may hold no value (null): a sort puts those last, which a NOT NULL column need not say. */
+  nullable: boolean;
   /** enum and array: the values it can hold. */
   values?: readonly string[];
   /** Whether `sort` may name it: a scalar of the object itself (not a related record's, not an array or JSON). */
@@ -76,9 +78,20 @@ export interface QueryObject {
 type ZodLike = { def: { type: string; innerType?: ZodLike; format?: string }; options?: readonly string[] };
 
 /** A field's type from its zod output schema. */
-function typeOfSchema(schema: ZodLike): { type: ValueType; values?: readonly string[] } | undefined {
+function typeOfSchema(
+  schema: ZodLike,
+): { type: ValueType; values?: readonly string[]; nullable: boolean } | undefined {
   let s = schema;
-  while (s.def.type === 'nullable' || s.def.type === 'optional') s = s.def.innerType as ZodLike;
+  let nullable = false;
+  while (s.def.type === 'nullable' || s.def.type === 'optional') {
+    nullable = true;
+    s = s.def.innerType as ZodLike;
+  }
+  const typed = typeOf(s);
+  return typed && { ...typed, nullable };
+}
+
+function typeOf(s: ZodLike): { type: ValueType; values?: readonly string[] } | undefined {
   switch (s.def.type) {
     case 'string':
       if (s.def.format === 'uuid') return { type: 'uuid' };
@@ -145,16 +158,16 @@ function ownFields(object: QueryObject, rules: readonly FieldRule[]): Field[] {
   for (const [name, schema] of Object.entries(object.output.shape)) {
     if (hidden.has(name)) continue;
     const declared = object.fields?.[name] ?? {};
-    const typed = declared.type
-      ? { type: declared.type, values: declared.values }
-      : typeOfSchema(schema as never);
-    if (!typed) throw new Error(`${object.name}.${name}: no filter type for this field; declare one`);
+    const typed = typeOfSchema(schema as never);
+    const type = declared.type ?? typed?.type;
+    if (!type) throw new Error(`${object.name}.${name}: no filter type for this field; declare one`);
     fields.push({
       name,
-      type: typed.type,
-      values: declared.values ?? typed.values,
+      type,
+      values: declared.values ?? typed?.values,
+      nullable: typed?.nullable ?? true,
       expr: sql.ref(declared.column ?? `${object.alias}.${name}`),
-      sortable: typed.type !== 'array' && typed.type !== 'json',
+      sortable: type !== 'array' && type !== 'json',
       index: declared.index,
     });
   }
@@ -165,6 +178,7 @@ function ownFields(object: QueryObject, rules: readonly FieldRule[]): Field[] {
       type,
       values: type === 'enum' || type === 'array' ? rule.options.map((o) => o.value) : undefined,
       expr: customExpr(object.alias, rule),
+      nullable: true,
       sortable: type !== 'array' && type !== 'json',
     });
   }

@@ -44,28 +44,47 @@ export function parseSort(text: string, catalogue: Catalogue): SortKey[] {
   });
 }
 
+/** The id, the last key of every sort, in the last given key's direction. */
+const withId = (object: QueryObject, keys: SortKey[]): SortKey[] => [
+  ...keys,
+  {
+    field: { name: 'id', type: 'uuid', expr: sql.ref(`${object.alias}.id`), nullable: false, sortable: true },
+    desc: keys.at(-1)?.desc ?? true,
+  },
+];
+
 /**
  * The ORDER BY of a sorted list: its keys, empty values last whichever the direction, then the id in the
- * last key's direction (so `-created_at` is the default order exactly), a total order: pages never
- * overlap nor skip.
+ * last key's direction (so `-created_at` is the default order exactly): a total order, so pages never
+ * overlap nor skip. A NOT NULL column's key is written without `nulls last`, so that its index (built
+ * `desc`, whose nulls come first) serves the order.
  */
 export function orderOf(object: QueryObject, keys: SortKey[]): RawBuilder<unknown>[] {
-  const last = keys.at(-1)?.desc ?? true;
-  return [
-    ...keys.map(({ field, desc }) => sql`${field.expr} ${sql.raw(desc ? 'desc' : 'asc')} nulls last`),
-    sql`${sql.ref(`${object.alias}.id`)} ${sql.raw(last ? 'desc' : 'asc')}`,
-  ];
+  return withId(object, keys).map(
+    ({ field, desc }) =>
+      sql`${field.expr} ${sql.raw(desc ? 'desc' : 'asc')}${sql.raw(field.nullable ? ' nulls last' : '')}`,
+  );
 }
 
 /**
  * The rows after the cursor's row (`after`, an id) in the sort's order. The anchor's sort values are read
- * in SQL (a scalar subquery per key, on the same FROM, run once), at their full precision: a cursor is the
- * row, not a copy of its values. `(k1, k2, id) > (a1, a2, aid)` expanded key by key, for mixed directions
- * and empty values (which sort last).
+ * in SQL (a scalar subquery per key, on the same FROM, run once), at their full precision: the cursor is
+ * the row, not a copy of its values. Keys all NOT NULL and in one direction compare as one row value,
+ * `(created_at, id) < (…)`, which an index reads from; otherwise `(k1, k2, id) > (a1, a2, aid)` is
+ * expanded key by key, for mixed directions and empty values (which sort last).
  */
 export function afterRow(object: QueryObject, keys: SortKey[], after: string): Expression<SqlBool> {
-  const last = keys.at(-1)?.desc ?? true;
-  const all = [...keys, { field: { expr: sql.ref(`${object.alias}.id`) } as Field, desc: last }];
+  const all = withId(object, keys);
+  const desc = all[0]?.desc;
+  if (all.every((k) => !k.field.nullable && k.desc === desc)) {
+    // One row subquery, as the contract list's cursor (read-model.ts, afterAnchor): the planner reads it
+    // once and descends the index from there.
+    const row = object
+      .from(expressionBuilder<Tables, never>())
+      .select(all.map((k, i) => k.field.expr.as(`k${i}`)))
+      .where(sql.ref(`${object.alias}.id`), '=', after);
+    return sql<SqlBool>`(${sql.join(all.map((k) => k.field.expr))}) ${sql.raw(desc ? '<' : '>')} (${row})`;
+  }
   const anchors = all.map((key) => anchor(object, key.field, after));
   return sql<SqlBool>`(${sql.join(
     all.map((key, i) => {
@@ -73,8 +92,13 @@ export function afterRow(object: QueryObject, keys: SortKey[], after: string): E
       const a = anchors[i] as RawBuilder<unknown>;
       const equalBefore = all
         .slice(0, i)
-        .map((k, j) => sql`${k.field.expr} is not distinct from ${anchors[j] as RawBuilder<unknown>}`);
-      const beyond = sql`(${e} ${sql.raw(key.desc ? '<' : '>')} ${a} or (${e} is null and ${a} is not null))`;
+        .map((k, j) =>
+          k.field.nullable
+            ? sql`${k.field.expr} is not distinct from ${anchors[j] as RawBuilder<unknown>}`
+            : sql`${k.field.expr} = ${anchors[j] as RawBuilder<unknown>}`,
+        );
+      const after = sql`${e} ${sql.raw(key.desc ? '<' : '>')} ${a}`;
+      const beyond = key.field.nullable ? sql`(${after} or (${e} is null and ${a} is not null))` : after;
       return sql`(${sql.join([...equalBefore, beyond], sql.raw(' and '))})`;
     }),
     sql.raw(' or '),
