@@ -1,8 +1,15 @@
 import { OPERATIONS } from '@crm/api';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { describeOnEachDatabase, startTestServer, type TestOrg, type TestServer } from './harness.ts';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  DRIVERS,
+  describeOnEachDatabase,
+  startTestServer,
+  type TestOrg,
+  type TestServer,
+} from './harness.ts';
 import { mcpClient } from './mcp-client.ts';
 import { viaTrpc } from './operation-doors.ts';
 
@@ -666,6 +673,46 @@ describeOnEachDatabase(
       });
       expect(b.status, b.text).toBe(200);
       expect(b.body.data.map((d: Row) => d.title)).toEqual(['B deal']);
+    });
+  },
+);
+
+describe.skipIf(!DRIVERS.find((d) => d.driver === 'postgresql' && !d.skip))(
+  'a filtered list over the statement timeout (PostgreSQL)',
+  () => {
+    let s: TestServer;
+    beforeAll(async () => {
+      s = await startTestServer('postgresql', { DATABASE_QUERY_TIMEOUT_MS: '1000' });
+    });
+    afterAll(async () => {
+      await s?.stop();
+    });
+
+    it('answers 400 naming the fields no index serves, not a 503 to retry', async () => {
+      await s.api('/deals', { method: 'POST', json: { title: 'Held', notes: 'x' } });
+      // A statement held past the timeout: another session locks the table (what a scan of a very large
+      // organization's rows would take, made certain).
+      const holder = new pg.Client({ connectionString: s.env.DATABASE_URL });
+      await holder.connect();
+      try {
+        await holder.query('begin; lock table deals in access exclusive mode');
+        const filter = {
+          and: [
+            { field: 'notes', op: 'contains', value: 'x' },
+            { field: 'lifecycle_stage', op: 'eq', value: 'lead' },
+          ],
+        };
+        const res = await s.api(`/deals?sort=-value&filter=${encodeURIComponent(JSON.stringify(filter))}`);
+        expect(res.status, res.text).toBe(400);
+        expect(res.body.code).toBe('invalid_request');
+        expect(res.body.error).toMatch(
+          /^filter: the list ran over the statement timeout: no index serves notes, value, so every deal of the organization is read; add a condition on an indexed field \(title, company_name, lifecycle_stage, stage_id, pipeline_id, created_at\)/,
+        );
+      } finally {
+        await holder.query('rollback').catch(() => {});
+        await holder.end();
+      }
+      expect((await s.api('/deals?sort=-value')).status).toBe(200);
     });
   },
 );

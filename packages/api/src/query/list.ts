@@ -2,9 +2,9 @@ import type { EntityManager } from '@crm/db';
 import { type Expression, type SqlBool, sql } from 'kysely';
 import { ApiError } from '../errors.ts';
 import { orgDb } from '../org-scope.ts';
-import { catalogueOf, type ObjectFrom, type QueryObject } from './fields.ts';
-import { checkFilter, compileFilter } from './filter.ts';
-import { afterRow, orderOf, parseSort } from './sort.ts';
+import { type Catalogue, catalogueOf, type ObjectFrom, type QueryObject } from './fields.ts';
+import { type Checked, checkFilter, compileFilter } from './filter.ts';
+import { afterRow, orderOf, parseSort, type SortKey } from './sort.ts';
 
 /** A listable object: its declaration, the rows a page answers with, and how its cursor's row is named. */
 export interface ListedObject extends QueryObject {
@@ -37,8 +37,8 @@ export async function queryList(
 ): Promise<{ rows: Record<string, unknown>[]; total: number; next_cursor: string | null }> {
   const catalogue = await catalogueOf(em, object);
   const conditions = [...where];
-  if (query.filter !== undefined)
-    conditions.push(compileFilter(checkFilter(query.filter, catalogue, object.name)));
+  const checked = query.filter === undefined ? undefined : checkFilter(query.filter, catalogue, object.name);
+  if (checked) conditions.push(compileFilter(checked));
   const keys = parseSort(query.sort ?? '-created_at', catalogue);
   const db = orgDb(em);
   const id = `${object.alias}.id`;
@@ -65,11 +65,57 @@ export async function queryList(
       .offset(query.offset)
       .execute(),
     all(object.from(db)).select(sql<string>`count(*)`.as('total')).execute(),
-  ])) as [Record<string, unknown>[], Array<{ total: string }>];
+  ]).catch((err: unknown) => {
+    throw cutOff(err) ? tooSlow(object, catalogue, checked, keys) : err;
+  })) as [Record<string, unknown>[], Array<{ total: string }>];
   const found = rows.slice(0, query.limit);
   return {
     rows: found,
     total: Number(counted?.total ?? 0),
     next_cursor: rows.length > query.limit ? ((found.at(-1)?.id as string | undefined) ?? null) : null,
   };
+}
+
+/** Whether the database cut the statement off at its timeout (SQLSTATE 57014), `err` or what caused it. */
+function cutOff(err: unknown): boolean {
+  for (
+    let e = err, depth = 0;
+    e && typeof e === 'object' && depth < 5;
+    e = (e as { cause?: unknown }).cause, depth++
+  )
+    if ((e as { code?: unknown }).code === '57014') return true;
+  return false;
+}
+
+/** The fields of a filter and sort that no index serves. */
+export function unindexed(checked: Checked | undefined, keys: SortKey[]): string[] {
+  const names = new Set<string>();
+  const walk = (node: Checked) => {
+    if (node.kind === 'leaf') {
+      if (!node.field.index) names.add(node.field.name);
+    } else if (node.kind === 'not') walk(node.node);
+    else for (const n of node.nodes) walk(n);
+  };
+  if (checked) walk(checked);
+  for (const { field } of keys) if (!field.index) names.add(field.name);
+  return [...names];
+}
+
+/**
+ * A filtered or sorted list the statement timeout cut off (DATABASE_QUERY_TIMEOUT_MS, 10 s by default): a
+ * 400 that names the fields no index serves and those that one does, not the 503 of a database that is
+ * not answering (a retry would read as many rows again).
+ */
+export function tooSlow(
+  object: ListedObject,
+  catalogue: Catalogue,
+  checked: Checked | undefined,
+  keys: SortKey[],
+): ApiError {
+  const slow = unindexed(checked, keys);
+  const indexed = [...catalogue.values()].filter((f) => f.index).map((f) => f.name);
+  return new ApiError(
+    'invalid_request',
+    `filter: the list ran over the statement timeout: no index serves ${slow.join(', ') || 'its conditions'}, so every ${object.what} of the organization is read; add a condition on an indexed field (${indexed.join(', ')}) or ask for an index on ${slow[0] ?? 'the field'} (docs/api/query.md, Speed)`,
+  );
 }
