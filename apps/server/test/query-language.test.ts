@@ -1,4 +1,4 @@
-import { OPERATIONS } from '@crm/api';
+import { issueApiKey, OPERATIONS, orgFork } from '@crm/api';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import pg from 'pg';
@@ -615,6 +615,47 @@ describeOnEachDatabase(
       // A cursor that is no deal, or with offset, is refused as the contract list's is.
       const res = await list({ sort: '-value', after: deals[0]?.id, offset: 1 });
       expect(res.body.error).toBe('after: give after or offset, not both');
+    });
+
+    it('a filter on related records needs the scope that reads them (403 naming the node)', async () => {
+      const fork = () => orgFork(s.running.db.orm.em.fork(), org.orgId);
+      const { api_key: dealsOnly } = await issueApiKey(fork(), org.orgId, { scopes: ['deals:read'] });
+      const filter = {
+        and: [
+          { field: 'value', op: 'gte', value: 1 },
+          { field: 'stakeholders.sentiment', op: 'eq', value: 'negative' },
+        ],
+      };
+      const refused = await s.api('/deals/query', { method: 'POST', key: dealsOnly, json: { filter } });
+      expect(refused.status, refused.text).toBe(403);
+      expect(refused.body).toEqual({
+        code: 'insufficient_scope',
+        error:
+          'filter/and/1/field: stakeholders.sentiment reads stakeholders, which needs the scope contacts:read; this API key has deals:read',
+      });
+      // The deal's own fields need nothing more; with contacts:read too, the related ones answer.
+      expect(
+        (await s.api('/deals/query', { method: 'POST', key: dealsOnly, json: { filter: filter.and[0] } }))
+          .status,
+      ).toBe(200);
+      const { api_key: both } = await issueApiKey(fork(), org.orgId, {
+        scopes: ['deals:read', 'contacts:read'],
+      });
+      const allowed = await s.api('/deals/query', {
+        method: 'POST',
+        key: both,
+        json: { filter, limit: 100 },
+      });
+      expect(ids(allowed.body.data)).toEqual(expected(filter));
+      const { api_key: contactsOnly } = await issueApiKey(fork(), org.orgId, { scopes: ['contacts:read'] });
+      const byDeal = await s.api(
+        `/contacts?filter=${encodeURIComponent(JSON.stringify({ field: 'deal.value', op: 'gt', value: 0 }))}`,
+        { key: contactsOnly },
+      );
+      expect(byDeal.status).toBe(403);
+      expect(byDeal.body.error).toBe(
+        'filter/field: deal.value reads deal, which needs the scope deals:read; this API key has contacts:read',
+      );
     });
 
     it('is read-only and offered on tRPC and MCP: the same answer on every door', async () => {

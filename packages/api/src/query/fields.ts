@@ -7,6 +7,7 @@ import type {
 } from '../features/custom-fields/custom-field.schemas.ts';
 import { fieldRules } from '../features/custom-fields/custom-fields.service.ts';
 import type { FieldRule } from '../features/custom-fields/custom-values.ts';
+import type { Scope } from '../scopes.ts';
 
 /** What a field holds, as the filter language types it: which operators apply and what a value must be. */
 export type ValueType =
@@ -41,7 +42,12 @@ export interface Field {
   /** The index that serves it, when one does (docs/api/query.md). */
   index?: string;
   /** A related record's field: the condition holds for the row when one of its related records meets it. */
-  related?: { via: string; exists: (condition: Expression<SqlBool>) => Expression<SqlBool> };
+  related?: {
+    via: string;
+    /** The scope a key needs to read the related records (a filter on them discloses their values). */
+    scope: Scope;
+    exists: (condition: Expression<SqlBool>) => Expression<SqlBool>;
+  };
 }
 
 /** A field of an object's own, as declared: its column unless it says otherwise, its type unless it says otherwise. */
@@ -71,8 +77,11 @@ export interface QueryObject {
   /** The fields the schema has but a filter cannot name. */
   hidden?: readonly string[];
   custom?: CustomObject;
-  /** Related records one hop away: `stakeholders` on deals; `link` relates the related table's alias to this one's. */
-  relations?: Record<string, { object: () => QueryObject; link: RawBuilder<SqlBool> }>;
+  /**
+   * Related records one hop away: `stakeholders` on deals; `link` relates the related table's alias to
+   * this one's; `scope` is what a key needs to filter by their fields.
+   */
+  relations?: Record<string, { object: () => QueryObject; link: RawBuilder<SqlBool>; scope: Scope }>;
 }
 
 type ZodLike = { def: { type: string; innerType?: ZodLike; format?: string }; options?: readonly string[] };
@@ -206,7 +215,7 @@ export async function catalogueOf(em: EntityManager, object: QueryObject): Promi
         name: `${via}.${field.name}`,
         sortable: false,
         index: undefined,
-        related: { via, exists },
+        related: { via, scope: relation.scope, exists },
       });
   }
   return catalogue;

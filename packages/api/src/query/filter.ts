@@ -52,7 +52,7 @@ export const OPERATORS_BY_TYPE: Record<ValueType, readonly Operator[]> = {
 export type Checked =
   | { kind: 'and' | 'or'; nodes: Checked[] }
   | { kind: 'not'; node: Checked }
-  | { kind: 'leaf'; field: Field; op: Operator; value: unknown };
+  | { kind: 'leaf'; field: Field; op: Operator; value: unknown; pointer: string };
 
 const invalid = (pointer: string, message: string) =>
   new ApiError('invalid_request', `${pointer}: ${message}`);
@@ -119,7 +119,7 @@ function checkLeaf(
   pointer: string,
   catalogue: Catalogue,
   objectName: string,
-): Checked {
+): Omit<Extract<Checked, { kind: 'leaf' }>, 'pointer'> {
   const unknown = Object.keys(node).filter((k) => k !== 'field' && k !== 'op' && k !== 'value');
   if (unknown.length > 0)
     throw invalid(
@@ -211,7 +211,7 @@ export function checkFilter(
       conditions++;
       if (conditions > FILTER_LIMITS.conditions)
         throw invalid(pointer, `more than ${FILTER_LIMITS.conditions} conditions in one filter`);
-      return checkLeaf(node, pointer, catalogue, objectName);
+      return { ...checkLeaf(node, pointer, catalogue, objectName), pointer } as Checked;
     }
     const [group] = groups as ['and' | 'or' | 'not'];
     const extra = Object.keys(node).filter((k) => k !== group);

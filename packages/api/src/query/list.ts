@@ -2,6 +2,7 @@ import type { EntityManager } from '@crm/db';
 import { type Expression, type SqlBool, sql } from 'kysely';
 import { ApiError } from '../errors.ts';
 import { orgDb } from '../org-scope.ts';
+import { allows } from '../scopes.ts';
 import { type Catalogue, catalogueOf, type ObjectFrom, type QueryObject } from './fields.ts';
 import { type Checked, checkFilter, compileFilter } from './filter.ts';
 import { afterRow, orderOf, parseSort, type SortKey } from './sort.ts';
@@ -33,12 +34,17 @@ export async function queryList(
   em: EntityManager,
   object: ListedObject,
   query: ListQuery,
+  /** The scopes of the caller's key: a filter on related records needs theirs. */
+  granted: readonly string[],
   where: Expression<SqlBool>[] = [],
 ): Promise<{ rows: Record<string, unknown>[]; total: number; next_cursor: string | null }> {
   const catalogue = await catalogueOf(em, object);
   const conditions = [...where];
   const checked = query.filter === undefined ? undefined : checkFilter(query.filter, catalogue, object.name);
-  if (checked) conditions.push(compileFilter(checked));
+  if (checked) {
+    checkScopes(checked, granted);
+    conditions.push(compileFilter(checked));
+  }
   const keys = parseSort(query.sort ?? '-created_at', catalogue);
   const db = orgDb(em);
   const id = `${object.alias}.id`;
@@ -118,4 +124,25 @@ export function tooSlow(
     'invalid_request',
     `filter: the list ran over the statement timeout: no index serves ${slow.join(', ') || 'its conditions'}, so every ${object.what} of the organization is read; add a condition on an indexed field (${indexed.join(', ')}) or ask for an index on ${slow[0] ?? 'the field'} (docs/api/query.md, Speed)`,
   );
+}
+
+/**
+ * A condition on related records discloses their values (a deal's value through `deal.value` on
+ * contacts): the key needs the scope that reads them, as their own list would (403 naming the node).
+ */
+function checkScopes(node: Checked, granted: readonly string[]): void {
+  if (node.kind === 'not') {
+    checkScopes(node.node, granted);
+    return;
+  }
+  if (node.kind !== 'leaf') {
+    for (const n of node.nodes) checkScopes(n, granted);
+    return;
+  }
+  const related = node.field.related;
+  if (related && !allows(granted, related.scope))
+    throw new ApiError(
+      'insufficient_scope',
+      `${node.pointer}/field: ${node.field.name} reads ${related.via}, which needs the scope ${related.scope}; this API key has ${granted.join(', ')}`,
+    );
 }

@@ -36,7 +36,7 @@ export const DEALS: ListedObject = {
   },
   custom: 'deals',
   relations: {
-    stakeholders: { object: () => CONTACTS, link: sql`c.deal_id = d.id` },
+    stakeholders: { object: () => CONTACTS, link: sql`c.deal_id = d.id`, scope: 'contacts:read' },
   },
 };
 
@@ -56,6 +56,6 @@ export const CONTACTS: ListedObject = {
   },
   custom: 'contacts',
   relations: {
-    deal: { object: () => DEALS, link: sql`d.id = c.deal_id` },
+    deal: { object: () => DEALS, link: sql`d.id = c.deal_id`, scope: 'deals:read' },
   },
 };

@@ -44,7 +44,7 @@ export const contactsRouter = router({
     })
     .input(ContactListQuery)
     .output(ContactList)
-    .query(({ ctx, input }) => listContacts(ctx.em, input)),
+    .query(({ ctx, input }) => listContacts(ctx.em, input, ctx.principal.scopes)),
 
   query: authedProcedure
     .meta({
@@ -64,7 +64,7 @@ export const contactsRouter = router({
     })
     .input(ContactQueryBody)
     .output(ContactList)
-    .mutation(({ ctx, input }) => listContacts(ctx.em, input)),
+    .mutation(({ ctx, input }) => listContacts(ctx.em, input, ctx.principal.scopes)),
 
   create: authedProcedure
     .meta({

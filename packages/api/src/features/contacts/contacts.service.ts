@@ -75,8 +75,12 @@ const keptContactCount = orgQuery((db) =>
  * is the count the database keeps; with `q` the matches are counted up to MATCH_COUNT_BOUND: beyond,
  * `total` is the bound and `total_exact` false ("more than"); `total_exact` (false) is there only then.
  */
-export async function listContacts(em: EntityManager, query: ContactListQuery | ContactQueryBody) {
-  if (query.filter !== undefined || query.sort !== undefined) return queryContacts(em, query);
+export async function listContacts(
+  em: EntityManager,
+  query: ContactListQuery | ContactQueryBody,
+  granted: readonly string[],
+) {
+  if (query.filter !== undefined || query.sort !== undefined) return queryContacts(em, query, granted);
   await checkCursor(em, { table: 'contacts', what: 'contact' }, query);
   const pattern = query.q ? likePattern(query.q) : undefined;
   const [rows, [counted]] = await Promise.all([
@@ -102,9 +106,13 @@ export async function listContacts(em: EntityManager, query: ContactListQuery | 
  * GET /contacts and POST /contacts/query with `filter` or `sort`: through the filter language, `q` ANDed
  * with the filter, the total counted exactly (not bounded as `q`'s alone is).
  */
-async function queryContacts(em: EntityManager, query: ContactListQuery | ContactQueryBody) {
+async function queryContacts(
+  em: EntityManager,
+  query: ContactListQuery | ContactQueryBody,
+  granted: readonly string[],
+) {
   const where = query.q ? [contactMatches(likePattern(query.q))] : [];
-  const page = await queryList(em, CONTACTS, query, where);
+  const page = await queryList(em, CONTACTS, query, granted, where);
   return {
     data: page.rows as ContactDto[],
     meta: { total: page.total, limit: query.limit, offset: query.offset, next_cursor: page.next_cursor },

@@ -39,7 +39,7 @@ export const dealsRouter = router({
     })
     .input(DealListQuery)
     .output(DealList)
-    .query(({ ctx, input }) => listDeals(ctx.em, input)),
+    .query(({ ctx, input }) => listDeals(ctx.em, input, ctx.principal.scopes)),
 
   query: authedProcedure
     .meta({
@@ -59,7 +59,7 @@ export const dealsRouter = router({
     })
     .input(DealQueryBody)
     .output(DealList)
-    .mutation(({ ctx, input }) => listDeals(ctx.em, input)),
+    .mutation(({ ctx, input }) => listDeals(ctx.em, input, ctx.principal.scopes)),
 
   create: authedProcedure
     .meta({
