@@ -444,6 +444,10 @@ describeOnEachDatabase(
       expect((await list({ filter, pipeline_id: pipeline, limit: 100 })).body.meta.total).toBe(
         expected(filter).filter((id) => deals.find((d) => d.id === id)?.pipeline_id === pipeline).length,
       );
+      // A sort alone takes its total from the kept counts: the same number.
+      const sortedOnly = await list({ sort: '-value', lifecycle_stage: lifecycle, limit: 100 });
+      expect(sortedOnly.body.meta.total).toBe(deals.filter((d) => d.lifecycle_stage === lifecycle).length);
+      expect(sortedOnly.body.data).toHaveLength(sortedOnly.body.meta.total);
       // Without filter and sort, GET /deals answers as it always did.
       const plain = await api('/deals?limit=5&offset=3');
       expect(ids(plain.body.data)).toEqual(ids(deals).slice(3, 8));

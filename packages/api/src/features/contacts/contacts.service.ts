@@ -111,8 +111,12 @@ async function queryContacts(
   query: ContactListQuery | ContactQueryBody,
   granted: readonly string[],
 ) {
-  const where = query.q ? [contactMatches(likePattern(query.q))] : [];
-  const page = await queryList(em, CONTACTS, query, granted, where);
+  const page = await queryList(em, CONTACTS, query, {
+    granted,
+    where: query.q ? [contactMatches(likePattern(query.q))] : [],
+    // q's matches have no kept count.
+    keptTotal: query.q ? undefined : async () => Number((await keptContactCount(em, {}))[0]?.total ?? 0),
+  });
   return {
     data: page.rows as ContactDto[],
     meta: { total: page.total, limit: query.limit, offset: query.offset, next_cursor: page.next_cursor },

@@ -2,7 +2,7 @@ import type { EntityManager } from '@crm/db';
 import { type Expression, type SqlBool, sql } from 'kysely';
 import { queryList } from '../../query/list.ts';
 import { DEALS } from '../../query/objects.ts';
-import { type DealRow, queryDeals, toDealDto } from './deal.queries.ts';
+import { type DealRow, dealTotal, queryDeals, toDealDto } from './deal.queries.ts';
 import type { DealListQuery, DealQueryBody } from './deal.schemas.ts';
 
 /**
@@ -19,7 +19,11 @@ export async function listDeals(
   const where: Expression<SqlBool>[] = [];
   if (query.lifecycle_stage) where.push(sql<SqlBool>`d.lifecycle_stage = ${query.lifecycle_stage}`);
   if (query.pipeline_id) where.push(sql<SqlBool>`d.pipeline_id = ${query.pipeline_id}::uuid`);
-  const page = await queryList(em, DEALS, query, granted, where);
+  const page = await queryList(em, DEALS, query, {
+    granted,
+    where,
+    keptTotal: () => dealTotal(em, query),
+  });
   return {
     data: page.rows.map((row) => toDealDto(row as unknown as DealRow)),
     meta: { total: page.total, limit: query.limit, offset: query.offset, next_cursor: page.next_cursor },

@@ -187,6 +187,19 @@ export async function queryDeals(em: EntityManager, query: DealListQuery) {
   };
 }
 
+/** The kept total of a list (GET /deals's, by lifecycle stage and pipeline): a few rows summed. */
+const keptDealTotal = orgQuery((db, a: { lifecycle_stage?: string; pipeline_id?: string }) => {
+  let counted = db.selectFrom('deal_counts').select(sql<string>`coalesce(sum(n), 0)`.as('total'));
+  if (a.lifecycle_stage) counted = counted.where('lifecycle_stage', '=', a.lifecycle_stage);
+  if (a.pipeline_id) counted = counted.where('pipeline_id', '=', a.pipeline_id);
+  return counted;
+});
+
+export async function dealTotal(em: EntityManager, a: { lifecycle_stage?: string; pipeline_id?: string }) {
+  const [row] = await keptDealTotal(em, { lifecycle_stage: a.lifecycle_stage, pipeline_id: a.pipeline_id });
+  return Number(row?.total ?? 0);
+}
+
 const oneDeal = orgQuery((db, a: { id: string }) => dealRows(db).where('d.id', '=', a.id), {
   reusePlan: true,
 });
