@@ -50,6 +50,7 @@ export type AppRouter = TRPCBuiltRouter<{
           id: string;
           title: string;
           company_name: string | null;
+          company_id: string | null;
           value: number | null;
           currency: string | null;
           win_probability: number | null;
@@ -396,6 +397,7 @@ export type AppRouter = TRPCBuiltRouter<{
           title: string | null;
           phone: string | null;
           deal_id: string;
+          company_id: string | null;
           role_type: "unknown" | "economic_buyer" | "champion" | "technical_buyer" | "end_user" | "influencer" | "executive_sponsor" | "blocker";
           department: string | null;
           influence_level: "high" | "medium" | "low" | null;
