@@ -1,9 +1,11 @@
 import { STAGE_TYPES } from '@crm/db';
 import { sql } from 'kysely';
+import { Company } from '../features/companies/company.schemas.ts';
 import { contactRows } from '../features/contacts/contact.queries.ts';
 import { Contact } from '../features/contacts/contact.schemas.ts';
 import { dealRows } from '../features/deals/deal.queries.ts';
 import { Deal } from '../features/deals/deal.schemas.ts';
+import type { QueryObject } from './fields.ts';
 import type { ListedObject } from './list.ts';
 
 /**
@@ -31,12 +33,14 @@ export const DEALS: ListedObject = {
     lifecycle_stage: { index: 'deals_org_lifecycle (org_id, lifecycle_stage, created_at desc)' },
     pipeline_id: { index: 'deals_org_pipeline (org_id, pipeline_id, created_at desc)' },
     stage_id: { index: 'deals_org_stage_* (org_id, stage_id, …)' },
+    company_id: { index: 'deals_company (org_id, company_id, created_at desc)' },
     title: { index: 'deals_title_trgm (contains), deals_title_prefix (starts_with)' },
     company_name: { index: 'deals_company_trgm (contains), deals_company_prefix (starts_with)' },
   },
   custom: 'deals',
   relations: {
     stakeholders: { object: () => CONTACTS, link: sql`c.deal_id = d.id`, scope: 'contacts:read' },
+    company: { object: () => COMPANIES, link: sql`co.id = d.company_id`, scope: 'companies:read' },
   },
 };
 
@@ -50,6 +54,7 @@ export const CONTACTS: ListedObject = {
   fields: {
     created_at: { index: 'contacts_org_recent (org_id, created_at desc, id desc)' },
     deal_id: { index: 'contacts_deal_id_index (deal_id)' },
+    company_id: { index: 'contacts_company (org_id, company_id, created_at desc)' },
     name: { index: 'contacts_name_trgm (contains), contacts_name_prefix (starts_with)' },
     email: { index: 'contacts_email_trgm (contains)' },
     title: { index: 'contacts_title_trgm (contains)' },
@@ -57,5 +62,23 @@ export const CONTACTS: ListedObject = {
   custom: 'contacts',
   relations: {
     deal: { object: () => DEALS, link: sql`d.id = c.deal_id`, scope: 'deals:read' },
+    company: { object: () => COMPANIES, link: sql`co.id = c.company_id`, scope: 'companies:read' },
   },
+};
+
+/**
+ * Companies, as the deals and contacts linked to one filter by it (`company.industry`). Their own list
+ * joins the language with `rows` and `what` (a ListedObject) and a call of `queryList`.
+ */
+export const COMPANIES: QueryObject = {
+  name: 'companies',
+  alias: 'co',
+  from: (db) => db.selectFrom('companies as co'),
+  output: Company,
+  fields: {
+    created_at: { index: 'companies_org_created (org_id, created_at desc, id desc)' },
+    name: { index: 'companies_name_trgm (contains), companies_name_prefix (starts_with)' },
+    domain: { index: 'companies_domain_trgm (contains)' },
+  },
+  custom: 'companies',
 };
