@@ -567,7 +567,7 @@ describeOnEachDatabase(
       );
       await refused(
         { field: 'value', op: 'between', value: [1] },
-        'filter/value: expected [low, high], got 1 values',
+        'filter/value: expected [low, high], got 1 value',
       );
       await refused(
         { field: 'value', op: 'eq', value: null },

@@ -156,7 +156,7 @@ function checkLeaf(
       if (!Array.isArray(value) || value.length !== 2)
         throw invalid(
           at,
-          `expected [low, high], got ${Array.isArray(value) ? `${value.length} values` : kindOf(value)}`,
+          `expected [low, high], got ${Array.isArray(value) ? `${value.length} value${value.length === 1 ? '' : 's'}` : kindOf(value)}`,
         );
       return {
         kind: 'leaf',
