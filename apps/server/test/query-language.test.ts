@@ -662,6 +662,47 @@ describeOnEachDatabase(
       );
     });
 
+    it('stakeholders.<field> reads the contacts linked to a deal too, in their role on it', async () => {
+      // A contact of another deal linked here as the blocker (the link's role, not the contact's own).
+      const deal = deals.find((d) => stakeholdersOf(d).length === 0) as Row;
+      const other = contacts.find((c) => c.role_type !== 'blocker' && c.deal_id !== deal.id) as Row;
+      const linked = await api(`/deals/${deal.id}/stakeholders/${other.id}`, {
+        method: 'PUT',
+        json: { role_type: 'blocker', sentiment: 'negative' },
+      });
+      expect(linked.status, linked.text).toBeLessThan(300);
+      const filter = {
+        and: [
+          { field: 'stakeholders.role_type', op: 'eq', value: 'blocker' },
+          { field: 'stakeholders.name', op: 'eq', value: other.name },
+        ],
+      };
+      const res = await list({ filter, limit: 100 });
+      const want = [...expected(filter), deal.id];
+      expect(ids(res.body.data).sort()).toEqual([...new Set(want)].sort());
+      // On its own deal the contact keeps its own role.
+      const own = await list({
+        filter: {
+          and: [
+            { field: 'id', op: 'eq', value: other.deal_id },
+            { field: 'stakeholders.role_type', op: 'eq', value: 'blocker' },
+          ],
+        },
+      });
+      expect(ids(own.body.data)).toEqual(
+        expected({
+          and: [
+            { field: 'id', op: 'eq', value: other.deal_id },
+            { field: 'stakeholders.role_type', op: 'eq', value: 'blocker' },
+          ],
+        }),
+      );
+      expect(
+        (await api(`/deals/${deal.id}/stakeholders/${other.id}`, { method: 'DELETE' })).status,
+      ).toBeLessThan(300);
+      expect(ids((await list({ filter, limit: 100 })).body.data)).toEqual(expected(filter));
+    });
+
     it('company.<field> on deals and contacts: the linked company meets the condition', async () => {
       const company = async (json: Row) => {
         const res = await api('/companies', { method: 'POST', json });

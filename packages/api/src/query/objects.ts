@@ -39,7 +39,7 @@ export const DEALS: ListedObject = {
   },
   custom: 'deals',
   relations: {
-    stakeholders: { object: () => CONTACTS, link: sql`c.deal_id = d.id`, scope: 'contacts:read' },
+    stakeholders: { object: () => STAKEHOLDERS, link: sql`c.deal_id = d.id`, scope: 'contacts:read' },
     company: { object: () => COMPANIES, link: sql`co.id = d.company_id`, scope: 'companies:read' },
   },
 };
@@ -81,4 +81,30 @@ export const COMPANIES: QueryObject = {
     domain: { index: 'companies_domain_trgm (contains)' },
   },
   custom: 'companies',
+};
+
+/** A contact's columns as its output names them (`contactRows`' own). */
+const CONTACT_COLUMNS = Object.keys(Contact.shape);
+/** What a link to another deal holds for itself: the deal, and the contact's role on it. */
+const LINK_COLUMNS = new Set(['deal_id', 'role_type', 'influence_level', 'engagement_level', 'sentiment']);
+
+/**
+ * A deal's stakeholders, as the deal detail and the AI read them (stakeholders.service.ts, `stakeholdersOf`):
+ * its own contacts with their fields, and the contacts linked to it (`deal_stakeholders`) with the link's
+ * role, influence, engagement and sentiment. As `c`, one row per contact and deal: `stakeholders.<field>`
+ * on deals is "a contact on this deal, in its role here, meets it".
+ */
+export const STAKEHOLDERS: QueryObject = {
+  name: 'stakeholders',
+  alias: 'c',
+  from: (db) => {
+    const own = db.selectFrom('contacts as c0').select(CONTACT_COLUMNS.map((k) => `c0.${k}` as 'c0.id'));
+    const linked = db
+      .selectFrom('deal_stakeholders as ds')
+      .innerJoin('contacts as c1', 'c1.id', 'ds.contact_id')
+      .select(CONTACT_COLUMNS.map((k) => (LINK_COLUMNS.has(k) ? `ds.${k}` : `c1.${k}`) as 'c1.id'));
+    return db.selectFrom(own.unionAll(linked as never).as('c'));
+  },
+  output: Contact,
+  custom: 'contacts',
 };
