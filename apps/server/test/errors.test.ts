@@ -448,7 +448,7 @@ for (const { driver, label, skip } of DRIVERS) {
         const deal = await createDeal({ title: 'Query check' });
         for (const [method, path, name] of [
           ['GET', '/deals?limt=1', 'limt'],
-          ['GET', '/contacts?q=a&sort=name', 'sort'],
+          ['GET', '/contacts?q=a&order=name', 'order'],
           ['GET', '/search?q=acme&type=deal', 'type'],
           ['GET', `/deals/${deal.id}?expand=contacts`, 'expand'],
           ['GET', '/pipeline/stages?all=1', 'all'],

@@ -61,8 +61,11 @@ for (const { driver, label, skip } of DRIVERS) {
         for (const name of bodySchema?.required ?? []) required.add(name);
         expect(new Set(tool?.inputSchema.required ?? []), op.operationId).toEqual(required);
         expect(tool?.outputSchema?.type, op.operationId).toBe('object');
-        expect(tool?.annotations).toMatchObject({
-          readOnlyHint: op.method === 'get',
+        // A list by a filter in the body is a POST that only reads (its meta says so).
+        const readOnly = op.method === 'get' || ['deals-query', 'contacts-query'].includes(op.operationId);
+        expect(tool?.annotations, op.operationId).toMatchObject({
+          readOnlyHint: readOnly,
+          idempotentHint: op.method !== 'post' || readOnly,
           destructiveHint: op.method === 'delete',
           openWorldHint: false,
         });

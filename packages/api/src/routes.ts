@@ -143,9 +143,9 @@ function collectOperations(): Operation[] {
       idempotencyKey: meta.idempotencyKey ?? false,
       input,
       output: _def.output as z.ZodType,
-      readOnly: method === 'GET',
+      readOnly: method === 'GET' || meta.readOnly === true,
       destructive: method === 'DELETE',
-      idempotent: method !== 'POST',
+      idempotent: method !== 'POST' || meta.readOnly === true,
     };
     operations.push({ ...op, errors: errorsOf(op, meta.errors ?? []) });
   }

@@ -28,6 +28,11 @@ export type Meta = OpenApiMeta<{
   scope?: Scope;
   /** A create's or update's input keys read from the query string, beside its body (`?upsert_on=`). */
   query?: string[];
+  /**
+   * A POST that only reads (`POST /deals/query`, a list whose filter is too long for a URL): no change
+   * anywhere, the same answer when repeated (MCP's readOnlyHint and idempotentHint).
+   */
+  readOnly?: boolean;
 }>;
 
 /** What a tRPC client finds in `error.data`, and what the REST edge turns into the contract body. */

@@ -9,7 +9,7 @@ export interface paths {
         };
         /**
          * List deals, newest first
-         * @description Returns a page of the organization’s deals (`limit`, `offset`) with `meta.total`, optionally only those with a `lifecycle_stage` or in a pipeline.
+         * @description Returns a page of the organization’s deals (`limit`, `offset`) with `meta.total`, optionally only those with a `lifecycle_stage` or in a pipeline. `filter` (a JSON tree: any field of the deal, `custom.<key>`, `stakeholders.<field>`) and `sort` (`-value,created_at`) narrow and order it; `meta.total` counts what the filter keeps. An unknown field, an operator or value that does not fit is a 400 naming the node (docs/api/query.md).
          *
          *     Needs an API key with the scope `deals:read` (or `*`).
          */
@@ -22,6 +22,28 @@ export interface paths {
          *     Needs an API key with the scope `deals:write` (or `*`).
          */
         post: operations["deals-create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/deals/query": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * List deals by a filter in the body
+         * @description GET /deals with its parameters in a JSON body, `filter` as an object: for filters too long for a URL. Reads only; the answer is GET /deals’s for the same parameters (docs/api/query.md).
+         *
+         *     Needs an API key with the scope `deals:read` (or `*`).
+         */
+        post: operations["deals-query"];
         delete?: never;
         options?: never;
         head?: never;
@@ -121,7 +143,7 @@ export interface paths {
         };
         /**
          * List contacts, newest first
-         * @description Returns a page of the organization’s contacts (`limit`, `offset`) with `meta.total`; `q` keeps those whose name, e-mail or title contains it, case-insensitively.
+         * @description Returns a page of the organization’s contacts (`limit`, `offset`) with `meta.total`; `q` keeps those whose name, e-mail or title contains it, case-insensitively. `filter` (a JSON tree: any field of the contact, `custom.<key>`, `deal.<field>`) and `sort` (`name,-created_at`) narrow and order it; with either, `meta.total` is exact. An unknown field, an operator or value that does not fit is a 400 naming the node (docs/api/query.md).
          *
          *     Needs an API key with the scope `contacts:read` (or `*`).
          */
@@ -134,6 +156,28 @@ export interface paths {
          *     Needs an API key with the scope `contacts:write` (or `*`).
          */
         post: operations["contacts-create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/contacts/query": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * List contacts by a filter in the body
+         * @description GET /contacts with its parameters in a JSON body, `filter` as an object: for filters too long for a URL. Reads only; the answer is GET /contacts’s for the same parameters (docs/api/query.md).
+         *
+         *     Needs an API key with the scope `contacts:read` (or `*`).
+         */
+        post: operations["contacts-query"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1703,6 +1747,8 @@ export interface operations {
                 after?: string;
                 lifecycle_stage?: string;
                 pipeline_id?: string;
+                filter?: string;
+                sort?: string;
             };
             header?: never;
             path?: never;
@@ -1905,6 +1951,173 @@ export interface operations {
             };
             /** @description `idempotency_key_reused`: The `Idempotency-Key` was used before with another input */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "deals-query": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "filter": {
+                 *         "and": [
+                 *           {
+                 *             "field": "value",
+                 *             "op": "gte",
+                 *             "value": 10000
+                 *           },
+                 *           {
+                 *             "field": "stage_type",
+                 *             "op": "eq",
+                 *             "value": "open"
+                 *           }
+                 *         ]
+                 *       },
+                 *       "sort": "-value,created_at",
+                 *       "limit": 20
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description Page size, 1..100
+                     * @default 50
+                     */
+                    limit?: number;
+                    /**
+                     * @description Items to skip, >= 0
+                     * @default 0
+                     */
+                    offset?: number;
+                    /**
+                     * Format: uuid
+                     * @description Continue after this item (its id: the previous page’s `meta.next_cursor`), reading in index order; instead of `offset`
+                     */
+                    after?: string;
+                    /** @description Free text; lead, opportunity, customer and lost follow the stage unless a value is set */
+                    lifecycle_stage?: string;
+                    /** Format: uuid */
+                    pipeline_id?: string;
+                    /**
+                     * @description A condition `{"field": "value", "op": "gte", "value": 10000}` or a group `{"and": […]}`, `{"or": […]}`, `{"not": {…}}`; at most 50 conditions, 4 levels of groups. Fields, operators and errors: docs/api/query.md
+                     * @example {
+                     *       "and": [
+                     *         {
+                     *           "field": "value",
+                     *           "op": "gte",
+                     *           "value": 10000
+                     *         },
+                     *         {
+                     *           "field": "stage_type",
+                     *           "op": "eq",
+                     *           "value": "open"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    filter?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Comma-separated fields, `-` for descending (`-value,created_at`), at most 5; empty values last, the id breaks ties. Newest first when left out */
+                    sort?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Deal"][];
+                        meta: {
+                            total: number;
+                            limit: number;
+                            offset: number;
+                            /** @description Pass as `after` for the next page; null on the last page */
+                            next_cursor: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected. `invalid_json`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large`: The body is over 1 MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type`: The body is not `application/json` */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2659,6 +2872,8 @@ export interface operations {
                 offset?: number;
                 after?: string;
                 q?: string;
+                filter?: string;
+                sort?: string;
             };
             header?: never;
             path?: never;
@@ -2866,6 +3081,175 @@ export interface operations {
             };
             /** @description `idempotency_key_reused`: The `Idempotency-Key` was used before with another input */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "contacts-query": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "filter": {
+                 *         "and": [
+                 *           {
+                 *             "field": "role_type",
+                 *             "op": "in",
+                 *             "value": [
+                 *               "economic_buyer",
+                 *               "champion"
+                 *             ]
+                 *           },
+                 *           {
+                 *             "field": "deal.stage_type",
+                 *             "op": "eq",
+                 *             "value": "open"
+                 *           }
+                 *         ]
+                 *       },
+                 *       "sort": "name"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description Page size, 1..100
+                     * @default 50
+                     */
+                    limit?: number;
+                    /**
+                     * @description Items to skip, >= 0
+                     * @default 0
+                     */
+                    offset?: number;
+                    /**
+                     * Format: uuid
+                     * @description Continue after this item (its id: the previous page’s `meta.next_cursor`), reading in index order; instead of `offset`
+                     */
+                    after?: string;
+                    /** @description Case-insensitive substring of name, email or title */
+                    q?: string;
+                    /**
+                     * @description A condition `{"field": "value", "op": "gte", "value": 10000}` or a group `{"and": […]}`, `{"or": […]}`, `{"not": {…}}`; at most 50 conditions, 4 levels of groups. Fields, operators and errors: docs/api/query.md
+                     * @example {
+                     *       "and": [
+                     *         {
+                     *           "field": "value",
+                     *           "op": "gte",
+                     *           "value": 10000
+                     *         },
+                     *         {
+                     *           "field": "stage_type",
+                     *           "op": "eq",
+                     *           "value": "open"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    filter?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Comma-separated fields, `-` for descending (`-value,created_at`), at most 5; empty values last, the id breaks ties. Newest first when left out */
+                    sort?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Contact"][];
+                        meta: {
+                            total: number;
+                            limit: number;
+                            offset: number;
+                            /** @description Pass as `after` for the next page; null on the last page */
+                            next_cursor: string | null;
+                            /** @description Present (false) only when `q` matched more than `total` contacts: matches are counted up to 1,000 */
+                            total_exact?: boolean;
+                        };
+                    };
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected. `invalid_json`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large`: The body is over 1 MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type`: The body is not `application/json` */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

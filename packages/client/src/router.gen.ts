@@ -39,6 +39,55 @@ export type AppRouter = TRPCBuiltRouter<{
       input: {
         lifecycle_stage?: string | undefined;
         pipeline_id?: string | undefined;
+        filter?: string | undefined;
+        sort?: string | undefined;
+        after?: string | undefined;
+        limit?: number | undefined;
+        offset?: number | undefined;
+      };
+      output: {
+        data: {
+          id: string;
+          title: string;
+          company_name: string | null;
+          company_id: string | null;
+          value: number | null;
+          currency: string | null;
+          win_probability: number | null;
+          deal_health: string | null;
+          lifecycle_stage: string | null;
+          stage_id: string | null;
+          stage_name: string | null;
+          stage_type: string | null;
+          pipeline_id: string | null;
+          pipeline_name: string | null;
+          owner_name: string | null;
+          contact_name: string | null;
+          contact_email: string | null;
+          contact_phone: string | null;
+          notes: string | null;
+          lead_source: string | null;
+          expected_close_date: string | null;
+          last_activity_at: string | null;
+          created_at: string;
+          updated_at: string | null;
+          custom: Record<string, unknown>;
+        }[];
+        meta: {
+          total: number;
+          limit: number;
+          offset: number;
+          next_cursor: string | null;
+        };
+      };
+    }>;
+    query: TRPCMutationProcedure<{
+      meta: object;
+      input: {
+        lifecycle_stage?: string | undefined;
+        pipeline_id?: string | undefined;
+        filter?: Record<string, unknown> | undefined;
+        sort?: string | undefined;
         after?: string | undefined;
         limit?: number | undefined;
         offset?: number | undefined;
@@ -334,6 +383,47 @@ export type AppRouter = TRPCBuiltRouter<{
       meta: object;
       input: {
         q?: string | undefined;
+        filter?: string | undefined;
+        sort?: string | undefined;
+        after?: string | undefined;
+        limit?: number | undefined;
+        offset?: number | undefined;
+      };
+      output: {
+        data: {
+          id: string;
+          name: string;
+          email: string | null;
+          title: string | null;
+          phone: string | null;
+          deal_id: string;
+          company_id: string | null;
+          role_type: "unknown" | "economic_buyer" | "champion" | "technical_buyer" | "end_user" | "influencer" | "executive_sponsor" | "blocker";
+          department: string | null;
+          influence_level: "high" | "medium" | "low" | null;
+          engagement_level: "unknown" | "high" | "medium" | "low" | null;
+          sentiment: "unknown" | "positive" | "neutral" | "negative" | null;
+          linkedin_url: string | null;
+          notes: string | null;
+          created_at: string;
+          updated_at: string | null;
+          custom: Record<string, unknown>;
+        }[];
+        meta: {
+          total: number;
+          limit: number;
+          offset: number;
+          next_cursor: string | null;
+          total_exact?: boolean | undefined;
+        };
+      };
+    }>;
+    query: TRPCMutationProcedure<{
+      meta: object;
+      input: {
+        q?: string | undefined;
+        filter?: Record<string, unknown> | undefined;
+        sort?: string | undefined;
         after?: string | undefined;
         limit?: number | undefined;
         offset?: number | undefined;

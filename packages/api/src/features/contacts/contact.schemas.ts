@@ -1,5 +1,6 @@
 import { ENGAGEMENT_LEVELS, INFLUENCE_LEVELS, ROLE_TYPES, SENTIMENTS } from '@crm/db';
 import { z } from 'zod';
+import { FilterBody, FilterParam, SortParam } from '../../query/schemas.ts';
 import {
   CursorPagination,
   CursorPaginationMeta,
@@ -118,11 +119,39 @@ export const ContactUpdateInput = z
   });
 export type ContactUpdateInput = z.infer<typeof ContactUpdateInput>;
 
+const ContactQ = Text().trim().min(1).max(200).describe('Case-insensitive substring of name, email or title');
+
 export const ContactListQuery = z.strictObject({
   ...CursorPagination,
-  q: Text().trim().min(1).max(200).optional().describe('Case-insensitive substring of name, email or title'),
+  q: ContactQ.optional(),
+  filter: FilterParam.optional(),
+  sort: SortParam.optional(),
 });
 export type ContactListQuery = z.infer<typeof ContactListQuery>;
+
+/** The body of POST /contacts/query: GET /contacts's parameters, the filter as a JSON object. */
+export const ContactQueryBody = z
+  .strictObject({
+    ...CursorPagination,
+    q: ContactQ.optional(),
+    filter: FilterBody.optional(),
+    sort: SortParam.optional(),
+  })
+  .meta({
+    id: 'ContactQueryRequest',
+    examples: [
+      {
+        filter: {
+          and: [
+            { field: 'role_type', op: 'in', value: ['economic_buyer', 'champion'] },
+            { field: 'deal.stage_type', op: 'eq', value: 'open' },
+          ],
+        },
+        sort: 'name',
+      },
+    ],
+  });
+export type ContactQueryBody = z.infer<typeof ContactQueryBody>;
 
 export const ContactList = z.object({
   data: z.array(Contact),

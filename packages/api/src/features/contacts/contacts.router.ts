@@ -11,6 +11,7 @@ import {
   ContactDetail,
   ContactList,
   ContactListQuery,
+  ContactQueryBody,
   ContactUpdateInput,
 } from './contact.schemas.ts';
 import {
@@ -34,16 +35,36 @@ export const contactsRouter = router({
         tags,
         summary: 'List contacts, newest first',
         description:
-          'Returns a page of the organization’s contacts (`limit`, `offset`) with `meta.total`; `q` keeps those whose name, e-mail or title contains it, case-insensitively.',
+          'Returns a page of the organization’s contacts (`limit`, `offset`) with `meta.total`; `q` keeps those whose name, e-mail or title contains it, case-insensitively. `filter` (a JSON tree: any field of the contact, `custom.<key>`, `deal.<field>`) and `sort` (`name,-created_at`) narrow and order it; with either, `meta.total` is exact. An unknown field, an operator or value that does not fit is a 400 naming the node (docs/api/query.md).',
       },
       scope: 'contacts:read',
       agentHint:
-        'Use to list stakeholders, optionally only those matching a name, e-mail or title (q). Returns contacts with their role, influence, engagement and sentiment.',
+        'Use to list stakeholders, optionally only those matching a name, e-mail or title (q), or a filter on their fields, custom fields or their deal’s, in a sort order. Returns contacts with their role, influence, engagement and sentiment.',
       rateLimit: 'crud',
     })
     .input(ContactListQuery)
     .output(ContactList)
-    .query(({ ctx, input }) => listContacts(ctx.em, input)),
+    .query(({ ctx, input }) => listContacts(ctx.em, input, ctx.principal.scopes)),
+
+  query: authedProcedure
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/contacts/query',
+        tags,
+        summary: 'List contacts by a filter in the body',
+        description:
+          'GET /contacts with its parameters in a JSON body, `filter` as an object: for filters too long for a URL. Reads only; the answer is GET /contacts’s for the same parameters (docs/api/query.md).',
+      },
+      scope: 'contacts:read',
+      agentHint:
+        'Use to find stakeholders by conditions on their fields, custom fields or their deal (filter: {"and": [{"field": "role_type", "op": "eq", "value": "champion"}, {"field": "deal.stage_type", "op": "eq", "value": "open"}]}), sorted (sort: "name"). Reads only.',
+      rateLimit: 'crud',
+      readOnly: true,
+    })
+    .input(ContactQueryBody)
+    .output(ContactList)
+    .mutation(({ ctx, input }) => listContacts(ctx.em, input, ctx.principal.scopes)),
 
   create: authedProcedure
     .meta({

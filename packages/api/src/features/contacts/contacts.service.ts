@@ -5,16 +5,20 @@ import type { AuthedContext } from '../../context.ts';
 import { notFound } from '../../errors.ts';
 import { emitEvent, outboxRow } from '../../events.ts';
 import { orgQuery } from '../../org-scope.ts';
-import { afterAnchor, checkCursor, isoOf } from '../../read-model.ts';
+import { queryList } from '../../query/list.ts';
+import { CONTACTS } from '../../query/objects.ts';
+import { afterAnchor, checkCursor } from '../../read-model.ts';
 import { toIso } from '../../schemas.ts';
 import { linkedCompany } from '../companies/companies.service.ts';
 import { fieldRules } from '../custom-fields/custom-fields.service.ts';
 import { customChanges, customValuesOf } from '../custom-fields/custom-values.ts';
 import { contactMatches, likePattern, MATCH_COUNT_BOUND, matchedOf } from '../search/search.service.ts';
+import { contactRows } from './contact.queries.ts';
 import type {
   ContactCreateInput,
   ContactDto,
   ContactListQuery,
+  ContactQueryBody,
   ContactUpdateInput,
 } from './contact.schemas.ts';
 
@@ -41,27 +45,7 @@ export function toContactDto(contact: Contact): ContactDto {
 }
 
 const contactPage = orgQuery((db, a: { pattern?: string; after?: string; limit: number; offset: number }) => {
-  let page = db
-    .selectFrom('contacts as c')
-    .select([
-      'c.id',
-      'c.name',
-      'c.email',
-      'c.title',
-      'c.phone',
-      'c.deal_id',
-      'c.company_id',
-      'c.role_type',
-      'c.department',
-      'c.influence_level',
-      'c.engagement_level',
-      'c.sentiment',
-      'c.linkedin_url',
-      'c.notes',
-      isoOf('c.created_at').as('created_at'),
-      isoOf('c.updated_at').as('updated_at'),
-      'c.custom',
-    ]);
+  let page = contactRows(db);
   if (a.pattern) page = page.where(contactMatches(a.pattern));
   if (a.after) page = page.where(afterAnchor({ table: 'contacts', alias: 'c' }, a.after));
   return page.orderBy('c.created_at', 'desc').orderBy('c.id', 'desc').limit(a.limit).offset(a.offset);
@@ -91,7 +75,12 @@ const keptContactCount = orgQuery((db) =>
  * is the count the database keeps; with `q` the matches are counted up to MATCH_COUNT_BOUND: beyond,
  * `total` is the bound and `total_exact` false ("more than"); `total_exact` (false) is there only then.
  */
-export async function listContacts(em: EntityManager, query: ContactListQuery) {
+export async function listContacts(
+  em: EntityManager,
+  query: ContactListQuery | ContactQueryBody,
+  granted: readonly string[],
+) {
+  if (query.filter !== undefined || query.sort !== undefined) return queryContacts(em, query, granted);
   await checkCursor(em, { table: 'contacts', what: 'contact' }, query);
   const pattern = query.q ? likePattern(query.q) : undefined;
   const [rows, [counted]] = await Promise.all([
@@ -110,6 +99,27 @@ export async function listContacts(em: EntityManager, query: ContactListQuery) {
       offset: query.offset,
       next_cursor: rows.length > query.limit ? (data.at(-1)?.id ?? null) : null,
     },
+  };
+}
+
+/**
+ * GET /contacts and POST /contacts/query with `filter` or `sort`: through the filter language, `q` ANDed
+ * with the filter, the total counted exactly (not bounded as `q`'s alone is).
+ */
+async function queryContacts(
+  em: EntityManager,
+  query: ContactListQuery | ContactQueryBody,
+  granted: readonly string[],
+) {
+  const page = await queryList(em, CONTACTS, query, {
+    granted,
+    where: query.q ? [contactMatches(likePattern(query.q))] : [],
+    // q's matches have no kept count.
+    keptTotal: query.q ? undefined : async () => Number((await keptContactCount(em, {}))[0]?.total ?? 0),
+  });
+  return {
+    data: page.rows as ContactDto[],
+    meta: { total: page.total, limit: query.limit, offset: query.offset, next_cursor: page.next_cursor },
   };
 }
 

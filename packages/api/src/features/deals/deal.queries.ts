@@ -13,7 +13,7 @@ import { stakeholdersOf } from './stakeholders.service.ts';
  * A deal's columns as the API answers them, its stage and pipeline joined (as `d`, `s`, `p`); from the
  * query's own builder, or a subquery's (whose tables the scope reaches through the outer query).
  */
-const dealRows = (db: Pick<ExpressionBuilder<Tables, never>, 'selectFrom'>) =>
+export const dealRows = (db: Pick<ExpressionBuilder<Tables, never>, 'selectFrom'>) =>
   db
     .selectFrom('deals as d')
     .leftJoin('pipeline_stages as s', 's.id', 'd.stage_id')
@@ -46,14 +46,14 @@ const dealRows = (db: Pick<ExpressionBuilder<Tables, never>, 'selectFrom'>) =>
       'd.custom',
     ]);
 
-type DealRow = Omit<DealDto, 'value'> & { value: string | number | null };
+export type DealRow = Omit<DealDto, 'value'> & { value: string | number | null };
 
 /**
  * The one mapping from stored deal to API Deal: the Deal's fields by name, so a row's other columns (a
  * list's total, a detail's stakeholders) stay behind without a rest copy per row (a page's largest
  * allocation, measured with the sampling heap profiler).
  */
-function toDealDto(row: DealRow): DealDto {
+export function toDealDto(row: DealRow): DealDto {
   return {
     id: row.id,
     title: row.title,
@@ -185,6 +185,19 @@ export async function queryDeals(em: EntityManager, query: DealListQuery) {
       next_cursor: found.length > query.limit ? (data.at(-1)?.id ?? null) : null,
     },
   };
+}
+
+/** The kept total of a list (GET /deals's, by lifecycle stage and pipeline): a few rows summed. */
+const keptDealTotal = orgQuery((db, a: { lifecycle_stage?: string; pipeline_id?: string }) => {
+  let counted = db.selectFrom('deal_counts').select(sql<string>`coalesce(sum(n), 0)`.as('total'));
+  if (a.lifecycle_stage) counted = counted.where('lifecycle_stage', '=', a.lifecycle_stage);
+  if (a.pipeline_id) counted = counted.where('pipeline_id', '=', a.pipeline_id);
+  return counted;
+});
+
+export async function dealTotal(em: EntityManager, a: { lifecycle_stage?: string; pipeline_id?: string }) {
+  const [row] = await keptDealTotal(em, { lifecycle_stage: a.lifecycle_stage, pipeline_id: a.pipeline_id });
+  return Number(row?.total ?? 0);
 }
 
 const oneDeal = orgQuery((db, a: { id: string }) => dealRows(db).where('d.id', '=', a.id), {

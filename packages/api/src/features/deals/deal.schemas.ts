@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { FilterBody, FilterParam, SortParam } from '../../query/schemas.ts';
 import {
   CursorPagination,
   CursorPaginationMeta,
@@ -162,8 +163,36 @@ export const DealListQuery = z.strictObject({
   ...CursorPagination,
   lifecycle_stage: LifecycleStage.optional(),
   pipeline_id: Uuid.optional(),
+  filter: FilterParam.optional(),
+  sort: SortParam.optional(),
 });
 export type DealListQuery = z.infer<typeof DealListQuery>;
+
+/** The body of POST /deals/query: GET /deals's parameters, the filter as a JSON object (no length limit of a URL). */
+export const DealQueryBody = z
+  .strictObject({
+    ...CursorPagination,
+    lifecycle_stage: LifecycleStage.optional(),
+    pipeline_id: Uuid.optional(),
+    filter: FilterBody.optional(),
+    sort: SortParam.optional(),
+  })
+  .meta({
+    id: 'DealQueryRequest',
+    examples: [
+      {
+        filter: {
+          and: [
+            { field: 'value', op: 'gte', value: 10000 },
+            { field: 'stage_type', op: 'eq', value: 'open' },
+          ],
+        },
+        sort: '-value,created_at',
+        limit: 20,
+      },
+    ],
+  });
+export type DealQueryBody = z.infer<typeof DealQueryBody>;
 
 export const DealList = z.object({ data: z.array(Deal), meta: CursorPaginationMeta });
 

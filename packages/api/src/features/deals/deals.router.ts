@@ -5,13 +5,14 @@ import { dataOf, IdParam, SuccessResponse } from '../../schemas.ts';
 import { authedProcedure, router } from '../../trpc.ts';
 import { FieldKey } from '../custom-fields/custom-field.schemas.ts';
 import { upsertField } from '../custom-fields/custom-fields.service.ts';
-import { queryDeals } from './deal.queries.ts';
+import { listDeals } from './deal.list.ts';
 import {
   Deal,
   DealCreateInput,
   DealDetail,
   DealList,
   DealListQuery,
+  DealQueryBody,
   DealUpdateInput,
 } from './deal.schemas.ts';
 import { createDeal, deleteDeal, getDealDetail, updateDeal, upsertDeal } from './deals.service.ts';
@@ -29,16 +30,36 @@ export const dealsRouter = router({
         tags,
         summary: 'List deals, newest first',
         description:
-          'Returns a page of the organization’s deals (`limit`, `offset`) with `meta.total`, optionally only those with a `lifecycle_stage` or in a pipeline.',
+          'Returns a page of the organization’s deals (`limit`, `offset`) with `meta.total`, optionally only those with a `lifecycle_stage` or in a pipeline. `filter` (a JSON tree: any field of the deal, `custom.<key>`, `stakeholders.<field>`) and `sort` (`-value,created_at`) narrow and order it; `meta.total` counts what the filter keeps. An unknown field, an operator or value that does not fit is a 400 naming the node (docs/api/query.md).',
       },
       scope: 'deals:read',
       agentHint:
-        'Use to browse or page through deals (newest first), or to find those in a lifecycle stage or pipeline; for a deal you know by name, search is quicker. Returns deals with stage, value and dates, and meta.total.',
+        'Use to browse or page through deals (newest first), or to find those in a lifecycle stage or pipeline, or matching a filter (value, stage_type, custom fields, stakeholders’ roles) in a sort order; for a deal you know by name, search is quicker. Returns deals with stage, value and dates, and meta.total.',
       rateLimit: 'crud',
     })
     .input(DealListQuery)
     .output(DealList)
-    .query(({ ctx, input }) => queryDeals(ctx.em, input)),
+    .query(({ ctx, input }) => listDeals(ctx.em, input, ctx.principal.scopes)),
+
+  query: authedProcedure
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/deals/query',
+        tags,
+        summary: 'List deals by a filter in the body',
+        description:
+          'GET /deals with its parameters in a JSON body, `filter` as an object: for filters too long for a URL. Reads only; the answer is GET /deals’s for the same parameters (docs/api/query.md).',
+      },
+      scope: 'deals:read',
+      agentHint:
+        'Use to find deals by conditions on any of their fields, custom fields or stakeholders (filter: {"and": [{"field": "value", "op": "gte", "value": 10000}, {"field": "stage_type", "op": "eq", "value": "open"}]}), sorted (sort: "-value"). Reads only. Returns deals and meta.total (the exact number matching).',
+      rateLimit: 'crud',
+      readOnly: true,
+    })
+    .input(DealQueryBody)
+    .output(DealList)
+    .mutation(({ ctx, input }) => listDeals(ctx.em, input, ctx.principal.scopes)),
 
   create: authedProcedure
     .meta({

@@ -1,0 +1,248 @@
+import type { EntityManager, Tables } from '@crm/db';
+import { type Expression, expressionBuilder, type RawBuilder, type SqlBool, sql } from 'kysely';
+import type { z } from 'zod';
+import type {
+  FieldType as CustomFieldType,
+  CustomObject,
+} from '../features/custom-fields/custom-field.schemas.ts';
+import { fieldRules } from '../features/custom-fields/custom-fields.service.ts';
+import type { FieldRule } from '../features/custom-fields/custom-values.ts';
+import type { Scope } from '../scopes.ts';
+
+/** What a field holds, as the filter language types it: which operators apply and what a value must be. */
+export type ValueType =
+  | 'string'
+  | 'number'
+  | 'date-time'
+  | 'date'
+  | 'enum'
+  | 'boolean'
+  | 'uuid'
+  | 'array'
+  | 'json';
+
+/** A SELECT of an object's rows with its joins (its columns under the aliases its fields name), nothing selected yet. */
+// biome-ignore lint/suspicious/noExplicitAny: the aliases of a declared object are its own, not typed through Tables
+export type ObjectFrom = any;
+type Builder = Pick<ReturnType<typeof expressionBuilder<Tables, never>>, 'selectFrom'>;
+
+/** One field a filter or sort can name. */
+export interface Field {
+  /** As a client names it: `value`, `custom.region`, `stakeholders.role_type`. */
+  name: string;
+  type: ValueType;
+  /** The SQL expression of its value, over the aliases of its object's FROM. */
+  expr: RawBuilder<unknown>;
+  /** Whether a row may hold no value (null): a sort puts those last, which a NOT NULL column need not say. */
+  nullable: boolean;
+  /** enum and array: the values it can hold. */
+  values?: readonly string[];
+  /** Whether `sort` may name it: a scalar of the object itself (not a related record's, not an array or JSON). */
+  sortable: boolean;
+  /** The index that serves it, when one does (docs/api/query.md). */
+  index?: string;
+  /** A related record's field: the condition holds for the row when one of its related records meets it. */
+  related?: {
+    via: string;
+    /** The scope a key needs to read the related records (a filter on them discloses their values). */
+    scope: Scope;
+    exists: (condition: Expression<SqlBool>) => Expression<SqlBool>;
+  };
+}
+
+/** A field of an object's own, as declared: its column unless it says otherwise, its type unless it says otherwise. */
+export interface FieldDeclaration {
+  /** The SQL column, `s.name`; `<alias>.<field>` by default. */
+  column?: string;
+  type?: ValueType;
+  values?: readonly string[];
+  index?: string;
+}
+
+/**
+ * The declaration of a listable object: its table and FROM, its output schema (each field of which is
+ * filterable and sortable, typed from the schema unless declared otherwise), its custom fields and the
+ * records one hop away. Adding an object to the language is one of these (deals.query.ts, contacts.query.ts).
+ */
+export interface QueryObject {
+  name: string;
+  /** The table's alias in `from`; its `id` is the tie-breaker of every sort and the cursor's anchor. */
+  alias: string;
+  /** FROM the table (as `alias`) and its joins, nothing selected: for conditions, counts and cursors. */
+  from: (db: Builder) => ObjectFrom;
+  /** The output schema whose fields are the object's fields (`custom` aside). */
+  output: z.ZodObject;
+  /** Fields whose column or type the schema does not say. */
+  fields?: Record<string, FieldDeclaration>;
+  /** The fields the schema has but a filter cannot name. */
+  hidden?: readonly string[];
+  custom?: CustomObject;
+  /**
+   * Related records one hop away: `stakeholders` on deals; `link` relates the related table's alias to
+   * this one's; `scope` is what a key needs to filter by their fields.
+   */
+  relations?: Record<string, { object: () => QueryObject; link: RawBuilder<SqlBool>; scope: Scope }>;
+}
+
+type ZodLike = { def: { type: string; innerType?: ZodLike; format?: string }; options?: readonly string[] };
+
+/** A field's type from its zod output schema. */
+function typeOfSchema(
+  schema: ZodLike,
+): { type: ValueType; values?: readonly string[]; nullable: boolean } | undefined {
+  let s = schema;
+  let nullable = false;
+  while (s.def.type === 'nullable' || s.def.type === 'optional') {
+    nullable = true;
+    s = s.def.innerType as ZodLike;
+  }
+  const typed = typeOf(s);
+  return typed && { ...typed, nullable };
+}
+
+function typeOf(s: ZodLike): { type: ValueType; values?: readonly string[] } | undefined {
+  switch (s.def.type) {
+    case 'string':
+      if (s.def.format === 'uuid') return { type: 'uuid' };
+      if (s.def.format === 'datetime') return { type: 'date-time' };
+      return { type: 'string' };
+    case 'number':
+      return { type: 'number' };
+    case 'boolean':
+      return { type: 'boolean' };
+    case 'enum':
+      return { type: 'enum', values: s.options ?? [] };
+    default:
+      return undefined;
+  }
+}
+
+const CUSTOM_TYPES: Record<CustomFieldType, ValueType> = {
+  text: 'string',
+  long_text: 'string',
+  email: 'string',
+  url: 'string',
+  phone: 'string',
+  number: 'number',
+  currency: 'number',
+  boolean: 'boolean',
+  date: 'date',
+  datetime: 'date-time',
+  select: 'enum',
+  multi_select: 'array',
+  json: 'json',
+};
+
+/**
+ * A custom value as its type compares: read out of `custom` with a cast guarded by the JSON value's own
+ * type, so that a row the condition does not keep (another organization's, where the same key may be
+ * another type) can never fail the statement, whatever order the planner tests conditions in.
+ */
+function customExpr(alias: string, rule: FieldRule): RawBuilder<unknown> {
+  const value = sql`${sql.ref(`${alias}.custom`)}->${sql.lit(rule.key)}`;
+  const text = sql`${sql.ref(`${alias}.custom`)}->>${sql.lit(rule.key)}`;
+  const typed = (json: string, cast: RawBuilder<unknown>) =>
+    sql`(case when jsonb_typeof(${value}) = ${sql.lit(json)} then ${cast} end)`;
+  switch (CUSTOM_TYPES[rule.type]) {
+    case 'number':
+      return typed('number', sql`(${value})::numeric`);
+    case 'boolean':
+      return typed('boolean', sql`(${value})::boolean`);
+    case 'date':
+      return sql`(case when ${text} ~ '^\\d{4}-\\d{2}-\\d{2}$' then (${text})::date end)`;
+    case 'date-time':
+      return sql`(case when ${text} ~ '^\\d{4}-\\d{2}-\\d{2}T' then (${text})::timestamptz end)`;
+    case 'array':
+      return typed('array', value);
+    case 'json':
+      return sql`(case when jsonb_typeof(${value}) <> 'null' then ${value} end)`;
+    default:
+      return typed('string', text);
+  }
+}
+
+function ownFields(object: QueryObject, rules: readonly FieldRule[]): Field[] {
+  const fields: Field[] = [];
+  const hidden = new Set(['custom', ...(object.hidden ?? [])]);
+  for (const [name, schema] of Object.entries(object.output.shape)) {
+    if (hidden.has(name)) continue;
+    const declared = object.fields?.[name] ?? {};
+    const typed = typeOfSchema(schema as never);
+    const type = declared.type ?? typed?.type;
+    if (!type) throw new Error(`${object.name}.${name}: no filter type for this field; declare one`);
+    fields.push({
+      name,
+      type,
+      values: declared.values ?? typed?.values,
+      nullable: typed?.nullable ?? true,
+      expr: sql.ref(declared.column ?? `${object.alias}.${name}`),
+      sortable: type !== 'array' && type !== 'json',
+      index: declared.index,
+    });
+  }
+  for (const rule of rules) {
+    const type = CUSTOM_TYPES[rule.type];
+    fields.push({
+      name: `custom.${rule.key}`,
+      type,
+      values: type === 'enum' || type === 'array' ? rule.options.map((o) => o.value) : undefined,
+      expr: customExpr(object.alias, rule),
+      nullable: true,
+      sortable: type !== 'array' && type !== 'json',
+    });
+  }
+  return fields;
+}
+
+/** Every field a filter on `object` can name, by name: its own, its custom ones, its related records'. */
+export type Catalogue = ReadonlyMap<string, Field>;
+
+const rulesOf = (em: EntityManager, object: QueryObject) =>
+  object.custom ? fieldRules(em, object.custom) : Promise.resolve([] as FieldRule[]);
+
+/** The organization's catalogue of `object`'s fields (its custom fields read through the definitions' cache). */
+export async function catalogueOf(em: EntityManager, object: QueryObject): Promise<Catalogue> {
+  const catalogue = new Map<string, Field>();
+  for (const field of ownFields(object, await rulesOf(em, object))) catalogue.set(field.name, field);
+  for (const [via, relation] of Object.entries(object.relations ?? {})) {
+    const related = relation.object();
+    const eb = expressionBuilder<Tables, never>();
+    const exists = (condition: Expression<SqlBool>) =>
+      eb.exists(related.from(eb).select(sql.lit(1).as('one')).where(relation.link).where(condition));
+    for (const field of ownFields(related, await rulesOf(em, related)))
+      catalogue.set(`${via}.${field.name}`, {
+        ...field,
+        name: `${via}.${field.name}`,
+        sortable: false,
+        index: undefined,
+        related: { via, scope: relation.scope, exists },
+      });
+  }
+  return catalogue;
+}
+
+/** "did you mean …": the name nearest to a misspelled one, when one is near. */
+export function nearest(name: string, names: Iterable<string>): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Math.max(2, Math.floor(name.length / 3)) + 1;
+  for (const candidate of names) {
+    const d = editDistance(name, candidate);
+    if (d < bestDistance) [best, bestDistance] = [candidate, d];
+  }
+  return best;
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++)
+      row[j] = Math.min(
+        (previous[j] as number) + 1,
+        (row[j - 1] as number) + 1,
+        (previous[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
+    previous = row;
+  }
+  return previous[b.length] as number;
+}

@@ -1,0 +1,110 @@
+import { STAGE_TYPES } from '@crm/db';
+import { sql } from 'kysely';
+import { Company } from '../features/companies/company.schemas.ts';
+import { contactRows } from '../features/contacts/contact.queries.ts';
+import { Contact } from '../features/contacts/contact.schemas.ts';
+import { dealRows } from '../features/deals/deal.queries.ts';
+import { Deal } from '../features/deals/deal.schemas.ts';
+import type { QueryObject } from './fields.ts';
+import type { ListedObject } from './list.ts';
+
+/**
+ * The objects the filter and sort language lists, each declared once: its FROM (with the joins its output
+ * reads), its output schema (every field of which a filter can name, typed from the schema), what the
+ * schema does not say (a joined column, a closed set of values, the index that serves a field), and the
+ * records one hop away. Companies and activities join with a declaration of their own.
+ */
+export const DEALS: ListedObject = {
+  name: 'deals',
+  what: 'deal',
+  alias: 'd',
+  from: (db) =>
+    db
+      .selectFrom('deals as d')
+      .leftJoin('pipeline_stages as s', 's.id', 'd.stage_id')
+      .leftJoin('pipelines as p', 'p.id', 'd.pipeline_id'),
+  rows: dealRows,
+  output: Deal,
+  fields: {
+    stage_name: { column: 's.name' },
+    stage_type: { column: 's.stage_type', type: 'enum', values: STAGE_TYPES },
+    pipeline_name: { column: 'p.name' },
+    created_at: { index: 'deals_org_recent (org_id, created_at desc, id desc)' },
+    lifecycle_stage: { index: 'deals_org_lifecycle (org_id, lifecycle_stage, created_at desc)' },
+    pipeline_id: { index: 'deals_org_pipeline (org_id, pipeline_id, created_at desc)' },
+    stage_id: { index: 'deals_org_stage_* (org_id, stage_id, …)' },
+    company_id: { index: 'deals_company (org_id, company_id, created_at desc)' },
+    title: { index: 'deals_title_trgm (contains), deals_title_prefix (starts_with)' },
+    company_name: { index: 'deals_company_trgm (contains), deals_company_prefix (starts_with)' },
+  },
+  custom: 'deals',
+  relations: {
+    stakeholders: { object: () => STAKEHOLDERS, link: sql`c.deal_id = d.id`, scope: 'contacts:read' },
+    company: { object: () => COMPANIES, link: sql`co.id = d.company_id`, scope: 'companies:read' },
+  },
+};
+
+export const CONTACTS: ListedObject = {
+  name: 'contacts',
+  what: 'contact',
+  alias: 'c',
+  from: (db) => db.selectFrom('contacts as c'),
+  rows: contactRows,
+  output: Contact,
+  fields: {
+    created_at: { index: 'contacts_org_recent (org_id, created_at desc, id desc)' },
+    deal_id: { index: 'contacts_deal_id_index (deal_id)' },
+    company_id: { index: 'contacts_company (org_id, company_id, created_at desc)' },
+    name: { index: 'contacts_name_trgm (contains), contacts_name_prefix (starts_with)' },
+    email: { index: 'contacts_email_trgm (contains)' },
+    title: { index: 'contacts_title_trgm (contains)' },
+  },
+  custom: 'contacts',
+  relations: {
+    deal: { object: () => DEALS, link: sql`d.id = c.deal_id`, scope: 'deals:read' },
+    company: { object: () => COMPANIES, link: sql`co.id = c.company_id`, scope: 'companies:read' },
+  },
+};
+
+/**
+ * Companies, as the deals and contacts linked to one filter by it (`company.industry`). Their own list
+ * joins the language with `rows` and `what` (a ListedObject) and a call of `queryList`.
+ */
+export const COMPANIES: QueryObject = {
+  name: 'companies',
+  alias: 'co',
+  from: (db) => db.selectFrom('companies as co'),
+  output: Company,
+  fields: {
+    created_at: { index: 'companies_org_created (org_id, created_at desc, id desc)' },
+    name: { index: 'companies_name_trgm (contains), companies_name_prefix (starts_with)' },
+    domain: { index: 'companies_domain_trgm (contains)' },
+  },
+  custom: 'companies',
+};
+
+/** A contact's columns as its output names them (`contactRows`' own). */
+const CONTACT_COLUMNS = Object.keys(Contact.shape);
+/** What a link to another deal holds for itself: the deal, and the contact's role on it. */
+const LINK_COLUMNS = new Set(['deal_id', 'role_type', 'influence_level', 'engagement_level', 'sentiment']);
+
+/**
+ * A deal's stakeholders, as the deal detail and the AI read them (stakeholders.service.ts, `stakeholdersOf`):
+ * its own contacts with their fields, and the contacts linked to it (`deal_stakeholders`) with the link's
+ * role, influence, engagement and sentiment. As `c`, one row per contact and deal: `stakeholders.<field>`
+ * on deals is "a contact on this deal, in its role here, meets it".
+ */
+export const STAKEHOLDERS: QueryObject = {
+  name: 'stakeholders',
+  alias: 'c',
+  from: (db) => {
+    const own = db.selectFrom('contacts as c0').select(CONTACT_COLUMNS.map((k) => `c0.${k}` as 'c0.id'));
+    const linked = db
+      .selectFrom('deal_stakeholders as ds')
+      .innerJoin('contacts as c1', 'c1.id', 'ds.contact_id')
+      .select(CONTACT_COLUMNS.map((k) => (LINK_COLUMNS.has(k) ? `ds.${k}` : `c1.${k}`) as 'c1.id'));
+    return db.selectFrom(own.unionAll(linked as never).as('c'));
+  },
+  output: Contact,
+  custom: 'contacts',
+};
