@@ -1,6 +1,7 @@
 import { loadConfig } from '@crm/config';
 import { type Database, openDatabase } from '@crm/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migratedImage } from '../../db/test/embedded-image.ts';
 import {
   ApiError,
   type AuthedContext,
@@ -24,7 +25,7 @@ describe('limits of the AI and webhooks groups (embedded database, injected cloc
   let clock = Date.parse('2026-11-30T23:59:50Z');
 
   beforeAll(async () => {
-    db = await openDatabase({ kind: 'pglite', dataDir: 'memory://' }, 'test');
+    db = await openDatabase({ kind: 'pglite', dataDir: 'memory://', image: migratedImage() }, 'test');
     const config = loadConfig({
       LOG_LEVEL: 'silent',
       CRM_DATA_DIR: 'memory://',

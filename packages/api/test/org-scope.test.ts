@@ -5,6 +5,7 @@ import * as dbModule from '@crm/db';
 import { type Database, ORG_FILTER, openDatabase } from '@crm/db';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migratedImage } from '../../db/test/embedded-image.ts';
 import { createOrganizationWithKey } from '../src/index.ts';
 import { orgDb, orgQuery, TENANT_TABLES, UNSCOPED_TABLES } from '../src/org-scope.ts';
 import { prepareQuery } from '../src/prepared-query.ts';
@@ -21,7 +22,7 @@ describe('orgDb, the organization-scoped query builder (embedded database)', () 
   };
 
   beforeAll(async () => {
-    db = await openDatabase({ kind: 'pglite', dataDir: 'memory://' }, 'test');
+    db = await openDatabase({ kind: 'pglite', dataDir: 'memory://', image: migratedImage() }, 'test');
     const em = db.orm.em.fork();
     orgA = (await createOrganizationWithKey(em, 'A')).org_id;
     orgB = (await createOrganizationWithKey(em, 'B')).org_id;

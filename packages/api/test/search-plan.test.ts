@@ -1,5 +1,6 @@
 import { type Database, ORG_FILTER, openDatabase } from '@crm/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migratedImage } from '../../db/test/embedded-image.ts';
 import type { AuthedContext } from '../src/context.ts';
 import { createDeal } from '../src/features/deals/deals.service.ts';
 import { largeTables } from '../src/features/search/search.service.ts';
@@ -14,7 +15,7 @@ describe('the search plan of an organization by its size (embedded database)', (
   let orgId: string;
 
   beforeAll(async () => {
-    db = await openDatabase({ kind: 'pglite', dataDir: 'memory://' }, 'test');
+    db = await openDatabase({ kind: 'pglite', dataDir: 'memory://', image: migratedImage() }, 'test');
     orgId = (await createOrganizationWithKey(db.orm.em.fork(), 'Sizes')).org_id;
     const em = db.orm.em.fork();
     em.setFilterParams(ORG_FILTER, { orgId });

@@ -1,6 +1,7 @@
 import { loadConfig } from '@crm/config';
 import { type Database, openDatabase } from '@crm/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migratedImage } from '../../db/test/embedded-image.ts';
 import { createOrganizationWithKey, deleteOrganization, Limits, type Log } from '../src/index.ts';
 
 describe('usage counts when an organization is deleted (embedded database)', () => {
@@ -14,7 +15,7 @@ describe('usage counts when an organization is deleted (embedded database)', () 
   };
 
   beforeAll(async () => {
-    db = await openDatabase({ kind: 'pglite', dataDir: 'memory://' }, 'test');
+    db = await openDatabase({ kind: 'pglite', dataDir: 'memory://', image: migratedImage() }, 'test');
     const config = loadConfig({
       LOG_LEVEL: 'silent',
       CRM_DATA_DIR: 'memory://',
