@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { COMPILE_CACHE } from '../../server/test/server-process.ts';
 
 /** The checkout, where `npm run crm` runs the CLI. */
 export const CHECKOUT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -9,7 +10,7 @@ export const CLI_MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url)
 export type ProcessResult = { code: number | null; stdout: string; stderr: string };
 
 /**
- * `crm <args>` in a process of its own (for what only a process shows: its exit code, what it writes, a
+ * `crm <args>` in a process of its own (with Node's compile cache, COMPILE_CACHE, beside `options.env`) (for what only a process shows: its exit code, what it writes, a
  * data directory held by another process, stdin closing), `input` written to its stdin and then closed.
  */
 export function crmProcess(
@@ -19,7 +20,7 @@ export function crmProcess(
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [CLI_MAIN, ...args], {
       cwd: options.cwd ?? CHECKOUT,
-      env: options.env,
+      env: { ...COMPILE_CACHE, ...options.env },
     });
     let stdout = '';
     let stderr = '';

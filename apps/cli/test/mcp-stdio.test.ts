@@ -13,6 +13,7 @@ import {
   startTestServer,
   type TestServer,
 } from '../../server/test/harness.ts';
+import { COMPILE_CACHE } from '../../server/test/server-process.ts';
 import { crmProcess } from './cli-process.ts';
 import { crm } from './crm.ts';
 
@@ -26,7 +27,7 @@ async function stdioClient(env: Record<string, string>): Promise<Client> {
     new StdioClientTransport({
       command: process.execPath,
       args: [MAIN, 'mcp'],
-      env: { ...getDefaultEnvironment(), LOG_LEVEL: 'silent', ...env },
+      env: { ...getDefaultEnvironment(), ...COMPILE_CACHE, LOG_LEVEL: 'silent', ...env },
       stderr: 'pipe',
     }),
   );
@@ -111,7 +112,12 @@ describe('crm mcp (stdio)', () => {
       // A wrong key is said once on stderr, and the process ends with 1 (this database is already made,
       // so the refusal costs an open, not a new cluster).
       const child = spawn(process.execPath, [MAIN, 'mcp'], {
-        env: { ...getDefaultEnvironment(), ...env, CRM_API_KEY: 'ck_wrongwrongwrongwrongwrongwrongwr' },
+        env: {
+          ...getDefaultEnvironment(),
+          ...COMPILE_CACHE,
+          ...env,
+          CRM_API_KEY: 'ck_wrongwrongwrongwrongwrongwrongwr',
+        },
       });
       let stderr = '';
       child.stderr.on('data', (chunk) => {

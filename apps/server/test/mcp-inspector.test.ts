@@ -6,6 +6,7 @@ import { promisify } from 'node:util';
 import { TOOLS } from '@crm/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './harness.ts';
+import { COMPILE_CACHE } from './server-process.ts';
 
 /**
  * The MCP Inspector's CLI (`@modelcontextprotocol/inspector`), a client nobody here wrote, run as a user
@@ -72,6 +73,8 @@ describe('the MCP Inspector CLI against the server on embedded PGlite', () => {
       `CRM_URL=${s.url}`,
       '-e',
       `CRM_API_KEY=${s.orgA.apiKey}`,
+      // The Inspector starts it with a default environment and these: the compile cache too.
+      ...Object.entries(COMPILE_CACHE).flatMap(([name, value]) => ['-e', `${name}=${value}`]),
     ];
     const prompt = (await inspector(
       ...stdio,

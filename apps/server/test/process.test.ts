@@ -5,7 +5,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { firstKeyOf, ROOT, type ServerProcess, spawnServer as spawn } from './server-process.ts';
+import {
+  COMPILE_CACHE,
+  firstKeyOf,
+  ROOT,
+  type ServerProcess,
+  spawnServer as spawn,
+} from './server-process.ts';
 
 /** The server on an embedded data directory. */
 const spawnServer = (dataDir: string): Promise<ServerProcess & { url: string }> =>
@@ -82,7 +88,7 @@ describe('the server process', () => {
       new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
         const child = spawnProcess(process.execPath, ['apps/cli/src/main.ts', ...args], {
           cwd: ROOT,
-          env: { PATH: process.env.PATH, CRM_DATA_DIR: dataDir, LOG_LEVEL: 'silent' },
+          env: { PATH: process.env.PATH, ...COMPILE_CACHE, CRM_DATA_DIR: dataDir, LOG_LEVEL: 'silent' },
         });
         let stdout = '';
         let stderr = '';
@@ -285,7 +291,13 @@ describe('the server process on PostgreSQL', () => {
       url.pathname = `/${name}`;
       const child = spawnProcess(process.execPath, ['apps/server/src/main.ts'], {
         cwd: ROOT,
-        env: { PATH: process.env.PATH, PORT: '0', HOST: '127.0.0.1', DATABASE_URL: url.toString() },
+        env: {
+          PATH: process.env.PATH,
+          ...COMPILE_CACHE,
+          PORT: '0',
+          HOST: '127.0.0.1',
+          DATABASE_URL: url.toString(),
+        },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       let stdout = '';

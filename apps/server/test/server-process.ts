@@ -4,6 +4,16 @@ import { fileURLToPath } from 'node:url';
 export const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const NODE = process.execPath;
 
+/**
+ * Node's compile cache (vitest.config.ts sets NODE_COMPILE_CACHE), for a process a test starts with an
+ * environment of its own: it changes nothing the process does, only what loading its modules costs (a
+ * server process 0.7-0.9 s less CPU, a CLI one ~0.45 s). Without it only processes that inherited the
+ * whole environment had it.
+ */
+export const COMPILE_CACHE: Record<string, string> = process.env.NODE_COMPILE_CACHE
+  ? { NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE }
+  : {};
+
 export interface ServerProcess {
   child: ChildProcess;
   /** Where the API answers; undefined for a worker-only process. */
@@ -22,7 +32,14 @@ export interface ServerProcess {
 export async function spawnServer(env: Record<string, string>): Promise<ServerProcess> {
   const child = spawn(NODE, ['apps/server/src/main.ts'], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
+    env: {
+      PATH: process.env.PATH,
+      ...COMPILE_CACHE,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const stdout: string[] = [];
