@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   COMPILE_CACHE,
   firstKeyOf,
@@ -210,8 +210,10 @@ describe('the server process', () => {
       headers: { authorization: `Bearer ${apiKey}`, 'x-request-id': 'trace-me-123' },
     });
     expect(res.headers.get('x-request-id')).toBe('trace-me-123');
-    await new Promise((r) => setTimeout(r, 200));
-    const line = server.stdout.map((l) => JSON.parse(l)).find((l) => l.req_id === 'trace-me-123');
+    // The line comes once the response is written: wait for it, not for a fixed time.
+    const logged = () => server.stdout.map((l) => JSON.parse(l)).find((l) => l.req_id === 'trace-me-123');
+    await vi.waitFor(() => expect(logged()).toBeDefined(), { timeout: 10_000, interval: 20 });
+    const line = logged();
     expect(line).toMatchObject({
       method: 'GET',
       path: '/api/v1/crm/deals',
