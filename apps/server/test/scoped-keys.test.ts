@@ -32,43 +32,54 @@ for (const { driver, label, skip } of DRIVERS) {
     /** A unit of work of org A's, as the dashboard's (rotation and revocation act in one organization). */
     const orgA = () => orgFork(s.running.db.orm.em, s.orgA.orgId);
 
-    it('the scope matrix: each scope against every operation, over REST, tRPC and MCP', async () => {
-      expect(new Set(OPERATIONS.map((op) => op.scope))).toEqual(new Set(SCOPES));
-      for (const scope of SCOPES) {
-        const { api_key: key } = await issueApiKey(fork(), s.orgA.orgId, { name: scope, scopes: [scope] });
-        const client = await mcpClient(s.url, key);
-        try {
-          const { tools } = await client.listTools();
-          expect(tools.map((t) => t.name).sort(), scope).toEqual(
-            OPERATIONS.filter((op) => op.scope === scope)
-              .map((op) => op.operationId)
-              .sort(),
-          );
-          for (const op of OPERATIONS) {
-            const what = `${scope} → ${op.method} ${op.path}`;
-            const rest = await viaRest(s, key, op, missingIds(op));
-            const trpc = await viaTrpc(s, key, op, missingIds(op));
-            const mcpCode = mcpErrorCode(await viaMcp(client, op, missingIds(op)));
-            if (op.scope === scope) {
-              expect(rest.status, what).not.toBe(403);
-              expect(trpc.code, what).not.toBe('insufficient_scope');
-              expect(mcpCode, what).not.toBe('insufficient_scope');
-            } else {
-              expect(rest.status, what).toBe(403);
-              expect(rest.body, what).toEqual({
-                error: expect.stringContaining(`lacks the scope ${op.scope}`),
-                code: 'insufficient_scope',
-              });
-              expect(trpc, what).toMatchObject({ status: 403, code: 'insufficient_scope' });
-              expect(trpc.message, what).toContain(op.scope);
-              expect(mcpCode, what).toBe('insufficient_scope');
+    // Which scope each operation needs is the code's, checked before the operation touches the database:
+    // the matrix (every scope against all operations through three doors, ~1,300 calls and 15 s of the
+    // file's time a run) is run on the embedded database. That a key's scopes are stored and read back on
+    // each database is what the tests after it check on both.
+    it.skipIf(driver !== 'pglite')(
+      `the scope matrix: each scope against every operation, over REST, tRPC and MCP${
+        driver === 'pglite'
+          ? ''
+          : ' (skipped: the scopes operations need do not follow the database; run on the embedded one)'
+      }`,
+      async () => {
+        expect(new Set(OPERATIONS.map((op) => op.scope))).toEqual(new Set(SCOPES));
+        for (const scope of SCOPES) {
+          const { api_key: key } = await issueApiKey(fork(), s.orgA.orgId, { name: scope, scopes: [scope] });
+          const client = await mcpClient(s.url, key);
+          try {
+            const { tools } = await client.listTools();
+            expect(tools.map((t) => t.name).sort(), scope).toEqual(
+              OPERATIONS.filter((op) => op.scope === scope)
+                .map((op) => op.operationId)
+                .sort(),
+            );
+            for (const op of OPERATIONS) {
+              const what = `${scope} → ${op.method} ${op.path}`;
+              const rest = await viaRest(s, key, op, missingIds(op));
+              const trpc = await viaTrpc(s, key, op, missingIds(op));
+              const mcpCode = mcpErrorCode(await viaMcp(client, op, missingIds(op)));
+              if (op.scope === scope) {
+                expect(rest.status, what).not.toBe(403);
+                expect(trpc.code, what).not.toBe('insufficient_scope');
+                expect(mcpCode, what).not.toBe('insufficient_scope');
+              } else {
+                expect(rest.status, what).toBe(403);
+                expect(rest.body, what).toEqual({
+                  error: expect.stringContaining(`lacks the scope ${op.scope}`),
+                  code: 'insufficient_scope',
+                });
+                expect(trpc, what).toMatchObject({ status: 403, code: 'insufficient_scope' });
+                expect(trpc.message, what).toContain(op.scope);
+                expect(mcpCode, what).toBe('insufficient_scope');
+              }
             }
+          } finally {
+            await client.close();
           }
-        } finally {
-          await client.close();
         }
-      }
-    });
+      },
+    );
 
     it('a refused call counts against no quota and no rate limit', async () => {
       const org = await s.newOrg('Scope quota org');
