@@ -133,3 +133,40 @@ describe('limits of the AI and webhooks groups (embedded database, injected cloc
     ]);
   });
 });
+
+describe('how long own quotas are trusted (CRM_QUOTA_REFRESH_MS, injected clock)', () => {
+  it('a changed quota applies to the calls that start that long after it is read, not sooner', async () => {
+    const db = await openDatabase({ kind: 'pglite', dataDir: 'memory://', image: migratedImage() }, 'test');
+    let clock = Date.parse('2026-11-10T12:00:00Z');
+    const config = loadConfig({
+      LOG_LEVEL: 'silent',
+      CRM_DATA_DIR: 'memory://',
+      CRM_QUOTA_REFRESH_MS: '1000',
+    });
+    expect(config.limits.quotaRefreshMs).toBe(1000);
+    const limits = await Limits.create(config.limits, db.orm, silent, { now: () => clock });
+    try {
+      const em = db.orm.em.fork();
+      const created = await createOrganizationWithKey(em, 'Refresh org');
+      const principal = { orgId: created.org_id, apiKeyId: created.key_id };
+      const admit = async () => {
+        const ctx = {
+          services: { limits },
+          principal,
+          response: { headers: {} },
+        } as unknown as AuthedContext;
+        await admitRequest(ctx, 'crud');
+        return (ctx.response.headers as Record<string, string>)['X-API-Quota-Limit'];
+      };
+      expect(await admit()).toBe('1000000');
+      await setOrgQuota(em, created.org_id, { api_calls: 500 });
+      clock += 999;
+      expect(await admit()).toBe('1000000');
+      clock += 1;
+      expect(await admit()).toBe('500');
+    } finally {
+      await limits.close();
+      await db.close();
+    }
+  });
+});

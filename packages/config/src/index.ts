@@ -73,6 +73,7 @@ export const EnvSchema = z.object({
   CRM_API_QUOTA_MONTHLY: monthly(1_000_000),
   CRM_AI_QUOTA_MONTHLY: monthly(10_000),
   CRM_USAGE_FLUSH_INTERVAL_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
+  CRM_QUOTA_REFRESH_MS: z.coerce.number().int().min(10).max(3_600_000).default(5_000),
   CRM_ROLE: z.enum(PROCESS_ROLES).default('all'),
   CRM_WEBHOOKS_ALLOW_PRIVATE: booleanFlag.default(false),
   CRM_WEBHOOKS_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
@@ -211,6 +212,8 @@ export type LimitsConfig = Readonly<{
   monthlyQuota: Readonly<{ api: number; ai: number }>;
   /** How often counted calls are added to the database. */
   flushIntervalMs: number;
+  /** How long an organization's own quotas, once read, are trusted before being read again. */
+  quotaRefreshMs: number;
   /** Set in cluster mode: counters live in Redis, shared by every instance. */
   redis?: Readonly<{ url: string; keyPrefix: string }>;
 }>;
@@ -269,6 +272,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       instanceCount: e.CRM_INSTANCE_COUNT,
       monthlyQuota: { api: e.CRM_API_QUOTA_MONTHLY, ai: e.CRM_AI_QUOTA_MONTHLY },
       flushIntervalMs: e.CRM_USAGE_FLUSH_INTERVAL_MS,
+      quotaRefreshMs: e.CRM_QUOTA_REFRESH_MS,
       ...(e.REDIS_URL ? { redis: { url: e.REDIS_URL, keyPrefix: e.CRM_REDIS_PREFIX } } : {}),
     },
     role: e.CRM_ROLE,

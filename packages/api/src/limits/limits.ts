@@ -17,8 +17,9 @@ import { type AlertRow, type CountRow, UsageStore } from './usage-store.ts';
 /** Alerts are recorded when a quota's use reaches these percentages. */
 export const ALERT_THRESHOLDS = [80, 95] as const;
 /**
- * How long an organization's own quotas are trusted before being read again: a change (`crm org
- * set-quota`, another instance) applies to every call that starts this long after it.
+ * How long an organization's own quotas are trusted before being read again, by default
+ * (`CRM_QUOTA_REFRESH_MS`): a change (`crm org set-quota`, another instance) applies to every call that
+ * starts this long after it.
  */
 export const OWN_QUOTAS_REFRESH_MS = 5_000;
 
@@ -237,14 +238,14 @@ export class Limits {
     };
   }
 
-  /** The organization's quotas as this process read them, if that was less than OWN_QUOTAS_REFRESH_MS ago. */
+  /** The organization's quotas as this process read them, if that was less than CRM_QUOTA_REFRESH_MS ago. */
   private freshQuotas(orgId: string, nowMs: number): QuotaLimits | undefined {
     const own = this.ownQuotas.get(orgId);
-    return own && nowMs - own.loadedAt < OWN_QUOTAS_REFRESH_MS ? own : undefined;
+    return own && nowMs - own.loadedAt < this.config.quotaRefreshMs ? own : undefined;
   }
 
   /**
-   * The organization's quotas, read again once its copy is OWN_QUOTAS_REFRESH_MS old: the calls that come
+   * The organization's quotas, read again once its copy is CRM_QUOTA_REFRESH_MS old: the calls that come
    * meanwhile wait for that one read (about a millisecond, once per organization every few seconds). An
    * old copy used to answer at once while the read ran, so an organization idle since a change had its
    * first call judged by the old quota however long ago the change was. A failed read falls back to the
