@@ -77,6 +77,9 @@ describeOnEachDatabase(
           CRM_WEBHOOKS_ALLOW_PRIVATE: 'true',
           CRM_WEBHOOKS_POLL_INTERVAL_MS: '50',
           CRM_USAGE_FLUSH_INTERVAL_MS: '100',
+          // A changed quota is seen within 0.2 s, not 5 (the banners' tests waited for it twice a run);
+          // limits.test.ts tests the default's refresh.
+          CRM_QUOTA_REFRESH_MS: '200',
         },
         { logger: serverLog.logger },
       );
