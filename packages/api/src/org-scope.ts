@@ -81,6 +81,8 @@ export const TENANT_TABLES: ReadonlySet<string> = new Set([
   'deal_counts',
   'deal_stakeholders',
   'deals',
+  'engagement_links',
+  'engagements',
   'erasure_receipts',
   'invitations',
   'organization_quotas',

@@ -262,6 +262,54 @@ export const Activity = defineEntity({
 });
 export type Activity = InferEntity<typeof Activity>;
 
+export const ENGAGEMENT_TYPES = ['note', 'task', 'call', 'meeting', 'email'] as const;
+export type EngagementType = (typeof ENGAGEMENT_TYPES)[number];
+export const TASK_STATUSES = ['open', 'done'] as const;
+export const LINK_TARGETS = ['deal', 'contact', 'company'] as const;
+export type LinkTarget = (typeof LINK_TARGETS)[number];
+
+/**
+ * An activity a person logged (`/activities`: a note, task, call, meeting or e-mail), once, whatever it is
+ * linked to; the system's own record of writes is `Activity` (see Migration20261201000200_activities).
+ */
+export const Engagement = defineEntity({
+  name: 'Engagement',
+  tableName: 'engagements',
+  filters: orgFilter,
+  properties: {
+    id: id(),
+    orgId: p.uuid(),
+    type: p.enum(ENGAGEMENT_TYPES),
+    subject: p.text(),
+    body: p.text().nullable(),
+    /** When it happened; a task's is its creation time. */
+    occurredAt: p.datetime(),
+    dueAt: p.datetime().nullable(),
+    status: p.enum(TASK_STATUSES).nullable(),
+    completedAt: p.datetime().nullable(),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+});
+export type Engagement = InferEntity<typeof Engagement>;
+
+/** A logged activity's link to a deal, contact or company; `occurredAt` is the activity's, for the index. */
+export const EngagementLink = defineEntity({
+  name: 'EngagementLink',
+  tableName: 'engagement_links',
+  filters: orgFilter,
+  properties: {
+    engagementId: p.uuid().primary(),
+    targetId: p.uuid().primary(),
+    orgId: p.uuid(),
+    targetType: p.enum(LINK_TARGETS),
+    /** A contact who took part (a participant), not only one it concerns. */
+    participant: p.boolean().default(false),
+    occurredAt: p.datetime(),
+  },
+});
+export type EngagementLink = InferEntity<typeof EngagementLink>;
+
 /** Stored first responses for `Idempotency-Key` retries, scoped to the API key that sent them. */
 export const IdempotencyRecord = defineEntity({
   name: 'IdempotencyRecord',
@@ -296,6 +344,8 @@ export const WEBHOOK_EVENT_TYPES = [
   'company.updated',
   'deal.stakeholder_added',
   'deal.stakeholder_removed',
+  'activity.created',
+  'activity.updated',
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 /** Sent to one endpoint on request (the dashboard's "Send test event"); nobody subscribes to it. */
@@ -597,6 +647,8 @@ export const entities = [
   DealStakeholder,
   ErasureReceipt,
   Activity,
+  Engagement,
+  EngagementLink,
   IdempotencyRecord,
   OutboxEvent,
   OrganizationQuota,

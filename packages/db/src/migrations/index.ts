@@ -14,6 +14,7 @@ import { Migration20261130000100_search_scale } from './Migration20261130000100_
 import { Migration20261130000200_pipelines } from './Migration20261130000200_pipelines.ts';
 import { Migration20261201000000_companies } from './Migration20261201000000_companies.ts';
 import { Migration20261201000100_stakeholders } from './Migration20261201000100_stakeholders.ts';
+import { Migration20261201000200_activities } from './Migration20261201000200_activities.ts';
 import { Migration20261201000300_erasures } from './Migration20261201000300_erasures.ts';
 
 /** Listed explicitly (no folder scan): the same list runs on PGlite and on PostgreSQL. */
@@ -37,5 +38,6 @@ export const migrationsList = [
   { name: 'Migration20261130000200_pipelines', class: Migration20261130000200_pipelines },
   { name: 'Migration20261201000000_companies', class: Migration20261201000000_companies },
   { name: 'Migration20261201000100_stakeholders', class: Migration20261201000100_stakeholders },
+  { name: 'Migration20261201000200_activities', class: Migration20261201000200_activities },
   { name: 'Migration20261201000300_erasures', class: Migration20261201000300_erasures },
 ];
