@@ -33,6 +33,11 @@ const TAGS = [
       'The companies deals and contacts are linked to (`company_id`): one per domain, with counts and the newest deals and people of each.',
   },
   {
+    name: 'Activities',
+    description:
+      'Notes, tasks, calls, meetings and e-mails people log on deals, contacts and companies, and a deal’s timeline.',
+  },
+  {
     name: 'Pipeline',
     description: 'The stages of the default pipeline, and the health of the open deals in it.',
   },

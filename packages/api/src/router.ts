@@ -1,3 +1,4 @@
+import { activitiesRouter } from './features/activities/activities.router.ts';
 import { aiRouter } from './features/ai/ai.router.ts';
 import { companiesRouter } from './features/companies/companies.router.ts';
 import { contactsRouter } from './features/contacts/contacts.router.ts';
@@ -15,6 +16,7 @@ export const appRouter = router({
   deals: dealsRouter,
   contacts: contactsRouter,
   companies: companiesRouter,
+  activities: activitiesRouter,
   pipeline: pipelineRouter,
   pipelines: pipelinesRouter,
   search: searchRouter,

@@ -10,6 +10,8 @@ export const SCOPES = [
   'contacts:erase',
   'companies:read',
   'companies:write',
+  'activities:read',
+  'activities:write',
   'pipeline:read',
   'pipeline:write',
   'search',

@@ -97,12 +97,15 @@ describe('the OpenAPI document', () => {
   it('shows for each request body an example that its own input schema accepts', () => {
     const bodies = operations.filter(({ op }) => op.requestBody);
     expect(bodies.map(({ method, path }) => `${method.toUpperCase()} ${path}`).sort()).toEqual([
+      'PATCH /activities/{id}',
       'PATCH /companies/{id}',
       'PATCH /contacts/{id}',
       'PATCH /custom-fields/{object}/{key}',
       'PATCH /deals/{id}',
       'PATCH /pipelines/{id}',
       'PATCH /pipelines/{id}/stages/{stage_id}',
+      'POST /activities',
+      'POST /activities/batch',
       'POST /companies',
       'POST /companies/batch',
       'POST /contacts',

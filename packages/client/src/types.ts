@@ -14,6 +14,8 @@ export type Contact = RouterOutputs['contacts']['create']['data'];
 export type Company = RouterOutputs['companies']['create']['data'];
 /** A contact's link to a deal, with its role there (`PUT /deals/{id}/stakeholders/{contact_id}`). */
 export type StakeholderLink = RouterOutputs['deals']['linkStakeholder']['data'];
+/** A logged activity (note, task, call, meeting, e-mail) as the API answers it. */
+export type LoggedActivity = RouterOutputs['activities']['create']['data'];
 /** A MEDDPICC analysis as `POST /deals/{id}/analyze` answers it. */
 export type Analysis = RouterOutputs['ai']['analyze']['data'];
 /** The kinds of event a webhook endpoint can subscribe to. */

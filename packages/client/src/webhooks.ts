@@ -1,5 +1,5 @@
 import { Webhook } from 'standardwebhooks';
-import type { Analysis, Company, Contact, Deal, StakeholderLink } from './types.ts';
+import type { Analysis, Company, Contact, Deal, LoggedActivity, StakeholderLink } from './types.ts';
 
 /** A field an update changed: its value before and after, under the API's field name. */
 export type FieldChanges = Record<string, { from: unknown; to: unknown }>;
@@ -31,6 +31,8 @@ export type WebhookEvent =
   | (Payload<'company.updated', Company> & { changes: FieldChanges })
   | Payload<'deal.stakeholder_added', StakeholderLink>
   | Payload<'deal.stakeholder_removed', { deal_id: string; contact_id: string }>
+  | Payload<'activity.created', LoggedActivity>
+  | (Payload<'activity.updated', LoggedActivity> & { changes: FieldChanges })
   /** Sent from the dashboard's "Send test event", whatever the endpoint subscribed to. */
   | Payload<'webhook.test', { webhook_id: string; message: string }>;
 

@@ -16,6 +16,11 @@ export const SCOPE_INFO: Record<Scope, { group: string; description: string }> =
   'contacts:erase': { group: 'Contacts', description: 'erase a person and their data for good' },
   'companies:read': { group: 'Companies', description: 'read companies' },
   'companies:write': { group: 'Companies', description: 'create, change, delete companies' },
+  'activities:read': { group: 'Activities', description: 'read logged activities and deal timelines' },
+  'activities:write': {
+    group: 'Activities',
+    description: 'log, change, delete activities (notes, tasks, calls)',
+  },
   'pipeline:read': {
     group: 'Pipeline, search and AI',
     description: 'read pipelines, their stages and health',
