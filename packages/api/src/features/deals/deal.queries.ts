@@ -229,14 +229,49 @@ const dealDetail = orgQuery(
           'engagement_level',
           'sentiment',
         ]).as('stakeholders'),
+        // The system's activities and the logged ones linked to the deal (its subject the description,
+        // occurred_at its time), each newest first from its index, merged and cut to the limit.
         eb
           .selectFrom((r) =>
             r
-              .selectFrom('activities as a')
-              .select(['a.id', 'a.type', 'a.description', 'a.created_at'])
-              .whereRef('a.deal_id', '=', 'd.id')
-              .orderBy('a.created_at', 'desc')
-              .orderBy('a.id', 'desc')
+              .selectFrom((m) =>
+                m
+                  .selectFrom(
+                    m
+                      .selectFrom('activities as a')
+                      .select(['a.id', 'a.type', 'a.description', 'a.created_at'])
+                      .whereRef('a.deal_id', '=', 'd.id')
+                      .orderBy('a.created_at', 'desc')
+                      .orderBy('a.id', 'desc')
+                      .limit(a.activities)
+                      .as('sys'),
+                  )
+                  .selectAll()
+                  .unionAll(
+                    m
+                      .selectFrom(
+                        m
+                          .selectFrom('engagement_links as l')
+                          .innerJoin('engagements as e', 'e.id', 'l.engagement_id')
+                          .select([
+                            'e.id',
+                            'e.type',
+                            'e.subject as description',
+                            'l.occurred_at as created_at',
+                          ])
+                          .whereRef('l.target_id', '=', 'd.id')
+                          .orderBy('l.occurred_at', 'desc')
+                          .orderBy('l.engagement_id', 'desc')
+                          .limit(a.activities)
+                          .as('usr'),
+                      )
+                      .selectAll(),
+                  )
+                  .as('m'),
+              )
+              .selectAll()
+              .orderBy('m.created_at', 'desc')
+              .orderBy('m.id', 'desc')
               .limit(a.activities)
               .as('r'),
           )
