@@ -95,6 +95,19 @@ const MAKERS: Array<[kind: string, make: Maker]> = [
   // A deal's stakeholder is named by its contact's id.
   ['stakeholders', async (_s, _org, made) => made.contacts as string],
   [
+    'activities',
+    (s, org, made) =>
+      created(s, org, '/activities', {
+        type: 'call',
+        subject: 'Isolated call',
+        participants: [made.contacts],
+        links: [
+          { type: 'deal', id: made.deals },
+          { type: 'company', id: made.companies },
+        ],
+      }),
+  ],
+  [
     'events',
     (s, org) =>
       eventually('the deal.created event in the feed', async () => {
