@@ -317,6 +317,19 @@ for (const { driver, label, skip } of DRIVERS) {
       expect((await api(`/activities/${e1.id}`)).body.data.links).toEqual([
         { type: 'company', id: company.id },
       ]);
+      // So does deleting a company; a batch item's missing link is named with its index.
+      expect((await api(`/companies/${company.id}`, { method: 'DELETE' })).status).toBe(200);
+      expect((await api(`/activities/${e1.id}`)).body.data.links).toEqual([]);
+      expect(await ids(`?company_id=${company.id}`)).toEqual([]);
+      const batch = await post('/activities/batch', {
+        items: [
+          { type: 'note', subject: 'ok', links: [{ type: 'deal', id: deal2.id }] },
+          { type: 'note', subject: 'gone', links: [{ type: 'deal', id: deal.id }] },
+        ],
+      });
+      expect(batch.status).toBe(404);
+      expect(batch.body.error).toBe('items[1].links[0].id: no deal with this id');
+      expect(await ids(`?deal_id=${deal2.id}`)).toEqual(['m1', 'n1']);
       expect((await api(`/activities/${t2.id}`, { method: 'DELETE' })).body).toEqual({ success: true });
       expect((await api(`/activities/${t2.id}`)).status).toBe(404);
       expect((await api(`/activities/${t2.id}`, { method: 'DELETE' })).status).toBe(404);

@@ -47,7 +47,7 @@ export function createBatch<I, O>(
             : failure.message;
         throw new ApiError(
           failure.code,
-          `items[${index}]${/^[\w.]+:/.test(message) ? '.' : ': '}${message}`,
+          `items[${index}]${/^\w[\w.[\]]*:/.test(message) ? '.' : ': '}${message}`,
           {
             extra: failure.extra,
             headers: failure.headers,
