@@ -304,6 +304,14 @@ for (const { driver, label, skip } of DRIVERS) {
       expect(await ids(`?deal_id=${deal.id}&status=open`)).toEqual(['t2']);
       const reopened = await patch(`/activities/${t1.id}`, { status: 'open', due_at: later });
       expect(reopened.body.data).toMatchObject({ status: 'open', completed_at: null, due_at: later });
+      // Participants replaced: one dropped stays linked until links say otherwise.
+      const withBob = await patch(`/activities/${c1.id}`, { participants: [bob.id] });
+      expect(withBob.status, withBob.text).toBe(200);
+      expect(withBob.body.data.participants).toEqual([bob.id]);
+      const withoutBob = (await patch(`/activities/${c1.id}`, { participants: [] })).body.data;
+      expect(withoutBob.participants).toEqual([]);
+      expect(withoutBob.links).toContainEqual({ type: 'contact', id: bob.id });
+      expect(await ids(`?contact_id=${bob.id}`)).toEqual(['e1', 'c1']);
       // Links replaced by PATCH; the deal loses it.
       const moved = await patch(`/activities/${n1.id}`, { links: [{ type: 'deal', id: deal2.id }] });
       expect(moved.status, moved.text).toBe(200);

@@ -291,11 +291,9 @@ export async function updateActivity(
   if (input.links !== undefined || input.participants !== undefined) {
     const keptParticipants = before.filter((l) => l.participant).map((l) => l.target_id);
     const participants = input.participants ?? keptParticipants;
+    // Without `links`, every current link stays (a participant dropped from `participants` too).
     const explicit =
-      input.links ??
-      before
-        .filter((l) => !l.participant)
-        .map((l) => ({ type: l.target_type as LinkTarget, id: l.target_id }));
+      input.links ?? before.map((l) => ({ type: l.target_type as LinkTarget, id: l.target_id }));
     links = await checkedLinks(em, explicit, participants);
     const shown = (rows: ReadonlyArray<{ type: string; id: string }>) =>
       rows.map((r) => `${r.type}:${r.id}`).sort();
