@@ -1,0 +1,211 @@
+/**
+ * `npm run bench:activities`: do a deal's activities and its timeline cost the same in an organization of
+ * a million activities as in one of ten thousand (issue 30: within 2×)? On PostgreSQL, two organizations
+ * (ACTIVITIES_SMALL, default 10,000, and ACTIVITIES_LARGE, default 1,000,000 activities), each with as
+ * many deals as gives every deal ACTIVITIES_PER_DEAL (default 100) activities, so the deal read is alike
+ * and only the organization's size differs. Deals are made through the API (POST /deals/batch); the
+ * activities and their links are written by SQL in one statement (the API's create is not what is
+ * measured). Then each call is measured one request at a time (p50, p99) on both organizations.
+ *
+ * ACTIVITIES_SECONDS (per call, default 3), BENCH_DATABASE_URL or TEST_DATABASE_URL (admin URL, this
+ * machine only). The database is dropped at the end.
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { API } from './load.ts';
+import { startServerProcess } from './processes.ts';
+import { measureSequential } from './sequential.ts';
+
+const env = process.env;
+const SMALL = Number(env.ACTIVITIES_SMALL ?? 10_000);
+const LARGE = Number(env.ACTIVITIES_LARGE ?? 1_000_000);
+const PER_DEAL = Number(env.ACTIVITIES_PER_DEAL ?? 100);
+const SECONDS = Number(env.ACTIVITIES_SECONDS ?? 3);
+const ADMIN_URL =
+  env.BENCH_DATABASE_URL || env.TEST_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const CLI = path.join(ROOT, 'apps/cli/src/main.ts');
+const SERVER = path.join(ROOT, 'apps/server/src/main.ts');
+
+const log = (msg: string) =>
+  process.stdout.write(`[activities ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
+
+function cli(dbEnv: Record<string, string>, ...args: string[]): Promise<Record<string, unknown>> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], {
+      env: { ...process.env, LOG_LEVEL: 'warn', ...dbEnv },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    child.stdout.on('data', (c) => {
+      out += c;
+    });
+    child.on('error', reject);
+    child.on('close', (code) =>
+      code === 0
+        ? resolve(JSON.parse(out.split('\n').filter(Boolean)[0] ?? '{}'))
+        : reject(new Error(`crm ${args.join(' ')} exited ${code}: ${out}`)),
+    );
+  });
+}
+
+async function call(url: string, key: string, method: string, p: string, json?: unknown) {
+  const res = await fetch(`${url}${API}${p}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: json === undefined ? undefined : JSON.stringify(json),
+  });
+  const body = (await res.json()) as { data: unknown; meta?: Record<string, unknown> };
+  if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${JSON.stringify(body)}`);
+  return body;
+}
+
+interface Org {
+  n: number;
+  orgId: string;
+  key: string;
+  deal: string;
+  /** The deal's 50th activity (a cursor one page deep) and the organization's middle one. */
+  dealAfter: string;
+  orgAfter: string;
+  timelineAfter: string;
+}
+
+/** `n` activities, each linked to one of the organization's deals in turn, newest a second apart. */
+async function seed(db: pg.Client, orgId: string, n: number): Promise<void> {
+  await db.query(
+    `with d as (select array_agg(id order by id) as ids from deals where org_id = $1),
+     e as (insert into engagements (id, org_id, type, subject, occurred_at, created_at)
+           select gen_random_uuid(), $1, (array['note', 'call', 'meeting', 'email'])[1 + i % 4], 'Activity ' || i,
+                  now() - make_interval(secs => i), now()
+             from generate_series(1, $2::int) i
+           returning id, subject, occurred_at)
+     insert into engagement_links (engagement_id, org_id, target_type, target_id, occurred_at)
+     select e.id, $1, 'deal', d.ids[1 + substr(e.subject, 10)::int % cardinality(d.ids)], e.occurred_at from e, d`,
+    [orgId, n],
+  );
+}
+
+async function main() {
+  const admin = new URL(ADMIN_URL);
+  if (!['127.0.0.1', 'localhost'].includes(admin.hostname))
+    throw new Error(`${admin.hostname} is not this machine`);
+  const name = `crm_activities_${randomBytes(4).toString('hex')}`;
+  const client = new pg.Client({ connectionString: ADMIN_URL });
+  await client.connect();
+  await client.query(`create database ${name}`);
+  const url = new URL(ADMIN_URL);
+  url.pathname = `/${name}`;
+  const dbEnv = { DATABASE_URL: url.toString(), CRM_DATA_DIR: '' };
+  const db = new pg.Client({ connectionString: url.toString() });
+  try {
+    const orgs: Array<Pick<Org, 'n' | 'orgId' | 'key'>> = [];
+    for (const n of [SMALL, LARGE]) {
+      const created = (await cli(dbEnv, 'org', 'create', `Activities ${n}`)) as {
+        org_id: string;
+        api_key: string;
+      };
+      orgs.push({ n, orgId: created.org_id, key: created.api_key });
+    }
+    const server = await startServerProcess(
+      'service',
+      SERVER,
+      {
+        ...dbEnv,
+        CRM_RATE_LIMIT_CRUD: '1000000000',
+        CRM_RATE_LIMIT_DEFAULT: '1000000000',
+        CRM_API_QUOTA_MONTHLY: '1000000000000',
+        REDIS_URL: '',
+        LOG_LEVEL: 'warn',
+        CRM_BOOTSTRAP_ORG: 'false',
+      },
+      300_000,
+    );
+    await db.connect();
+    try {
+      const fixtures: Org[] = [];
+      for (const o of orgs) {
+        const deals = Math.max(1, Math.round(o.n / PER_DEAL));
+        const t0 = performance.now();
+        for (let i = 0; i < deals; i += 100) {
+          const items = Array.from({ length: Math.min(100, deals - i) }, (_, k) => ({
+            title: `Deal ${i + k}`,
+          }));
+          await call(server.url, o.key, 'POST', '/deals/batch', { items });
+        }
+        await seed(db, o.orgId, o.n);
+        await db.query('analyze engagements; analyze engagement_links; analyze deals;');
+        log(
+          `${o.n.toLocaleString('en-US')} activities on ${deals.toLocaleString('en-US')} deals written in ${((performance.now() - t0) / 1000).toFixed(0)} s`,
+        );
+        const deal = (
+          (await call(server.url, o.key, 'GET', '/deals?limit=1')).data as Array<{ id: string }>
+        )[0]?.id as string;
+        const page = await call(server.url, o.key, 'GET', `/activities?deal_id=${deal}&limit=50`);
+        const timeline = await call(server.url, o.key, 'GET', `/deals/${deal}/timeline?limit=50`);
+        const { rows } = await db.query(
+          'select id from engagements where org_id = $1 order by occurred_at desc, id desc offset $2 limit 1',
+          [o.orgId, Math.floor(o.n / 2)],
+        );
+        fixtures.push({
+          ...o,
+          deal,
+          dealAfter: page.meta?.next_cursor as string,
+          orgAfter: rows[0].id,
+          timelineAfter: timeline.meta?.next_cursor as string,
+        });
+      }
+      const calls: Array<[string, (o: Org) => string]> = [
+        ['GET /activities?deal_id=', (o) => `/activities?deal_id=${o.deal}&limit=50`],
+        [
+          'GET /activities?deal_id= (page 2)',
+          (o) => `/activities?deal_id=${o.deal}&limit=50&after=${o.dealAfter}`,
+        ],
+        ['GET /deals/{id}/timeline', (o) => `/deals/${o.deal}/timeline?limit=50`],
+        [
+          'GET /deals/{id}/timeline (page 2)',
+          (o) => `/deals/${o.deal}/timeline?limit=50&after=${o.timelineAfter}`,
+        ],
+        ['GET /deals/{id} (recent_activities)', (o) => `/deals/${o.deal}`],
+        ['GET /activities', () => '/activities?limit=50'],
+        ['GET /activities (middle of the org)', (o) => `/activities?limit=50&after=${o.orgAfter}`],
+        ['GET /activities?type=call', () => '/activities?type=call&limit=50'],
+      ];
+      const lines = [
+        `| call | p50 at ${SMALL.toLocaleString('en-US')} (ms) | p50 at ${LARGE.toLocaleString('en-US')} (ms) | ratio | p99 small / large (ms) |`,
+        '|---|---|---|---|---|',
+      ];
+      for (const [label, make] of calls) {
+        const stats = [];
+        for (const o of fixtures)
+          stats.push(
+            await measureSequential(server.url, o.key, () => ({ path: `${API}${make(o)}` }), {
+              seconds: SECONDS,
+              warmupSeconds: 1,
+              pid: server.pid,
+            }),
+          );
+        const [s, l] = stats as [(typeof stats)[0], (typeof stats)[0]];
+        if (s.non2xx || l.non2xx)
+          throw new Error(`${label}: non-2xx answers ${JSON.stringify([s.statuses, l.statuses])}`);
+        lines.push(
+          `| ${label} | ${s.p50.toFixed(2)} | ${l.p50.toFixed(2)} | ${(l.p50 / s.p50).toFixed(2)}× | ${s.p99.toFixed(1)} / ${l.p99.toFixed(1)} |`,
+        );
+        log(lines.at(-1) as string);
+      }
+      process.stdout.write(`\n${lines.join('\n')}\n`);
+    } finally {
+      await server.stop();
+      await db.end();
+    }
+  } finally {
+    await client.query(`drop database if exists ${name} with (force)`);
+    await client.end();
+  }
+}
+
+await main();
