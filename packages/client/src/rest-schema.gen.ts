@@ -384,6 +384,112 @@ export interface paths {
         patch: operations["companies-update"];
         trace?: never;
     };
+    "/activities": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List logged activities, newest first
+         * @description Returns a page of the organization’s notes, tasks, calls, meetings and e-mails, newest first by `occurred_at`, optionally only those linked to a deal, contact or company, of a type, or tasks by status and due date. Continue with `after` = `meta.next_cursor`.
+         *
+         *     Needs an API key with the scope `activities:read` (or `*`).
+         */
+        get: operations["activities-list"];
+        put?: never;
+        /**
+         * Log an activity (note, task, call, meeting, e-mail)
+         * @description Logs an activity linked to 1-50 deals, contacts and companies (`links`) and emits `activity.created`; returns it with 201. A link or participant that is not the organization’s is a 404 naming it (`links[2].id: no deal with this id`). A linked deal’s `last_activity_at` moves to `occurred_at` when that is later and not in the future (a task’s: when it is done). Send `Idempotency-Key` to retry safely.
+         *
+         *     Needs an API key with the scope `activities:write` (or `*`).
+         */
+        post: operations["activities-create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/activities/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Log up to 100 activities at once
+         * @description Logs every activity of `items` (each the body of POST /activities) in one transaction: all or nothing, each emitting `activity.created`. An item that fails fails the call with its index (`items[2].links[0].id: …`). Each item counts as one API call against the monthly quota. Send `Idempotency-Key` to retry safely. Returns the activities with 201, in the order given.
+         *
+         *     Needs an API key with the scope `activities:write` (or `*`).
+         */
+        post: operations["activities-batch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/activities/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A logged activity
+         * @description Returns the activity with its links and participants. An unknown activity is a 404.
+         *
+         *     Needs an API key with the scope `activities:read` (or `*`).
+         */
+        get: operations["activities-get"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a logged activity
+         * @description Deletes the activity and its links and returns `{"success": true}`; the deals’ `last_activity_at` stays. An unknown activity is a 404.
+         *
+         *     Needs an API key with the scope `activities:write` (or `*`).
+         */
+        delete: operations["activities-delete"];
+        options?: never;
+        head?: never;
+        /**
+         * Change an activity (mark a task done)
+         * @description Changes the fields sent (`null` clears `body` or `due_at`); `links` and `participants` replace the current ones. A task’s `status` done records `completed_at` (and moves its deals’ `last_activity_at`), open clears it. Task fields on another type, or `occurred_at` on a task, are a 400 naming the field. Emits `activity.updated` with the changes when anything changed.
+         *
+         *     Needs an API key with the scope `activities:write` (or `*`).
+         */
+        patch: operations["activities-update"];
+        trace?: never;
+    };
+    "/deals/{id}/timeline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A deal’s timeline: activities, stage and field changes, analyses
+         * @description Returns the deal’s history newest first, one entry per `kind`: `activity` (a logged activity linked to the deal, at its `occurred_at`), `stage_change` and `field_change` (the deal’s own changes), `analysis` (an AI analysis). Each entry has `kind`, `id` and `at`; continue with `after` = `meta.next_cursor`. An unknown deal is a 404.
+         *
+         *     Needs an API key with the scope `activities:read` (or `*`).
+         */
+        get: operations["activities-timeline"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/pipeline/stages": {
         parameters: {
             query?: never;
@@ -1015,8 +1121,65 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        /** @description A deal, contact or company of the organization */
+        ActivityLink: {
+            /** @enum {string} */
+            type: "deal" | "contact" | "company";
+            /** Format: uuid */
+            id: string;
+        };
+        /**
+         * @example {
+         *       "type": "call",
+         *       "subject": "Discovery call",
+         *       "body": "Budget approved for Q3; **security review** next.",
+         *       "occurred_at": "2026-11-20T15:00:00Z",
+         *       "participants": [
+         *         "019a0000-0000-7000-8000-000000000011"
+         *       ],
+         *       "links": [
+         *         {
+         *           "type": "deal",
+         *           "id": "019a0000-0000-7000-8000-000000000001"
+         *         },
+         *         {
+         *           "type": "contact",
+         *           "id": "019a0000-0000-7000-8000-000000000011"
+         *         },
+         *         {
+         *           "type": "contact",
+         *           "id": "019a0000-0000-7000-8000-000000000012"
+         *         }
+         *       ]
+         *     }
+         */
+        ActivityCreateRequest: {
+            /** @enum {string} */
+            type: "note" | "task" | "call" | "meeting" | "email";
+            subject: string;
+            /** @description Markdown, at most 64 KB */
+            body?: string;
+            /**
+             * Format: date-time
+             * @description When it happened (default: now); not for a task
+             */
+            occurred_at?: string;
+            /**
+             * Format: date-time
+             * @description Tasks only: when it is due
+             */
+            due_at?: string;
+            /**
+             * @description Tasks only: open (default) or done
+             * @enum {string}
+             */
+            status?: "open" | "done";
+            /** @description Contacts who took part: each is linked to the activity too */
+            participants?: string[];
+            links: components["schemas"]["ActivityLink"][];
+        };
         /** @enum {string} */
-        WebhookEvent: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated" | "deal.stakeholder_added" | "deal.stakeholder_removed";
+        WebhookEvent: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated" | "deal.stakeholder_added" | "deal.stakeholder_removed" | "activity.created" | "activity.updated";
         /**
          * @example {
          *       "key": "arr",
@@ -1329,6 +1492,86 @@ export interface components {
                 }[];
             };
         };
+        LoggedActivity: {
+            /** Format: uuid */
+            id: string;
+            /** @enum {string} */
+            type: "note" | "task" | "call" | "meeting" | "email";
+            subject: string;
+            body: string | null;
+            /**
+             * Format: date-time
+             * @description When it happened; a task’s creation time
+             */
+            occurred_at: string;
+            /** @description Tasks: when it is due */
+            due_at: string | null;
+            /** @description Tasks: open or done; null for the other types */
+            status: ("open" | "done") | null;
+            /** @description Tasks: when it was marked done */
+            completed_at: string | null;
+            participants: string[];
+            links: {
+                /** @enum {string} */
+                type: "deal" | "contact" | "company";
+                /** Format: uuid */
+                id: string;
+            }[];
+            /** Format: date-time */
+            created_at: string;
+            updated_at: string | null;
+        };
+        TimelineEntry: {
+            /** @constant */
+            kind: "activity";
+            /** Format: uuid */
+            id: string;
+            /** Format: date-time */
+            at: string;
+            activity: components["schemas"]["LoggedActivity"];
+        } | {
+            /** @constant */
+            kind: "stage_change";
+            /** Format: uuid */
+            id: string;
+            /** Format: date-time */
+            at: string;
+            description: string | null;
+            changes: {
+                [key: string]: {
+                    from: unknown;
+                    to: unknown;
+                };
+            };
+        } | {
+            /** @constant */
+            kind: "field_change";
+            /** Format: uuid */
+            id: string;
+            /** Format: date-time */
+            at: string;
+            description: string | null;
+            changes: {
+                [key: string]: {
+                    from: unknown;
+                    to: unknown;
+                };
+            };
+        } | {
+            /** @constant */
+            kind: "analysis";
+            /** Format: uuid */
+            id: string;
+            /** Format: date-time */
+            at: string;
+            analysis: {
+                win_probability: number | null;
+                total_score: number | null;
+                score_band: string | null;
+                deal_health: string | null;
+                summary: string | null;
+            };
+        };
         PipelineStage: {
             /** Format: uuid */
             id: string;
@@ -1466,7 +1709,7 @@ export interface components {
              * @description An event type; webhook.test for a test event sent from the dashboard
              * @enum {string}
              */
-            event_type: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated" | "deal.stakeholder_added" | "deal.stakeholder_removed" | "webhook.test";
+            event_type: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated" | "deal.stakeholder_added" | "deal.stakeholder_removed" | "activity.created" | "activity.updated" | "webhook.test";
             /**
              * @description pending: waiting for its next attempt; succeeded; failed: retries used up; cancelled: the endpoint was deactivated
              * @enum {string}
@@ -1499,7 +1742,7 @@ export interface components {
              */
             id: string;
             /** @enum {string} */
-            type: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated" | "deal.stakeholder_added" | "deal.stakeholder_removed";
+            type: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated" | "deal.stakeholder_added" | "deal.stakeholder_removed" | "activity.created" | "activity.updated";
             /**
              * Format: date-time
              * @description When the change was made: the `timestamp` of its webhook body
@@ -4584,6 +4827,821 @@ export interface operations {
             };
             /** @description `unsupported_media_type`: The body is not `application/json` */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "activities-list": {
+        parameters: {
+            query?: {
+                limit?: number;
+                after?: string;
+                deal_id?: string;
+                contact_id?: string;
+                company_id?: string;
+                type?: "note" | "task" | "call" | "meeting" | "email";
+                status?: "open" | "done";
+                due_before?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["LoggedActivity"][];
+                        meta: {
+                            limit: number;
+                            /** @description Pass as `after` for the next page; null on the last page */
+                            next_cursor: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "activities-create": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Retry safely: the same key with the same input within 24 hours returns the first answer instead of doing it again; with another input, 422. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "call",
+                 *       "subject": "Discovery call",
+                 *       "body": "Budget approved for Q3; **security review** next.",
+                 *       "occurred_at": "2026-11-20T15:00:00Z",
+                 *       "participants": [
+                 *         "019a0000-0000-7000-8000-000000000011"
+                 *       ],
+                 *       "links": [
+                 *         {
+                 *           "type": "deal",
+                 *           "id": "019a0000-0000-7000-8000-000000000001"
+                 *         },
+                 *         {
+                 *           "type": "contact",
+                 *           "id": "019a0000-0000-7000-8000-000000000011"
+                 *         },
+                 *         {
+                 *           "type": "contact",
+                 *           "id": "019a0000-0000-7000-8000-000000000012"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    /** @enum {string} */
+                    type: "note" | "task" | "call" | "meeting" | "email";
+                    subject: string;
+                    /** @description Markdown, at most 64 KB */
+                    body?: string;
+                    /**
+                     * Format: date-time
+                     * @description When it happened (default: now); not for a task
+                     */
+                    occurred_at?: string;
+                    /**
+                     * Format: date-time
+                     * @description Tasks only: when it is due
+                     */
+                    due_at?: string;
+                    /**
+                     * @description Tasks only: open (default) or done
+                     * @enum {string}
+                     */
+                    status?: "open" | "done";
+                    /** @description Contacts who took part: each is linked to the activity too */
+                    participants?: string[];
+                    links: components["schemas"]["ActivityLink"][];
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["LoggedActivity"];
+                    };
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected. `invalid_json`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `idempotency_key_in_use`: A request with this `Idempotency-Key` is still running: retry in a moment */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large`: The body is over 1 MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type`: The body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `idempotency_key_reused`: The `Idempotency-Key` was used before with another input */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "activities-batch": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Retry safely: the same key with the same input within 24 hours returns the first answer instead of doing it again; with another input, 422. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "items": [
+                 *         {
+                 *           "type": "call",
+                 *           "subject": "Discovery call",
+                 *           "body": "Budget approved for Q3; **security review** next.",
+                 *           "occurred_at": "2026-11-20T15:00:00Z",
+                 *           "participants": [
+                 *             "019a0000-0000-7000-8000-000000000011"
+                 *           ],
+                 *           "links": [
+                 *             {
+                 *               "type": "deal",
+                 *               "id": "019a0000-0000-7000-8000-000000000001"
+                 *             },
+                 *             {
+                 *               "type": "contact",
+                 *               "id": "019a0000-0000-7000-8000-000000000011"
+                 *             },
+                 *             {
+                 *               "type": "contact",
+                 *               "id": "019a0000-0000-7000-8000-000000000012"
+                 *             }
+                 *           ]
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    items: components["schemas"]["ActivityCreateRequest"][];
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["LoggedActivity"][];
+                    };
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected. `invalid_json`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `idempotency_key_in_use`: A request with this `Idempotency-Key` is still running: retry in a moment */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large`: The body is over 1 MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type`: The body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `idempotency_key_reused`: The `Idempotency-Key` was used before with another input */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "activities-get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource id (uuid) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["LoggedActivity"];
+                    };
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "activities-delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource id (uuid) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "activities-update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource id (uuid) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "status": "done"
+                 *     }
+                 */
+                "application/json": {
+                    subject?: string;
+                    body?: string | null;
+                    /**
+                     * Format: date-time
+                     * @description Not for a task
+                     */
+                    occurred_at?: string;
+                    /** @description Tasks only */
+                    due_at?: string | null;
+                    /**
+                     * @description Tasks only: done records completed_at, open clears it
+                     * @enum {string}
+                     */
+                    status?: "open" | "done";
+                    /** @description Replaces the participants (each is linked too) */
+                    participants?: string[];
+                    /** @description Replaces the links (participants stay linked) */
+                    links?: components["schemas"]["ActivityLink"][];
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["LoggedActivity"];
+                    };
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected. `invalid_json`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large`: The body is over 1 MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type`: The body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "activities-timeline": {
+        parameters: {
+            query?: {
+                limit?: number;
+                after?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Resource id (uuid) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["TimelineEntry"][];
+                        meta: {
+                            limit: number;
+                            /** @description Pass as `after` for the next page; null on the last page */
+                            next_cursor: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -843,6 +843,250 @@ export type AppRouter = TRPCBuiltRouter<{
       };
     }>;
   };
+  activities: {
+    list: TRPCQueryProcedure<{
+      meta: object;
+      input: {
+        limit?: number | undefined;
+        after?: string | undefined;
+        deal_id?: string | undefined;
+        contact_id?: string | undefined;
+        company_id?: string | undefined;
+        type?: "email" | "note" | "task" | "call" | "meeting" | undefined;
+        status?: "open" | "done" | undefined;
+        due_before?: string | undefined;
+      };
+      output: {
+        data: {
+          id: string;
+          type: "email" | "note" | "task" | "call" | "meeting";
+          subject: string;
+          body: string | null;
+          occurred_at: string;
+          due_at: string | null;
+          status: "open" | "done" | null;
+          completed_at: string | null;
+          participants: string[];
+          links: {
+            type: "deal" | "contact" | "company";
+            id: string;
+          }[];
+          created_at: string;
+          updated_at: string | null;
+        }[];
+        meta: {
+          limit: number;
+          next_cursor: string | null;
+        };
+      };
+    }>;
+    create: TRPCMutationProcedure<{
+      meta: object;
+      input: {
+        type: "email" | "note" | "task" | "call" | "meeting";
+        subject: string;
+        links: {
+          type: "deal" | "contact" | "company";
+          id: string;
+        }[];
+        body?: string | undefined;
+        occurred_at?: string | undefined;
+        due_at?: string | undefined;
+        status?: "open" | "done" | undefined;
+        participants?: string[] | undefined;
+      };
+      output: {
+        data: {
+          id: string;
+          type: "email" | "note" | "task" | "call" | "meeting";
+          subject: string;
+          body: string | null;
+          occurred_at: string;
+          due_at: string | null;
+          status: "open" | "done" | null;
+          completed_at: string | null;
+          participants: string[];
+          links: {
+            type: "deal" | "contact" | "company";
+            id: string;
+          }[];
+          created_at: string;
+          updated_at: string | null;
+        };
+      };
+    }>;
+    batch: TRPCMutationProcedure<{
+      meta: object;
+      input: {
+        items: {
+          type: "email" | "note" | "task" | "call" | "meeting";
+          subject: string;
+          links: {
+            type: "deal" | "contact" | "company";
+            id: string;
+          }[];
+          body?: string | undefined;
+          occurred_at?: string | undefined;
+          due_at?: string | undefined;
+          status?: "open" | "done" | undefined;
+          participants?: string[] | undefined;
+        }[];
+      };
+      output: {
+        data: {
+          id: string;
+          type: "email" | "note" | "task" | "call" | "meeting";
+          subject: string;
+          body: string | null;
+          occurred_at: string;
+          due_at: string | null;
+          status: "open" | "done" | null;
+          completed_at: string | null;
+          participants: string[];
+          links: {
+            type: "deal" | "contact" | "company";
+            id: string;
+          }[];
+          created_at: string;
+          updated_at: string | null;
+        }[];
+      };
+    }>;
+    get: TRPCQueryProcedure<{
+      meta: object;
+      input: {
+        id: string;
+      };
+      output: {
+        data: {
+          id: string;
+          type: "email" | "note" | "task" | "call" | "meeting";
+          subject: string;
+          body: string | null;
+          occurred_at: string;
+          due_at: string | null;
+          status: "open" | "done" | null;
+          completed_at: string | null;
+          participants: string[];
+          links: {
+            type: "deal" | "contact" | "company";
+            id: string;
+          }[];
+          created_at: string;
+          updated_at: string | null;
+        };
+      };
+    }>;
+    update: TRPCMutationProcedure<{
+      meta: object;
+      input: {
+        id: string;
+        subject?: string | undefined;
+        body?: string | null | undefined;
+        occurred_at?: string | undefined;
+        due_at?: string | null | undefined;
+        status?: "open" | "done" | undefined;
+        participants?: string[] | undefined;
+        links?: {
+          type: "deal" | "contact" | "company";
+          id: string;
+        }[] | undefined;
+      };
+      output: {
+        data: {
+          id: string;
+          type: "email" | "note" | "task" | "call" | "meeting";
+          subject: string;
+          body: string | null;
+          occurred_at: string;
+          due_at: string | null;
+          status: "open" | "done" | null;
+          completed_at: string | null;
+          participants: string[];
+          links: {
+            type: "deal" | "contact" | "company";
+            id: string;
+          }[];
+          created_at: string;
+          updated_at: string | null;
+        };
+      };
+    }>;
+    delete: TRPCMutationProcedure<{
+      meta: object;
+      input: {
+        id: string;
+      };
+      output: {
+        success: true;
+      };
+    }>;
+    timeline: TRPCQueryProcedure<{
+      meta: object;
+      input: {
+        id: string;
+        limit?: number | undefined;
+        after?: string | undefined;
+      };
+      output: {
+        data: ({
+          kind: "activity";
+          id: string;
+          at: string;
+          activity: {
+            id: string;
+            type: "email" | "note" | "task" | "call" | "meeting";
+            subject: string;
+            body: string | null;
+            occurred_at: string;
+            due_at: string | null;
+            status: "open" | "done" | null;
+            completed_at: string | null;
+            participants: string[];
+            links: {
+              type: "deal" | "contact" | "company";
+              id: string;
+            }[];
+            created_at: string;
+            updated_at: string | null;
+          };
+        } | {
+          kind: "stage_change";
+          id: string;
+          at: string;
+          description: string | null;
+          changes: Record<string, {
+            from: unknown;
+            to: unknown;
+          }>;
+        } | {
+          kind: "field_change";
+          id: string;
+          at: string;
+          description: string | null;
+          changes: Record<string, {
+            from: unknown;
+            to: unknown;
+          }>;
+        } | {
+          kind: "analysis";
+          id: string;
+          at: string;
+          analysis: {
+            win_probability: number | null;
+            total_score: number | null;
+            score_band: string | null;
+            deal_health: string | null;
+            summary: string | null;
+          };
+        })[];
+        meta: {
+          limit: number;
+          next_cursor: string | null;
+        };
+      };
+    }>;
+  };
   pipeline: {
     stages: TRPCQueryProcedure<{
       meta: object;
@@ -1167,7 +1411,7 @@ export type AppRouter = TRPCBuiltRouter<{
         data: {
           id: string;
           url: string;
-          events: ("deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated" | "deal.stakeholder_added" | "deal.stakeholder_removed")[];
+          events: ("deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated" | "deal.stakeholder_added" | "deal.stakeholder_removed" | "activity.created" | "activity.updated")[];
           is_active: boolean;
           failure_count: number;
           last_triggered_at: string | null;
@@ -1179,14 +1423,14 @@ export type AppRouter = TRPCBuiltRouter<{
       meta: object;
       input: {
         url: string;
-        events: ("deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated" | "deal.stakeholder_added" | "deal.stakeholder_removed")[];
+        events: ("deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated" | "deal.stakeholder_added" | "deal.stakeholder_removed" | "activity.created" | "activity.updated")[];
       };
       output: {
         data: {
           id: string;
           secret: string;
           url: string;
-          events: ("deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated" | "deal.stakeholder_added" | "deal.stakeholder_removed")[];
+          events: ("deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated" | "deal.stakeholder_added" | "deal.stakeholder_removed" | "activity.created" | "activity.updated")[];
         };
       };
     }>;
@@ -1208,7 +1452,7 @@ export type AppRouter = TRPCBuiltRouter<{
         data: {
           id: string;
           url: string;
-          events: ("deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated" | "deal.stakeholder_added" | "deal.stakeholder_removed")[];
+          events: ("deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated" | "deal.stakeholder_added" | "deal.stakeholder_removed" | "activity.created" | "activity.updated")[];
           is_active: boolean;
           failure_count: number;
           last_triggered_at: string | null;
@@ -1229,7 +1473,7 @@ export type AppRouter = TRPCBuiltRouter<{
           id: string;
           webhook_id: string;
           event_id: string;
-          event_type: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated" | "deal.stakeholder_added" | "deal.stakeholder_removed" | "webhook.test";
+          event_type: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated" | "deal.stakeholder_added" | "deal.stakeholder_removed" | "activity.created" | "activity.updated" | "webhook.test";
           status: "pending" | "succeeded" | "failed" | "cancelled";
           attempt_count: number;
           next_attempt_at: string | null;
@@ -1263,7 +1507,7 @@ export type AppRouter = TRPCBuiltRouter<{
           id: string;
           webhook_id: string;
           event_id: string;
-          event_type: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated" | "deal.stakeholder_added" | "deal.stakeholder_removed" | "webhook.test";
+          event_type: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated" | "deal.stakeholder_added" | "deal.stakeholder_removed" | "activity.created" | "activity.updated" | "webhook.test";
           status: "pending" | "succeeded" | "failed" | "cancelled";
           attempt_count: number;
           next_attempt_at: string | null;
@@ -1293,7 +1537,7 @@ export type AppRouter = TRPCBuiltRouter<{
       output: {
         data: {
           id: string;
-          type: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated" | "deal.stakeholder_added" | "deal.stakeholder_removed";
+          type: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated" | "deal.stakeholder_added" | "deal.stakeholder_removed" | "activity.created" | "activity.updated";
           timestamp: string;
           cursor: string;
           data: Record<string, unknown>;
@@ -1338,7 +1582,7 @@ export type AppRouter = TRPCBuiltRouter<{
       output: {
         data: {
           id: string;
-          type: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated" | "deal.stakeholder_added" | "deal.stakeholder_removed";
+          type: "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated" | "deal.stakeholder_added" | "deal.stakeholder_removed" | "activity.created" | "activity.updated";
           timestamp: string;
           cursor: string;
           data: Record<string, unknown>;
@@ -1883,4 +2127,6 @@ export const IDEMPOTENT_CREATES: ReadonlyArray<readonly [procedure: string, path
   ["contacts.batch", "/contacts/batch"],
   ["companies.create", "/companies"],
   ["companies.batch", "/companies/batch"],
+  ["activities.create", "/activities"],
+  ["activities.batch", "/activities/batch"],
 ];

@@ -329,7 +329,7 @@ export type IdempotencyRecord = InferEntity<typeof IdempotencyRecord>;
 
 /**
  * The event kinds a webhook endpoint can subscribe to: the contract's eight (section 6), exactly, then those of
- * the resources the contract does not have (companies).
+ * the resources the contract does not have (companies, stakeholder links, activities).
  */
 export const WEBHOOK_EVENT_TYPES = [
   'deal.created',
