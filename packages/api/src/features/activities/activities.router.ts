@@ -100,7 +100,6 @@ export const activitiesRouter = router({
       },
       scope: 'activities:read',
       agentHint: 'Use to read one logged activity in full (its body).',
-      rateLimit: 'crud',
     })
     .input(IdParam)
     .output(dataOf(LoggedActivity))
@@ -119,7 +118,6 @@ export const activitiesRouter = router({
       scope: 'activities:write',
       agentHint:
         'Use to mark a task done (status: done), reschedule it (due_at), or correct a logged activity.',
-      rateLimit: 'crud',
     })
     .input(ActivityUpdateInput)
     .output(dataOf(LoggedActivity))
@@ -139,7 +137,6 @@ export const activitiesRouter = router({
       },
       scope: 'activities:write',
       agentHint: 'Deletes a logged activity for good. Only when the user asks for deletion explicitly.',
-      rateLimit: 'crud',
     })
     .input(IdParam)
     .output(SuccessResponse)
