@@ -473,6 +473,40 @@ for (const { driver, label, skip } of DRIVERS) {
       expect(old.id).toMatch(UUID);
     });
 
+    it('a person’s export lists the activities linked to them; their erasure redacts them there', async () => {
+      await freshOrg();
+      const { deal } = await fixture();
+      const person = await made('/contacts', {
+        name: 'Zora Quillfeather',
+        email: 'zora@quill-erase.example',
+        deal_id: deal.id,
+      });
+      const call = await made('/activities', {
+        type: 'call',
+        subject: 'Call with Zora Quillfeather',
+        body: 'Wrote to zora@quill-erase.example afterwards',
+        participants: [person.id],
+        links: [{ type: 'deal', id: deal.id }],
+      });
+      const exported = await api(`/contacts/${person.id}/export`);
+      expect(exported.status, exported.text).toBe(200);
+      expect(exported.body.data.logged_activities).toEqual([call]);
+      const erased = await post(`/contacts/${person.id}/erase`, undefined);
+      expect(erased.status, erased.text).toBe(200);
+      expect(erased.body.data.removed).toMatchObject({ logged_activities_redacted: 1 });
+      const after = (await api(`/activities/${call.id}`)).body.data;
+      expect(after).toMatchObject({
+        subject: 'Call with [erased]',
+        body: 'Wrote to [erased] afterwards',
+        participants: [],
+        links: [{ type: 'deal', id: deal.id }],
+      });
+      const traces = await s.sql(
+        "select id from engagements where subject like '%Quillfeather%' or body like '%quill-erase%'",
+      );
+      expect(traces).toEqual([]);
+    });
+
     it('emits activity.created and activity.updated to the feed; scopes guard the operations', async () => {
       await freshOrg();
       const { deal } = await fixture();

@@ -1415,10 +1415,41 @@ export interface components {
                 /** Format: date-time */
                 created_at: string;
             }[];
+            /** @description The notes, calls, meetings, e-mails and tasks linked to the contact, oldest first */
+            logged_activities: components["schemas"]["LoggedActivity"][];
             /** @description As GET /events answers them, oldest first */
             events: {
                 [key: string]: unknown;
             }[];
+        };
+        LoggedActivity: {
+            /** Format: uuid */
+            id: string;
+            /** @enum {string} */
+            type: "note" | "task" | "call" | "meeting" | "email";
+            subject: string;
+            body: string | null;
+            /**
+             * Format: date-time
+             * @description When it happened; a task’s creation time
+             */
+            occurred_at: string;
+            /** @description Tasks: when it is due */
+            due_at: string | null;
+            /** @description Tasks: open or done; null for the other types */
+            status: ("open" | "done") | null;
+            /** @description Tasks: when it was marked done */
+            completed_at: string | null;
+            participants: string[];
+            links: {
+                /** @enum {string} */
+                type: "deal" | "contact" | "company";
+                /** Format: uuid */
+                id: string;
+            }[];
+            /** Format: date-time */
+            created_at: string;
+            updated_at: string | null;
         };
         ErasureReceipt: {
             /** Format: uuid */
@@ -1491,35 +1522,6 @@ export interface components {
                     created_at: string;
                 }[];
             };
-        };
-        LoggedActivity: {
-            /** Format: uuid */
-            id: string;
-            /** @enum {string} */
-            type: "note" | "task" | "call" | "meeting" | "email";
-            subject: string;
-            body: string | null;
-            /**
-             * Format: date-time
-             * @description When it happened; a task’s creation time
-             */
-            occurred_at: string;
-            /** @description Tasks: when it is due */
-            due_at: string | null;
-            /** @description Tasks: open or done; null for the other types */
-            status: ("open" | "done") | null;
-            /** @description Tasks: when it was marked done */
-            completed_at: string | null;
-            participants: string[];
-            links: {
-                /** @enum {string} */
-                type: "deal" | "contact" | "company";
-                /** Format: uuid */
-                id: string;
-            }[];
-            /** Format: date-time */
-            created_at: string;
-            updated_at: string | null;
         };
         TimelineEntry: {
             /** @constant */

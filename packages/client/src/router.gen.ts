@@ -669,6 +669,23 @@ export type AppRouter = TRPCBuiltRouter<{
             changes: Record<string, unknown> | null;
             created_at: string;
           }[];
+          logged_activities: {
+            id: string;
+            type: "email" | "note" | "task" | "call" | "meeting";
+            subject: string;
+            body: string | null;
+            occurred_at: string;
+            due_at: string | null;
+            status: "open" | "done" | null;
+            completed_at: string | null;
+            participants: string[];
+            links: {
+              type: "deal" | "contact" | "company";
+              id: string;
+            }[];
+            created_at: string;
+            updated_at: string | null;
+          }[];
           events: Record<string, unknown>[];
         };
       };

@@ -446,3 +446,43 @@ export async function listActivities(em: EntityManager, query: ActivityListQuery
     },
   };
 }
+
+/** The logged activities linked to a contact, oldest first: part of a person's export. */
+export async function activitiesOfContact(
+  em: EntityManager,
+  contactId: string,
+): Promise<LoggedActivityDto[]> {
+  const rows = await orgDb(em)
+    .selectFrom('engagement_links as t')
+    .innerJoin('engagements as e', 'e.id', 't.engagement_id')
+    .select((eb) => activityColumns(eb))
+    .where('t.target_id', '=', contactId)
+    .orderBy('t.occurred_at')
+    .orderBy('t.engagement_id')
+    .execute();
+  return rows.map(toActivityDto);
+}
+
+/**
+ * A person's erasure: each of `values` (their name, address, number) replaced by `[erased]` in the subject
+ * and body of every logged activity that holds it (a namesake's too, as elsewhere). Their links go with
+ * the contact (the delete trigger). Answers how many activities changed.
+ */
+export async function redactActivities(em: EntityManager, values: readonly string[]): Promise<number> {
+  if (values.length === 0) return 0;
+  const replaced = (column: string) => {
+    let text = sql<string>`${sql.ref(column)}`;
+    for (const v of values) text = sql<string>`replace(${text}, ${v}, '[erased]')`;
+    return text;
+  };
+  const holds = sql<boolean>`(${sql.join(
+    values.map((v) => sql`position(${v} in subject) > 0 or position(${v} in coalesce(body, '')) > 0`),
+    sql` or `,
+  )})`;
+  const updated = await orgDb(em)
+    .updateTable('engagements')
+    .set({ subject: replaced('subject'), body: replaced('body') })
+    .where(holds)
+    .executeTakeFirst();
+  return Number(updated.numUpdatedRows);
+}

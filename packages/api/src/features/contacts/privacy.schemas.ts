@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DateTimeOut, Uuid } from '../../schemas.ts';
+import { LoggedActivity } from '../activities/activity.schemas.ts';
 import { ContactDeal } from '../deals/stakeholder.schemas.ts';
 import { Contact } from './contact.schemas.ts';
 
@@ -22,6 +23,9 @@ export const ContactExport = z
         created_at: DateTimeOut,
       }),
     ),
+    logged_activities: z
+      .array(LoggedActivity)
+      .describe('The notes, calls, meetings, e-mails and tasks linked to the contact, oldest first'),
     events: z.array(z.record(z.string(), z.unknown())).describe('As GET /events answers them, oldest first'),
   })
   .meta({ id: 'ContactExport' });

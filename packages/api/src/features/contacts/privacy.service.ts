@@ -6,6 +6,7 @@ import { notFound } from '../../errors.ts';
 import { redactStoredAnswers } from '../../idempotency.ts';
 import { currentOrg, orgDb } from '../../org-scope.ts';
 import { isoOf } from '../../read-model.ts';
+import { activitiesOfContact, redactActivities } from '../activities/activities.service.ts';
 import { contactDeals } from '../deals/stakeholders.service.ts';
 import { eventsNaming } from '../events/event-feed.service.ts';
 import { toContactDto } from './contacts.service.ts';
@@ -23,7 +24,7 @@ async function findContact(em: EntityManager, id: string): Promise<Contact> {
  */
 export async function exportContact(ctx: AuthedContext, id: string) {
   const contact = await findContact(ctx.em, id);
-  const [deals, activities, events] = await Promise.all([
+  const [deals, activities, logged, events] = await Promise.all([
     contactDeals(ctx.em, id),
     orgDb(ctx.em)
       .selectFrom('activities')
@@ -32,6 +33,7 @@ export async function exportContact(ctx: AuthedContext, id: string) {
       .orderBy('created_at')
       .orderBy('id')
       .execute(),
+    activitiesOfContact(ctx.em, id),
     eventsNaming(ctx, id),
   ]);
   return {
@@ -39,6 +41,7 @@ export async function exportContact(ctx: AuthedContext, id: string) {
     contact: toContactDto(contact),
     deals,
     activities: activities.map((a) => ({ ...a, changes: a.changes ?? null })),
+    logged_activities: logged,
     events,
   };
 }
@@ -123,11 +126,13 @@ export async function eraseContact(em: EntityManager, id: string) {
       )
       .executeTakeFirst();
   }
+  const logged = await redactActivities(em, values);
   const answers = await redactStoredAnswers(em, id);
   await db.deleteFrom('contacts').where('id', '=', id).execute();
   const removed = {
     contacts: 1,
     activities_redacted: Number(activities.numUpdatedRows),
+    logged_activities_redacted: logged,
     events_redacted: Number(ownEvents.numUpdatedRows) + Number(otherEvents.numUpdatedRows),
     analyses_redacted: Number(analyses.numUpdatedRows),
     deal_fields_cleared: Number(deals.numUpdatedRows),
