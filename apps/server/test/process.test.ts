@@ -189,6 +189,13 @@ describe('the server process', () => {
         'POST /deals/{id}/predict',
         'GET /briefing',
         'GET /coaching',
+        'GET /activities',
+        'POST /activities',
+        'POST /activities/batch',
+        'GET /activities/{id}',
+        'PATCH /activities/{id}',
+        'DELETE /activities/{id}',
+        'GET /deals/{id}/timeline',
       ].sort(),
     );
   });
