@@ -1,7 +1,8 @@
 import { type Expression, type RawBuilder, type SqlBool, sql } from 'kysely';
+import { nearest } from '../did-you-mean.ts';
 import { ApiError } from '../errors.ts';
 import { DateTime } from '../schemas.ts';
-import { type Catalogue, type Field, nearest, type ValueType } from './fields.ts';
+import type { Catalogue, Field, ValueType } from './fields.ts';
 
 /** The limits of one filter (docs/api/query.md). */
 export const FILTER_LIMITS = {

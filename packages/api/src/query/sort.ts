@@ -1,7 +1,8 @@
 import type { Tables } from '@crm/db';
 import { type Expression, expressionBuilder, type RawBuilder, type SqlBool, sql } from 'kysely';
+import { nearest } from '../did-you-mean.ts';
 import { ApiError } from '../errors.ts';
-import { type Catalogue, type Field, nearest, type QueryObject } from './fields.ts';
+import type { Catalogue, Field, QueryObject } from './fields.ts';
 
 /** The most keys one `sort` names (the id, added last, aside). */
 export const MAX_SORT_KEYS = 5;

@@ -1,5 +1,6 @@
 import { RE2JS } from 're2js';
 import { z } from 'zod';
+import { nearest } from '../../did-you-mean.ts';
 import { ApiError, describeZodIssues } from '../../errors.ts';
 import { asText, DateTime } from '../../schemas.ts';
 import {
@@ -184,32 +185,6 @@ export function checkedValue(rule: FieldRule, value: unknown, path = `custom.${r
   const parsed = schemaOf(rule).safeParse(value);
   if (parsed.success) return parsed.data;
   throw invalid(describeZodIssues(parsed.error.issues.map((i) => ({ ...i, path: [path, ...i.path] }))));
-}
-
-/** "did you mean …": the field whose key is nearest to a misspelled one, when one is near. */
-function nearest(key: string, keys: string[]): string | undefined {
-  let best: string | undefined;
-  let bestDistance = Math.max(2, Math.floor(key.length / 3)) + 1;
-  for (const candidate of keys) {
-    const d = editDistance(key, candidate);
-    if (d < bestDistance) [best, bestDistance] = [candidate, d];
-  }
-  return best;
-}
-
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i];
-    for (let j = 1; j <= b.length; j++)
-      row[j] = Math.min(
-        (previous[j] as number) + 1,
-        (row[j - 1] as number) + 1,
-        (previous[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1),
-      );
-    previous = row;
-  }
-  return previous[b.length] as number;
 }
 
 function ruleFor(rules: readonly FieldRule[], object: CustomObject, key: string): FieldRule {
