@@ -165,6 +165,38 @@ for (const { driver, label, skip } of DRIVERS) {
       expect((await api('/companies')).body.meta.total).toBe(0);
     });
 
+    it('filters and sorts companies with the query language, by GET and by POST /companies/query', async () => {
+      await freshOrg();
+      expect((await post('/custom-fields/companies', { key: 'tier', type: 'number' })).status).toBe(201);
+      for (const [name, size, tier] of [
+        ['Alpha', '11-50', 1],
+        ['Beta', '201-500', 3],
+        ['Gamma', '201-500', 2],
+        ['Delta', '10001+', 3],
+      ] as const)
+        expect((await post('/companies', { name, size, custom: { tier } })).status).toBe(201);
+      const filter = {
+        and: [
+          { field: 'custom.tier', op: 'gte', value: 2 },
+          { field: 'size', op: 'neq', value: '10001+' },
+        ],
+      };
+      const viaGet = await api(
+        `/companies?filter=${encodeURIComponent(JSON.stringify(filter))}&sort=-custom.tier,name`,
+      );
+      expect(viaGet.status, viaGet.text).toBe(200);
+      expect(viaGet.body.data.map((c: { name: string }) => c.name)).toEqual(['Beta', 'Gamma']);
+      expect(viaGet.body.meta.total).toBe(2);
+      const viaPost = await post('/companies/query', { filter, sort: '-custom.tier,name' });
+      expect(viaPost.status).toBe(200);
+      expect(viaPost.body).toEqual(viaGet.body);
+      const wrong = await api(
+        `/companies?filter=${encodeURIComponent(JSON.stringify({ field: 'sise', op: 'eq', value: 'x' }))}`,
+      );
+      expect(wrong.status).toBe(400);
+      expect(wrong.body.error).toBe('filter/field: unknown field "sise"; did you mean "size"?');
+    });
+
     it('concurrent creates of one domain: one company, the others a 409 naming it', async () => {
       await freshOrg();
       const results = await Promise.all(

@@ -62,7 +62,9 @@ for (const { driver, label, skip } of DRIVERS) {
         expect(new Set(tool?.inputSchema.required ?? []), op.operationId).toEqual(required);
         expect(tool?.outputSchema?.type, op.operationId).toBe('object');
         // A list by a filter in the body is a POST that only reads (its meta says so).
-        const readOnly = op.method === 'get' || ['deals-query', 'contacts-query'].includes(op.operationId);
+        const readOnly =
+          op.method === 'get' ||
+          ['deals-query', 'contacts-query', 'companies-query'].includes(op.operationId);
         expect(tool?.annotations, op.operationId).toMatchObject({
           readOnlyHint: readOnly,
           idempotentHint: op.method !== 'post' || readOnly,

@@ -142,6 +142,7 @@ describe('the server process', () => {
         'POST /contacts/batch',
         'POST /deals/query',
         'POST /contacts/query',
+        'POST /companies/query',
         'GET /deals/{id}',
         'PATCH /deals/{id}',
         'DELETE /deals/{id}',

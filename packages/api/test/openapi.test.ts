@@ -108,6 +108,7 @@ describe('the OpenAPI document', () => {
       'POST /activities/batch',
       'POST /companies',
       'POST /companies/batch',
+      'POST /companies/query',
       'POST /contacts',
       'POST /contacts/batch',
       'POST /contacts/query',

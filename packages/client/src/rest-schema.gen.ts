@@ -309,7 +309,7 @@ export interface paths {
         };
         /**
          * List companies, newest first
-         * @description Returns a page of the organization’s companies (`limit`, `offset`, or `after` a cursor) with `meta.total`; `q` keeps those whose name or domain contains it, case-insensitively.
+         * @description Returns a page of the organization’s companies (`limit`, `offset`, or `after` a cursor) with `meta.total`; `q` keeps those whose name or domain contains it, case-insensitively; `filter` and `sort` are the filter language’s (docs/api/query.md).
          *
          *     Needs an API key with the scope `companies:read` (or `*`).
          */
@@ -322,6 +322,28 @@ export interface paths {
          *     Needs an API key with the scope `companies:write` (or `*`).
          */
         post: operations["companies-create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/companies/query": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * List companies by a filter in the body
+         * @description GET /companies with its parameters in a JSON body, `filter` as an object: for filters too long for a URL. Reads only; the answer is GET /companies’s for the same parameters (docs/api/query.md).
+         *
+         *     Needs an API key with the scope `companies:read` (or `*`).
+         */
+        post: operations["companies-query"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4197,6 +4219,8 @@ export interface operations {
                 offset?: number;
                 after?: string;
                 q?: string;
+                filter?: string;
+                sort?: string;
             };
             header?: never;
             path?: never;
@@ -4385,6 +4409,166 @@ export interface operations {
             };
             /** @description `idempotency_key_reused`: The `Idempotency-Key` was used before with another input */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "companies-query": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "filter": {
+                 *         "field": "size",
+                 *         "op": "in",
+                 *         "value": [
+                 *           "201-500",
+                 *           "501-1000"
+                 *         ]
+                 *       },
+                 *       "sort": "name"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description Page size, 1..100
+                     * @default 50
+                     */
+                    limit?: number;
+                    /**
+                     * @description Items to skip, >= 0
+                     * @default 0
+                     */
+                    offset?: number;
+                    /**
+                     * Format: uuid
+                     * @description Continue after this item (its id: the previous page’s `meta.next_cursor`), reading in index order; instead of `offset`
+                     */
+                    after?: string;
+                    /** @description Case-insensitive substring of name or domain */
+                    q?: string;
+                    /**
+                     * @description A condition `{"field": "value", "op": "gte", "value": 10000}` or a group `{"and": […]}`, `{"or": […]}`, `{"not": {…}}`; at most 50 conditions, 4 levels of groups. Fields, operators and errors: docs/api/query.md
+                     * @example {
+                     *       "and": [
+                     *         {
+                     *           "field": "value",
+                     *           "op": "gte",
+                     *           "value": 10000
+                     *         },
+                     *         {
+                     *           "field": "stage_type",
+                     *           "op": "eq",
+                     *           "value": "open"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    filter?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Comma-separated fields, `-` for descending (`-value,created_at`), at most 5; empty values last, the id breaks ties. Newest first when left out */
+                    sort?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Company"][];
+                        meta: {
+                            total: number;
+                            limit: number;
+                            offset: number;
+                            /** @description Pass as `after` for the next page; null on the last page */
+                            next_cursor: string | null;
+                            /** @description Present (false) only when `q` matched more than `total` companies: matches are counted up to 1,000 */
+                            total_exact?: boolean;
+                        };
+                    };
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected. `invalid_json`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large`: The body is over 1 MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type`: The body is not `application/json` */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

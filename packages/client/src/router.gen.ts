@@ -710,6 +710,39 @@ export type AppRouter = TRPCBuiltRouter<{
       meta: object;
       input: {
         q?: string | undefined;
+        filter?: string | undefined;
+        sort?: string | undefined;
+        after?: string | undefined;
+        limit?: number | undefined;
+        offset?: number | undefined;
+      };
+      output: {
+        data: {
+          id: string;
+          name: string;
+          domain: string | null;
+          industry: string | null;
+          size: "1-10" | "11-50" | "51-200" | "201-500" | "501-1000" | "1001-5000" | "5001-10000" | "10001+" | null;
+          website: string | null;
+          created_at: string;
+          updated_at: string | null;
+          custom: Record<string, unknown>;
+        }[];
+        meta: {
+          total: number;
+          limit: number;
+          offset: number;
+          next_cursor: string | null;
+          total_exact?: boolean | undefined;
+        };
+      };
+    }>;
+    query: TRPCMutationProcedure<{
+      meta: object;
+      input: {
+        q?: string | undefined;
+        filter?: Record<string, unknown> | undefined;
+        sort?: string | undefined;
         after?: string | undefined;
         limit?: number | undefined;
         offset?: number | undefined;

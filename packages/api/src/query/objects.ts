@@ -1,5 +1,6 @@
 import { STAGE_TYPES } from '@crm/db';
 import { sql } from 'kysely';
+import { companyRows } from '../features/companies/company.queries.ts';
 import { Company } from '../features/companies/company.schemas.ts';
 import { contactRows } from '../features/contacts/contact.queries.ts';
 import { Contact } from '../features/contacts/contact.schemas.ts';
@@ -66,19 +67,18 @@ export const CONTACTS: ListedObject = {
   },
 };
 
-/**
- * Companies, as the deals and contacts linked to one filter by it (`company.industry`). Their own list
- * joins the language with `rows` and `what` (a ListedObject) and a call of `queryList`.
- */
-export const COMPANIES: QueryObject = {
+/** Companies: their own list, and the record deals and contacts filter by (`company.industry`). */
+export const COMPANIES: ListedObject = {
   name: 'companies',
+  what: 'company',
   alias: 'co',
   from: (db) => db.selectFrom('companies as co'),
+  rows: companyRows,
   output: Company,
   fields: {
     created_at: { index: 'companies_org_created (org_id, created_at desc, id desc)' },
     name: { index: 'companies_name_trgm (contains), companies_name_prefix (starts_with)' },
-    domain: { index: 'companies_domain_trgm (contains)' },
+    domain: { index: 'companies_domain (equal), companies_domain_trgm (contains)' },
   },
   custom: 'companies',
 };

@@ -16,6 +16,7 @@ import {
   CompanyDetail,
   CompanyList,
   CompanyListQuery,
+  CompanyQueryBody,
   CompanyUpdateInput,
 } from './company.schemas.ts';
 
@@ -30,7 +31,7 @@ export const companiesRouter = router({
         tags,
         summary: 'List companies, newest first',
         description:
-          'Returns a page of the organization’s companies (`limit`, `offset`, or `after` a cursor) with `meta.total`; `q` keeps those whose name or domain contains it, case-insensitively.',
+          'Returns a page of the organization’s companies (`limit`, `offset`, or `after` a cursor) with `meta.total`; `q` keeps those whose name or domain contains it, case-insensitively; `filter` and `sort` are the filter language’s (docs/api/query.md).',
       },
       scope: 'companies:read',
       agentHint:
@@ -39,7 +40,27 @@ export const companiesRouter = router({
     })
     .input(CompanyListQuery)
     .output(CompanyList)
-    .query(({ ctx, input }) => listCompanies(ctx.em, input)),
+    .query(({ ctx, input }) => listCompanies(ctx.em, input, ctx.principal.scopes)),
+
+  query: authedProcedure
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/companies/query',
+        tags,
+        summary: 'List companies by a filter in the body',
+        description:
+          'GET /companies with its parameters in a JSON body, `filter` as an object: for filters too long for a URL. Reads only; the answer is GET /companies’s for the same parameters (docs/api/query.md).',
+      },
+      scope: 'companies:read',
+      agentHint:
+        'Use to find companies by conditions on their fields or custom fields (filter: {"field": "industry", "op": "eq", "value": "Manufacturing"}), sorted (sort: "name"). Reads only.',
+      rateLimit: 'crud',
+      readOnly: true,
+    })
+    .input(CompanyQueryBody)
+    .output(CompanyList)
+    .mutation(({ ctx, input }) => listCompanies(ctx.em, input, ctx.principal.scopes)),
 
   create: authedProcedure
     .meta({

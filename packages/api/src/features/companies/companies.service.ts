@@ -5,6 +5,8 @@ import type { AuthedContext } from '../../context.ts';
 import { conflict, notFound } from '../../errors.ts';
 import { emitEvent } from '../../events.ts';
 import { lockForOrg, orgDb, orgQuery } from '../../org-scope.ts';
+import { queryList } from '../../query/list.ts';
+import { COMPANIES } from '../../query/objects.ts';
 import { afterAnchor, asJson, checkCursor, isoOf, numberOrNull } from '../../read-model.ts';
 import { fieldRules } from '../custom-fields/custom-fields.service.ts';
 import { customChanges, customValuesOf } from '../custom-fields/custom-values.ts';
@@ -14,6 +16,7 @@ import {
   type CompanyCreateInput,
   type CompanyDto,
   type CompanyListQuery,
+  type CompanyQueryBody,
   type CompanyUpdateInput,
 } from './company.schemas.ts';
 
@@ -198,8 +201,26 @@ const keptCompanyCount = orgQuery((db) =>
   db.selectFrom('company_counts').select((eb) => eb.fn.sum<string | null>('n').as('total')),
 );
 
-/** A page of companies, newest first, as `GET /contacts` pages contacts (the same totals and bounds). */
-export async function listCompanies(em: EntityManager, query: CompanyListQuery) {
+/**
+ * A page of companies, newest first, as `GET /contacts` pages contacts (the same totals and bounds); with
+ * `filter` or `sort`, through the filter language (docs/api/query.md), `q` ANDed with the filter.
+ */
+export async function listCompanies(
+  em: EntityManager,
+  query: CompanyListQuery | CompanyQueryBody,
+  granted: readonly string[],
+) {
+  if (query.filter !== undefined || query.sort !== undefined) {
+    const page = await queryList(em, COMPANIES, query, {
+      granted,
+      where: query.q ? [companyMatches(likePattern(query.q))] : [],
+      keptTotal: query.q ? undefined : async () => Number((await keptCompanyCount(em, {}))[0]?.total ?? 0),
+    });
+    return {
+      data: (page.rows as Record<string, unknown>[]).map(toCompanyDto),
+      meta: { total: page.total, limit: query.limit, offset: query.offset, next_cursor: page.next_cursor },
+    };
+  }
   await checkCursor(em, { table: 'companies', what: 'company' }, query);
   const pattern = query.q ? likePattern(query.q) : undefined;
   const [rows, [counted]] = await Promise.all([

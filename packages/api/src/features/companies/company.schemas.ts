@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { FilterBody, FilterParam, SortParam } from '../../query/schemas.ts';
 import { CursorPagination, CursorPaginationMeta, DateTimeOut, ShortText, Text, Uuid } from '../../schemas.ts';
 import { CustomValues, CustomValuesInput } from '../custom-fields/custom-field.schemas.ts';
 
@@ -103,11 +104,29 @@ export const CompanyUpdateInput = z
   });
 export type CompanyUpdateInput = z.infer<typeof CompanyUpdateInput>;
 
+const CompanyQ = Text().trim().min(1).max(200).describe('Case-insensitive substring of name or domain');
+
 export const CompanyListQuery = z.strictObject({
   ...CursorPagination,
-  q: Text().trim().min(1).max(200).optional().describe('Case-insensitive substring of name or domain'),
+  q: CompanyQ.optional(),
+  filter: FilterParam.optional(),
+  sort: SortParam.optional(),
 });
 export type CompanyListQuery = z.infer<typeof CompanyListQuery>;
+
+/** The body of POST /companies/query: GET /companies's parameters, the filter as a JSON object. */
+export const CompanyQueryBody = z
+  .strictObject({
+    ...CursorPagination,
+    q: CompanyQ.optional(),
+    filter: FilterBody.optional(),
+    sort: SortParam.optional(),
+  })
+  .meta({
+    id: 'CompanyQueryRequest',
+    examples: [{ filter: { field: 'size', op: 'in', value: ['201-500', '501-1000'] }, sort: 'name' }],
+  });
+export type CompanyQueryBody = z.infer<typeof CompanyQueryBody>;
 
 export const CompanyList = z.object({
   data: z.array(Company),

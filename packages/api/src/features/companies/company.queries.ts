@@ -1,0 +1,19 @@
+import type { Tables } from '@crm/db';
+import type { ExpressionBuilder } from 'kysely';
+import { isoOf } from '../../read-model.ts';
+
+/** A company's columns as the API answers them (as `co`); from the query's own builder, or a subquery's. */
+export const companyRows = (db: Pick<ExpressionBuilder<Tables, never>, 'selectFrom'>) =>
+  db
+    .selectFrom('companies as co')
+    .select([
+      'co.id',
+      'co.name',
+      'co.domain',
+      'co.industry',
+      'co.size',
+      'co.website',
+      isoOf('co.created_at').as('created_at'),
+      isoOf('co.updated_at').as('updated_at'),
+      'co.custom',
+    ]);
