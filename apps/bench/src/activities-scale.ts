@@ -7,6 +7,10 @@
  * activities and their links are written by SQL in one statement (the API's create is not what is
  * measured). Then each call is measured one request at a time (p50, p99) on both organizations.
  *
+ * Then, in the small organization, the deal detail of a deal with 50 stakeholders (25 contacts of its own,
+ * 25 linked from another deal) and 1,000 logged activities beside today's typical one (3 contacts, 20
+ * activities of the service's own), measured the same way (issue 30: within 1.3×).
+ *
  * ACTIVITIES_SECONDS (per call, default 3), BENCH_DATABASE_URL or TEST_DATABASE_URL (admin URL, this
  * machine only). The database is dropped at the end.
  */
@@ -88,6 +92,60 @@ async function seed(db: pg.Client, orgId: string, n: number): Promise<void> {
      select e.id, $1, 'deal', d.ids[1 + substr(e.subject, 10)::int % cardinality(d.ids)], e.occurred_at from e, d`,
     [orgId, n],
   );
+}
+
+/**
+ * GET /deals/{id} of a deal with 50 stakeholders and 1,000 logged activities against a typical deal's (3
+ * contacts, 20 activities of the service's own: created, 3 contacts added, 16 updates), in one organization.
+ */
+async function detailBench(server: { url: string; pid: number }, db: pg.Client, o: Org) {
+  const deal = async (title: string) =>
+    ((await call(server.url, o.key, 'POST', '/deals', { title })).data as { id: string }).id;
+  const contacts = async (dealId: string, n: number) =>
+    (
+      (
+        await call(server.url, o.key, 'POST', '/contacts/batch', {
+          items: Array.from({ length: n }, (_, i) => ({
+            name: `Person ${i}`,
+            deal_id: dealId,
+            role_type: 'influencer',
+          })),
+        })
+      ).data as Array<{ id: string }>
+    ).map((c) => c.id);
+  const typical = await deal('Typical deal');
+  await contacts(typical, 3);
+  for (let i = 0; i < 16; i++)
+    await call(server.url, o.key, 'PATCH', `/deals/${typical}`, { notes: `Note ${i}` });
+  const rich = await deal('Rich deal');
+  await contacts(rich, 25);
+  const elsewhere = await contacts(await deal('Their own deal'), 25);
+  for (const id of elsewhere)
+    await call(server.url, o.key, 'PUT', `/deals/${rich}/stakeholders/${id}`, { role_type: 'end_user' });
+  await db.query(
+    `with e as (insert into engagements (id, org_id, type, subject, occurred_at, created_at)
+       select gen_random_uuid(), $1, 'call', 'Call ' || i, now() - make_interval(secs => i), now()
+         from generate_series(1, 1000) i returning id, occurred_at)
+     insert into engagement_links (engagement_id, org_id, target_type, target_id, occurred_at)
+     select e.id, $1, 'deal', $2, e.occurred_at from e`,
+    [o.orgId, rich],
+  );
+  await db.query('analyze engagements; analyze engagement_links; analyze deal_stakeholders;');
+  const measure = (id: string) =>
+    measureSequential(server.url, o.key, () => ({ path: `${API}/deals/${id}` }), {
+      seconds: SECONDS,
+      warmupSeconds: 1,
+      pid: server.pid,
+    });
+  const [t, r] = [await measure(typical), await measure(rich)];
+  const lines = [
+    '| GET /deals/{id} | p50 (ms) | p99 (ms) |',
+    '|---|---|---|',
+    `| typical: 3 contacts, 20 activities | ${t.p50.toFixed(2)} | ${t.p99.toFixed(1)} |`,
+    `| 50 stakeholders, 1,000 logged activities | ${r.p50.toFixed(2)} | ${r.p99.toFixed(1)} |`,
+    `| ratio | ${(r.p50 / t.p50).toFixed(2)}× | |`,
+  ];
+  process.stdout.write(`\n${lines.join('\n')}\n`);
 }
 
 async function main() {
@@ -198,6 +256,7 @@ async function main() {
         log(lines.at(-1) as string);
       }
       process.stdout.write(`\n${lines.join('\n')}\n`);
+      await detailBench(server, db, fixtures[0] as Org);
     } finally {
       await server.stop();
       await db.end();
