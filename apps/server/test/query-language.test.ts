@@ -570,6 +570,10 @@ describeOnEachDatabase(
         'filter/value: expected [low, high], got 1 value',
       );
       await refused(
+        { field: 'value', op: 'between', value: [500, 100] },
+        'filter/value: low 500 is above high 100: give [low, high]',
+      );
+      await refused(
         { field: 'value', op: 'eq', value: null },
         'filter/value: expected a value, got null (use "op": "is_null" for empty fields)',
       );

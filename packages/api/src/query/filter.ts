@@ -159,12 +159,15 @@ function checkLeaf(
           at,
           `expected [low, high], got ${Array.isArray(value) ? `${value.length} value${value.length === 1 ? '' : 's'}` : kindOf(value)}`,
         );
-      return {
-        kind: 'leaf',
-        field,
-        op: 'between',
-        value: value.map((v, i) => checkValue(field, v, `${at}/${i}`)),
-      };
+      const [low, high] = value.map((v, i) => checkValue(field, v, `${at}/${i}`));
+      // An empty range would match nothing without a word: the bounds are likely swapped.
+      const order = (v: unknown) => (typeof v === 'number' ? v : Date.parse(String(v)));
+      if (['number', 'date', 'date-time'].includes(field.type) && order(low) > order(high))
+        throw invalid(
+          at,
+          `low ${JSON.stringify(low)} is above high ${JSON.stringify(high)}: give [low, high]`,
+        );
+      return { kind: 'leaf', field, op: 'between', value: [low, high] };
     }
     case 'in':
     case 'nin':
