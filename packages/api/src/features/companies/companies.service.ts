@@ -11,6 +11,7 @@ import { afterAnchor, asJson, checkCursor, isoOf, numberOrNull } from '../../rea
 import { fieldRules } from '../custom-fields/custom-fields.service.ts';
 import { customChanges, customValuesOf } from '../custom-fields/custom-values.ts';
 import { companyMatches, likePattern, MATCH_COUNT_BOUND, matchedOf } from '../search/search.service.ts';
+import { companyRows } from './company.queries.ts';
 import {
   COMPANY_DETAIL_NEWEST,
   type CompanyCreateInput,
@@ -19,18 +20,6 @@ import {
   type CompanyQueryBody,
   type CompanyUpdateInput,
 } from './company.schemas.ts';
-
-const companyColumns = [
-  'co.id',
-  'co.name',
-  'co.domain',
-  'co.industry',
-  'co.size',
-  'co.website',
-  isoOf('co.created_at').as('created_at'),
-  isoOf('co.updated_at').as('updated_at'),
-  'co.custom',
-] as const;
 
 /** The one mapping from a stored company to the API's Company. */
 function toCompanyDto(row: Record<string, unknown>): CompanyDto {
@@ -47,11 +36,9 @@ function toCompanyDto(row: Record<string, unknown>): CompanyDto {
   };
 }
 
-const oneCompany = orgQuery(
-  (db, a: { id: string }) =>
-    db.selectFrom('companies as co').select(companyColumns).where('co.id', '=', a.id),
-  { reusePlan: true },
-);
+const oneCompany = orgQuery((db, a: { id: string }) => companyRows(db).where('co.id', '=', a.id), {
+  reusePlan: true,
+});
 
 /** The company as the API shows it (in the caller's transaction), or a 404. */
 export async function companyDto(em: EntityManager, id: string): Promise<CompanyDto> {
@@ -178,7 +165,7 @@ export async function deleteCompany(em: EntityManager, id: string): Promise<void
 }
 
 const companyPage = orgQuery((db, a: { pattern?: string; after?: string; limit: number; offset: number }) => {
-  let page = db.selectFrom('companies as co').select(companyColumns);
+  let page = companyRows(db);
   if (a.pattern) page = page.where(companyMatches(a.pattern));
   if (a.after) page = page.where(afterAnchor({ table: 'companies', alias: 'co' }, a.after));
   return page.orderBy('co.created_at', 'desc').orderBy('co.id', 'desc').limit(a.limit).offset(a.offset);
