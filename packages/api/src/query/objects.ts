@@ -26,6 +26,7 @@ export const DEALS: ListedObject = {
       .leftJoin('pipelines as p', 'p.id', 'd.pipeline_id'),
   rows: dealRows,
   output: Deal,
+  keptBy: ['stage_id', 'pipeline_id', 'lifecycle_stage'],
   fields: {
     stage_name: { column: 's.name' },
     stage_type: { column: 's.stage_type', type: 'enum', values: STAGE_TYPES },
@@ -35,6 +36,9 @@ export const DEALS: ListedObject = {
     pipeline_id: { index: 'deals_org_pipeline (org_id, pipeline_id, created_at desc)' },
     stage_id: { index: 'deals_org_stage_* (org_id, stage_id, …)' },
     company_id: { index: 'deals_company (org_id, company_id, created_at desc)' },
+    value: { index: 'deals_org_value (org_id, value desc nulls last, id desc)' },
+    owner_name: { index: 'deals_org_owner (org_id, owner_name, created_at desc, id desc)' },
+    updated_at: { index: 'deals_org_updated (org_id, updated_at desc nulls last, id desc)' },
     title: { index: 'deals_title_trgm (contains), deals_title_prefix (starts_with)' },
     company_name: { index: 'deals_company_trgm (contains), deals_company_prefix (starts_with)' },
   },
