@@ -1,7 +1,7 @@
-import { type EntityManager, sqlOf, type Tables } from '@crm/db';
+import type { EntityManager, Tables } from '@crm/db';
 import { type Expression, type Kysely, type SqlBool, sql } from 'kysely';
 import { ApiError } from '../errors.ts';
-import { orgDb } from '../org-scope.ts';
+import { limitStatementTime, orgDb } from '../org-scope.ts';
 import { allows } from '../scopes.ts';
 import { type Catalogue, catalogueOf, type ObjectFrom, type QueryObject } from './fields.ts';
 import { type Checked, checkFilter, compileFilter } from './filter.ts';
@@ -108,10 +108,7 @@ export async function queryList(
   const scan = unindexed(checked, keys).length > 0;
   const [rows, [counted]] = await (scan
     ? em.transactional(async (tx) => {
-        await sql`select set_config('statement_timeout', (case when t = 0 then ${SCAN_TIMEOUT_MS} else least(t, ${SCAN_TIMEOUT_MS}) end)::int::text, true)
-                    from (select extract(epoch from current_setting('statement_timeout')::interval) * 1000 as t) s`.execute(
-          sqlOf(tx),
-        );
+        await limitStatementTime(tx, SCAN_TIMEOUT_MS);
         return read(orgDb(tx));
       })
     : read(db)
