@@ -53,7 +53,7 @@ export async function checkEventFilter(
       checked = checkFilter(tree, catalogue, object.name, names.filter);
     } catch (err) {
       if (err instanceof ApiError && byObject.size > 1)
-        throw new ApiError(err.code as never, `${err.message} (in the filter of ${what})`);
+        throw new ApiError(err.code, `${err.message} (in the filter of ${what})`);
       throw err;
     }
     const related = uncarried(checked);
