@@ -334,26 +334,67 @@ describeOnEachDatabase(
       expect(nonEmpty).toBeGreaterThan(60);
     });
 
+    /** A random tree of and/or/not over `fields`, up to 3 levels. */
+    function randomTree(r: ReturnType<typeof prng>, fields: string[], depth = 0): Node {
+      if (depth >= 3 || r.next() < 0.35) {
+        const field = r.pick(fields);
+        return condition(field, r.pick(OPS_BY_TYPE[DEAL_TYPES[field] as string] as string[]), r);
+      }
+      const kind = r.pick(['and', 'or', 'not']);
+      if (kind === 'not') return { not: randomTree(r, fields, depth + 1) };
+      return { [kind]: Array.from({ length: 1 + r.int(3) }, () => randomTree(r, fields, depth + 1)) };
+    }
+
     it('100 random trees of and/or/not: the API answers what a JS evaluator computes over all rows', async () => {
       const r = prng(2026);
       const fields = Object.keys(DEAL_TYPES);
-      const tree = (depth: number): Node => {
-        if (depth >= 3 || r.next() < 0.35) {
-          const field = r.pick(fields);
-          return condition(field, r.pick(OPS_BY_TYPE[DEAL_TYPES[field] as string] as string[]), r);
-        }
-        const kind = r.pick(['and', 'or', 'not']);
-        if (kind === 'not') return { not: tree(depth + 1) };
-        return { [kind]: Array.from({ length: 1 + r.int(3) }, () => tree(depth + 1)) };
-      };
       for (let i = 0; i < 100; i++) {
-        const filter = tree(0);
+        const filter = randomTree(r, fields);
         const res = await list({ filter, limit: 100 });
         expect(res.status, `${JSON.stringify(filter)}: ${res.text}`).toBe(200);
         const want = expected(filter);
         expect(ids(res.body.data), JSON.stringify(filter)).toEqual(want);
         expect(res.body.meta.total).toBe(want.length);
       }
+    });
+
+    it('100 random trees over the event feed: GET /events?filter= keeps the deal.created events whose data the reference keeps', async () => {
+      // The records as emitted (before the seed's SQL changed created_at and win_probability): the server
+      // evaluates these in JS (query/evaluate.ts), the reference here is the test's own.
+      const events = (await api('/events?types=deal.created&limit=500')).body.data as Row[];
+      expect(events).toHaveLength(60);
+      const r = prng(2027);
+      const fields = Object.keys(DEAL_TYPES).filter((f) => !f.startsWith('stakeholders.'));
+      let kept = 0;
+      for (let i = 0; i < 100; i++) {
+        const filter = randomTree(r, fields);
+        const res = await api(
+          `/events?types=deal.created&limit=500&filter=${encodeURIComponent(JSON.stringify(filter))}`,
+        );
+        expect(res.status, `${JSON.stringify(filter)}: ${res.text}`).toBe(200);
+        const want = events.filter((e) => evaluate(filter, e.data, () => [], DEAL_TYPES)).map((e) => e.id);
+        expect(
+          res.body.data.map((e: Row) => e.id),
+          JSON.stringify(filter),
+        ).toEqual(want);
+        if (want.length > 0 && want.length < events.length) kept++;
+      }
+      expect(kept).toBeGreaterThan(30);
+      // A stakeholder is not in a deal's data: refused, naming the node.
+      const res = await api(
+        `/events?types=deal.created&filter=${encodeURIComponent(
+          JSON.stringify({
+            and: [
+              { field: 'value', op: 'gt', value: 1 },
+              { field: 'stakeholders.role_type', op: 'eq', value: 'champion' },
+            ],
+          }),
+        )}`,
+      );
+      expect(res.status).toBe(400);
+      expect(res.body.error).toMatch(
+        /^filter\/and\/1\/field: stakeholders\.role_type reads a related record/,
+      );
     });
 
     it('sorts by several keys, empty values last, the id breaking ties; cursor and offset pages walk it exactly', async () => {
@@ -798,10 +839,44 @@ describeOnEachDatabase(
       try {
         client = await mcpClient(s.url, org.apiKey);
         const { tools } = await client.listTools();
-        expect(tools.find((t) => t.name === 'deals-query')?.annotations).toMatchObject({
-          readOnlyHint: true,
-          idempotentHint: true,
-        });
+        const dealsQuery = tools.find((t) => t.name === 'deals-query');
+        expect(dealsQuery?.annotations).toMatchObject({ readOnlyHint: true, idempotentHint: true });
+        // The tree is described with the organization's own fields, each operator list by type.
+        type Condition = { properties: { field: { enum: string[] }; op: { enum: string[] } } };
+        const conditionsOf = (name: string) => {
+          const schema = tools.find((t) => t.name === name)?.inputSchema as Row;
+          expect(schema.properties.filter.$ref).toBe('#/$defs/filter_node');
+          return (schema.$defs.filter_node.anyOf as Array<Condition & Row>).filter((c) => c.properties.field);
+        };
+        const forField = (name: string, field: string) =>
+          conditionsOf(name).find((c) => c.properties.field.enum.includes(field))?.properties.op.enum;
+        expect(forField('deals-query', 'custom.region')).toEqual(['eq', 'neq', 'in', 'nin', 'is_null']);
+        expect(forField('deals-query', 'custom.tags')).toEqual(['has_any', 'has_all', 'is_null']);
+        expect(forField('deals-query', 'value')).toContain('between');
+        expect(forField('deals-query', 'stakeholders.custom.seniority')).toContain('in');
+        expect(forField('contacts-query', 'custom.seniority')).toContain('eq');
+        expect(forField('contacts-query', 'custom.region')).toBeUndefined();
+        expect(forField('activities-query', 'links.id')).toContain('eq');
+        const byCustom = {
+          and: [
+            { field: 'custom.region', op: 'in', value: ['emea', 'apac'] },
+            { field: 'custom.arr', op: 'gte', value: 20000 },
+          ],
+        };
+        const custom = (await client.callTool({
+          name: 'deals-query',
+          arguments: { filter: byCustom, limit: 100 },
+        })) as CallToolResult;
+        expect(custom.isError ?? false).toBe(false);
+        expect(ids((custom.structuredContent as Row).data)).toEqual(expected(byCustom));
+        const wrong = (await client.callTool({
+          name: 'deals-query',
+          arguments: { filter: { field: 'custom.regoin', op: 'eq', value: 'emea' } },
+        })) as CallToolResult;
+        expect(wrong.isError).toBe(true);
+        expect((wrong._meta?.error as Row | undefined)?.error).toBe(
+          'filter/field: unknown field "custom.regoin"; did you mean "custom.region"?',
+        );
         const result = (await client.callTool({
           name: 'deals-query',
           arguments: { filter, limit: 100 },

@@ -29,6 +29,7 @@ export { createMcpServer, MCP_SERVER_INFO, onRequest } from './mcp/server.ts';
 export { callTool, type McpCaller, TOOLS } from './mcp/tools.ts';
 export { buildOpenApiDocument } from './openapi.ts';
 export { orgFork, TENANT_TABLES } from './org-scope.ts';
+export { matchesPlan, type Plan } from './query/evaluate.ts';
 export { matchOperation, type RestMatch, restInput } from './rest.ts';
 export { type AppRouter, appRouter } from './router.ts';
 export * from './routes.ts';

@@ -49,6 +49,8 @@ export interface Field {
   /** A related record's field: the condition holds for the row when one of its related records meets it. */
   related?: {
     via: string;
+    /** Whether the object's output carries the related records (see QueryObject.relations). */
+    carried: boolean;
     /** The scope a key needs to read the related records (a filter on them discloses their values). */
     scope: Scope;
     exists: (condition: Expression<SqlBool>) => Expression<SqlBool>;
@@ -86,7 +88,21 @@ export interface QueryObject {
    * Related records one hop away: `stakeholders` on deals; `link` relates the related table's alias to
    * this one's; `scope` is what a key needs to filter by their fields.
    */
-  relations?: Record<string, { object: () => QueryObject; link: RawBuilder<SqlBool>; scope: Scope }>;
+  relations?: Record<
+    string,
+    {
+      object: () => QueryObject;
+      link: RawBuilder<SqlBool>;
+      scope: Scope;
+      /**
+       * The output carries these records under the relation's name (an activity's `links`), so a filter
+       * over the record as emitted (an event's data, query/evaluate.ts) can read them.
+       */
+      carried?: boolean;
+    }
+  >;
+  /** The order of a list without `sort` (`-created_at` unless said). */
+  defaultSort?: string;
 }
 
 type ZodLike = { def: { type: string; innerType?: ZodLike; format?: string }; options?: readonly string[] };
@@ -250,7 +266,7 @@ export async function catalogueOf(em: EntityManager, object: QueryObject): Promi
         name: `${via}.${field.name}`,
         sortable: false,
         index: undefined,
-        related: { via, scope: relation.scope, exists },
+        related: { via, scope: relation.scope, exists, carried: relation.carried ?? false },
       });
   }
   return catalogue;

@@ -44,11 +44,13 @@ export interface ListQuery {
  * or newest first, a page by `offset` or after the cursor's row, and the exact count of the rows the
  * conditions keep. Every mistake is a 400 naming where it is (docs/api/query.md).
  */
-export async function queryList(
+export async function queryList<Counted extends boolean = true>(
   em: EntityManager,
   object: ListedObject,
   query: ListQuery,
   options: {
+    /** false: no count of the rows the conditions keep (activities' lists answer no total). */
+    count?: Counted;
     /** The scopes of the caller's key: a filter on related records needs theirs. */
     granted: readonly string[];
     /** The list's own conditions (`lifecycle_stage`, `q`), ANDed with the filter. */
@@ -59,7 +61,11 @@ export async function queryList(
      */
     keptTotal?: (narrow: KeptNarrowing) => Promise<number>;
   },
-): Promise<{ rows: Record<string, unknown>[]; total: number; next_cursor: string | null }> {
+): Promise<{
+  rows: Record<string, unknown>[];
+  total: Counted extends false ? undefined : number;
+  next_cursor: string | null;
+}> {
   const catalogue = await catalogueOf(em, object);
   const { granted, keptTotal } = options;
   const conditions = [...(options.where ?? [])];
@@ -68,7 +74,7 @@ export async function queryList(
     checkScopes(checked, granted);
     conditions.push(compileFilter(checked));
   }
-  const keys = parseSort(query.sort ?? '-created_at', catalogue);
+  const keys = parseSort(query.sort ?? object.defaultSort ?? '-created_at', catalogue);
   const db = orgDb(em);
   const id = `${object.alias}.id`;
   if (query.after) {
@@ -87,7 +93,7 @@ export async function queryList(
   const all = (q: ObjectFrom) => conditions.reduce((acc: ObjectFrom, c) => acc.where(c), q);
   // Read before the page, on the unit of work's own connection (the embedded database has one).
   const narrow = checked === undefined ? {} : keptNarrowing(checked, object.keptBy ?? []);
-  const kept = narrow && keptTotal ? await keptTotal(narrow) : undefined;
+  const kept = narrow && keptTotal && options.count !== false ? await keptTotal(narrow) : undefined;
   const read = (db: Kysely<Tables>) => {
     let page = all(object.rows(db));
     if (query.after)
@@ -98,9 +104,11 @@ export async function queryList(
         .limit(query.limit + 1)
         .offset(query.offset)
         .execute(),
-      kept !== undefined
-        ? [{ total: String(kept) }]
-        : all(object.from(db)).select(sql<string>`count(*)`.as('total')).execute(),
+      options.count === false
+        ? []
+        : kept !== undefined
+          ? [{ total: String(kept) }]
+          : all(object.from(db)).select(sql<string>`count(*)`.as('total')).execute(),
     ]) as Promise<[Record<string, unknown>[], Array<{ total: string }>]>;
   };
   // A list that reads a field no index serves may read every row of the organization: it gets at most
@@ -118,7 +126,9 @@ export async function queryList(
   const found = rows.slice(0, query.limit);
   return {
     rows: found,
-    total: Number(counted?.total ?? 0),
+    total: (options.count === false ? undefined : Number(counted?.total ?? 0)) as Counted extends false
+      ? undefined
+      : number,
     next_cursor: rows.length > query.limit ? ((found.at(-1)?.id as string | undefined) ?? null) : null,
   };
 }
