@@ -41,6 +41,8 @@ export interface Field {
   sortable: boolean;
   /** The index that serves it, when one does (docs/api/query.md). */
   index?: string;
+  /** A column of a table the object joins (`s.name` on deals), not of its own. */
+  joined?: boolean;
   /**
    * A unique custom field's: the rows holding one of `values`, read from the claims of its values
    * (`custom_unique_values`, by their SHA-256) rather than from every row's JSON: its `eq` and `in`.
@@ -227,6 +229,7 @@ function ownFields(object: QueryObject, rules: readonly FieldRule[]): Field[] {
       expr: sql.ref(declared.column ?? `${object.alias}.${name}`),
       sortable: type !== 'array' && type !== 'json',
       index: declared.index,
+      joined: declared.column !== undefined && !declared.column.startsWith(`${object.alias}.`),
     });
   }
   for (const rule of rules) {

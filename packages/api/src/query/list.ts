@@ -24,6 +24,12 @@ export interface ListedObject extends QueryObject {
    * them, ANDed, is counted from it instead of row by row (a stage of a million deals holds 170,000).
    */
   keptBy?: readonly string[];
+  /**
+   * FROM the table alone, for a count whose conditions name no joined column (`stage_name`): PostgreSQL
+   * drops the unused joins of `from` but still reads each row for the columns they named, where the count
+   * of one owner's 40,000 deals could be read from an index alone (500 against 55 ms at a million deals).
+   */
+  table?: (db: Parameters<QueryObject['from']>[0]) => ObjectFrom;
 }
 
 /** The values a kept count is narrowed to, by field: `{ stage_id: [id] }`. */
@@ -94,6 +100,7 @@ export async function queryList<Counted extends boolean = true>(
   // Read before the page, on the unit of work's own connection (the embedded database has one).
   const narrow = checked === undefined ? {} : keptNarrowing(checked, object.keptBy ?? []);
   const kept = narrow && keptTotal && options.count !== false ? await keptTotal(narrow) : undefined;
+  const countFrom = checked && namesJoined(checked) ? object.from : (object.table ?? object.from);
   const read = (db: Kysely<Tables>) => {
     let page = all(object.rows(db));
     if (query.after)
@@ -108,7 +115,7 @@ export async function queryList<Counted extends boolean = true>(
         ? []
         : kept !== undefined
           ? [{ total: String(kept) }]
-          : all(object.from(db)).select(sql<string>`count(*)`.as('total')).execute(),
+          : all(countFrom(db)).select(sql<string>`count(*)`.as('total')).execute(),
     ]) as Promise<[Record<string, unknown>[], Array<{ total: string }>]>;
   };
   // A list that reads a field no index serves may read every row of the organization: it gets at most
@@ -131,6 +138,13 @@ export async function queryList<Counted extends boolean = true>(
       : number,
     next_cursor: rows.length > query.limit ? ((found.at(-1)?.id as string | undefined) ?? null) : null,
   };
+}
+
+/** Whether a filter names a column of a table its object joins (a field declared on another alias). */
+function namesJoined(node: Checked): boolean {
+  if (node.kind === 'leaf') return node.field.joined === true;
+  if (node.kind === 'not') return namesJoined(node.node);
+  return node.nodes.some(namesJoined);
 }
 
 /**
