@@ -10,7 +10,8 @@
  * within 2× of 10k; a filter no index serves answers within 2 s or is refused at once).
  *
  * QUERY_SECONDS (per call, default 3), BENCH_DATABASE_URL or TEST_DATABASE_URL (admin URL, this machine
- * only). The database is dropped at the end, unless QUERY_KEEP_DATABASE=true (to study plans).
+ * only). The database is dropped at the end, unless QUERY_KEEP_DATABASE=true (to study plans, or to measure
+ * it again with QUERY_DATABASE=<its name>, which skips the seeding).
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
@@ -123,10 +124,12 @@ async function main() {
   const admin = new URL(ADMIN_URL);
   if (!['127.0.0.1', 'localhost'].includes(admin.hostname))
     throw new Error(`${admin.hostname} is not this machine`);
-  const name = `crm_query_${randomBytes(4).toString('hex')}`;
+  // A database kept by an earlier run (QUERY_KEEP_DATABASE) is measured again as it is, without seeding.
+  const reuse = env.QUERY_DATABASE;
+  const name = reuse ?? `crm_query_${randomBytes(4).toString('hex')}`;
   const client = new pg.Client({ connectionString: ADMIN_URL });
   await client.connect();
-  await client.query(`create database ${name}`);
+  if (!reuse) await client.query(`create database ${name}`);
   const url = new URL(ADMIN_URL);
   url.pathname = `/${name}`;
   const dbEnv = { DATABASE_URL: url.toString(), CRM_DATA_DIR: '' };
@@ -134,6 +137,20 @@ async function main() {
   try {
     const created: Array<Omit<Org, 'stageId'>> = [];
     for (const n of [SMALL, LARGE]) {
+      if (reuse) {
+        const [org] = (await crmCli(dbEnv, 'org', 'list')).lines.filter(
+          (o) => o.name === `Query ${n}`,
+        ) as Array<{
+          org_id: string;
+        }>;
+        if (!org) throw new Error(`${name} holds no organization "Query ${n}"`);
+        const key = (await crmCli(dbEnv, 'key', 'create', '--org', org.org_id, '--name', 'bench'))
+          .lines[0] as {
+          api_key: string;
+        };
+        created.push({ n, orgId: org.org_id, key: key.api_key });
+        continue;
+      }
       const org = (await crmCli(dbEnv, 'org', 'create', `Query ${n}`)).lines[0] as {
         org_id: string;
         api_key: string;
@@ -158,6 +175,13 @@ async function main() {
     try {
       const orgs: Org[] = [];
       for (const o of created) {
+        if (reuse) {
+          const stages = (await apiCall(server.url, o.key, 'GET', '/pipeline/stages')).data as Array<{
+            id: string;
+          }>;
+          orgs.push({ ...o, stageId: (stages[2] ?? stages[0])?.id as string });
+          continue;
+        }
         for (const field of CUSTOM_FIELDS)
           await apiCall(server.url, o.key, 'POST', '/custom-fields/deals', field);
         const t0 = performance.now();
@@ -227,7 +251,7 @@ async function main() {
       await db.end();
     }
   } finally {
-    if (env.QUERY_KEEP_DATABASE === 'true') log(`kept the database ${name}`);
+    if (env.QUERY_KEEP_DATABASE === 'true' || reuse) log(`kept the database ${name}`);
     else await client.query(`drop database if exists ${name} with (force)`);
     await client.end();
   }
