@@ -1452,6 +1452,71 @@ export type AppRouter = TRPCBuiltRouter<{
         };
       };
     }>;
+    limits: TRPCQueryProcedure<{
+      meta: object;
+      input: void;
+      output: {
+        data: {
+          custom_fields: {
+            deals: {
+              fields: {
+                used: number;
+                limit: number;
+              };
+              options_per_select: {
+                used: number;
+                limit: number;
+                key: string | null;
+              };
+              value_bytes_per_record: {
+                limit: number;
+              };
+            };
+            contacts: {
+              fields: {
+                used: number;
+                limit: number;
+              };
+              options_per_select: {
+                used: number;
+                limit: number;
+                key: string | null;
+              };
+              value_bytes_per_record: {
+                limit: number;
+              };
+            };
+            companies: {
+              fields: {
+                used: number;
+                limit: number;
+              };
+              options_per_select: {
+                used: number;
+                limit: number;
+                key: string | null;
+              };
+              value_bytes_per_record: {
+                limit: number;
+              };
+            };
+          };
+          pipelines: {
+            used: number;
+            limit: number;
+          };
+          stages_per_pipeline: {
+            used: number;
+            limit: number;
+            pipeline_id: string | null;
+          };
+          webhook_endpoints: {
+            used: number;
+            limit: number;
+          };
+        };
+      };
+    }>;
   };
   webhooks: {
     list: TRPCQueryProcedure<{
