@@ -78,6 +78,11 @@ for (const { driver, label, skip } of DRIVERS) {
       const events = await api('/events?types=deal.created');
       const event = events.body.data.find((e: { data: { id: string } }) => e.data.id === id);
       expect(event.data.custom).toEqual({ arr: 120000, region: 'emea' });
+      // And every search result.
+      const searched = (await api('/search?q=acme')).body.data;
+      expect(searched.deals.map((d: { id: string; custom: unknown }) => [d.id, d.custom])).toEqual([
+        [id, { arr: 120000, region: 'emea' }],
+      ]);
     });
 
     it('refuses a bad value with a 400 naming custom.<key>, writing nothing', async () => {
@@ -472,6 +477,7 @@ for (const { driver, label, skip } of DRIVERS) {
       expect(patched.status).toBe(400);
       expect(patched.body.error).toBe('custom.linkedin_followers: Too small: expected number to be >=0');
       expect((await api('/contacts')).body.data[0].custom).toEqual({ linkedin_followers: 1200 });
+      expect((await api('/search?q=ann')).body.data.contacts[0].custom).toEqual({ linkedin_followers: 1200 });
       // Another organization neither sees the field nor may write it.
       expect((await s.api('/custom-fields/contacts')).body.data).toEqual([]);
       expect((await s.api('/custom-fields/contacts/linkedin_followers')).status).toBe(404);

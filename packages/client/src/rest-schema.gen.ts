@@ -1685,6 +1685,10 @@ export interface components {
             value: number | null;
             health: string | null;
             win_probability: number | null;
+            /** @description Values of the organization’s custom fields by key */
+            custom: {
+                [key: string]: unknown;
+            };
         };
         SearchContact: {
             /** Format: uuid */
@@ -1696,6 +1700,10 @@ export interface components {
             deal_id: string | null;
             deal_title: string | null;
             company: string | null;
+            /** @description Values of the organization’s custom fields by key */
+            custom: {
+                [key: string]: unknown;
+            };
         };
         SearchCompany: {
             /** Format: uuid */
@@ -1703,6 +1711,10 @@ export interface components {
             name: string;
             domain: string | null;
             industry: string | null;
+            /** @description Values of the organization’s custom fields by key */
+            custom: {
+                [key: string]: unknown;
+            };
         };
         SearchMeta: {
             deals: components["schemas"]["SearchMatched"];

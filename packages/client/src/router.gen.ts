@@ -1375,6 +1375,7 @@ export type AppRouter = TRPCBuiltRouter<{
             value: number | null;
             health: string | null;
             win_probability: number | null;
+            custom: Record<string, unknown>;
           }[] | undefined;
           contacts?: {
             id: string;
@@ -1385,12 +1386,14 @@ export type AppRouter = TRPCBuiltRouter<{
             deal_id: string | null;
             deal_title: string | null;
             company: string | null;
+            custom: Record<string, unknown>;
           }[] | undefined;
           companies?: {
             id: string;
             name: string;
             domain: string | null;
             industry: string | null;
+            custom: Record<string, unknown>;
           }[] | undefined;
         };
         meta: {

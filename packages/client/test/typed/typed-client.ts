@@ -38,6 +38,11 @@ export async function typedTrpc() {
   same<typeof company.data.custom.segment, 'smb' | 'enterprise'>(true);
   const contacts = await crm.contacts.list.query({});
   same<(typeof contacts.data)[number]['custom']['seniority'], number | undefined>(true);
+  // Search results carry the values of their own object.
+  const found = await crm.search.query.query({ q: 'acme' });
+  for (const d of found.data.deals ?? []) same<typeof d.custom.arr, number>(true);
+  for (const c of found.data.contacts ?? []) same<typeof c.custom.seniority, number | undefined>(true);
+  for (const c of found.data.companies ?? []) same<typeof c.custom.segment, 'smb' | 'enterprise'>(true);
   // The rest of a record is the contract's, as without the declaration.
   same<Omit<(typeof page.data)[number], 'custom'>, Omit<Deal, 'custom'>>(true);
 
