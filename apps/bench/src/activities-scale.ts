@@ -14,11 +14,9 @@
  * ACTIVITIES_SECONDS (per call, default 3), BENCH_DATABASE_URL or TEST_DATABASE_URL (admin URL, this
  * machine only). The database is dropped at the end.
  */
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { apiCall as call, crmCli, SERVER } from './crm-calls.ts';
 import { API } from './load.ts';
 import { startServerProcess } from './processes.ts';
 import { measureSequential } from './sequential.ts';
@@ -31,42 +29,8 @@ const SECONDS = Number(env.ACTIVITIES_SECONDS ?? 3);
 const ADMIN_URL =
   env.BENCH_DATABASE_URL || env.TEST_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
 
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
-const CLI = path.join(ROOT, 'apps/cli/src/main.ts');
-const SERVER = path.join(ROOT, 'apps/server/src/main.ts');
-
 const log = (msg: string) =>
   process.stdout.write(`[activities ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
-
-function cli(dbEnv: Record<string, string>, ...args: string[]): Promise<Record<string, unknown>> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], {
-      env: { ...process.env, LOG_LEVEL: 'warn', ...dbEnv },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    let out = '';
-    child.stdout.on('data', (c) => {
-      out += c;
-    });
-    child.on('error', reject);
-    child.on('close', (code) =>
-      code === 0
-        ? resolve(JSON.parse(out.split('\n').filter(Boolean)[0] ?? '{}'))
-        : reject(new Error(`crm ${args.join(' ')} exited ${code}: ${out}`)),
-    );
-  });
-}
-
-async function call(url: string, key: string, method: string, p: string, json?: unknown) {
-  const res = await fetch(`${url}${API}${p}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: json === undefined ? undefined : JSON.stringify(json),
-  });
-  const body = (await res.json()) as { data: unknown; meta?: Record<string, unknown> };
-  if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${JSON.stringify(body)}`);
-  return body;
-}
 
 interface Org {
   n: number;
@@ -163,7 +127,7 @@ async function main() {
   try {
     const orgs: Array<Pick<Org, 'n' | 'orgId' | 'key'>> = [];
     for (const n of [SMALL, LARGE]) {
-      const created = (await cli(dbEnv, 'org', 'create', `Activities ${n}`)) as {
+      const created = (await crmCli(dbEnv, 'org', 'create', `Activities ${n}`)).lines[0] as {
         org_id: string;
         api_key: string;
       };

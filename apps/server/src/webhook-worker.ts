@@ -1,4 +1,4 @@
-import { placeOnePass } from '@crm/api';
+import { matchesPlan, type Plan, placeOnePass } from '@crm/api';
 import type { Config } from '@crm/config';
 import type { Database } from '@crm/db';
 import { WebhookWorker } from '@crm/webhooks';
@@ -18,6 +18,8 @@ export async function startWebhookWorker(
     // New events get their place in the feed here too, a pass at a time: after a bulk import, reads of the
     // feed would otherwise place the backlog themselves, up to a second per read (docs/api/events.md).
     afterDispatch: () => placeOnePass(db.orm.em),
+    // A webhook's filter, evaluated by the query language's evaluator (docs/api/webhooks.md#filters).
+    matches: (plan, data) => matchesPlan(plan as Plan, data),
   });
   await worker.start();
   return worker;

@@ -297,6 +297,63 @@ for (const { driver, label, skip } of DRIVERS) {
       }
       expect((await api(`/activities?after=${MISSING_ID}`)).status).toBe(400);
 
+      // The query language (docs/api/query.md): fields and links.*, with the list's own filters, sorted, paged.
+      const where = (filter: unknown, rest = '') =>
+        ids(`?filter=${encodeURIComponent(JSON.stringify(filter))}${rest}`);
+      const task = { field: 'type', op: 'eq', value: 'task' };
+      expect(await where(task, `&deal_id=${deal.id}`)).toEqual(['t2', 't1']);
+      expect(await where(task, `&company_id=${company.id}`)).toEqual(['t3']);
+      expect(await where({ field: 'links.id', op: 'eq', value: jane.id })).toEqual(['c1']);
+      expect(await where({ field: 'links.type', op: 'eq', value: 'company' })).toEqual(['t3', 'e1']);
+      const dueSoon = {
+        or: [
+          { field: 'type', op: 'eq', value: 'meeting' },
+          {
+            and: [
+              task,
+              { field: 'status', op: 'eq', value: 'open' },
+              { field: 'due_at', op: 'lt', value: decodeURIComponent(tomorrowAndABit) },
+            ],
+          },
+        ],
+      };
+      expect(await where(dueSoon)).toEqual(['t1', 'm1']);
+      expect(await where({ field: 'subject', op: 'starts_with', value: 'C' })).toEqual(['c1']);
+      // Sorted by due date (t1 and t3 are due at once: the id breaks the tie), walked by cursor one by one.
+      const byDue = `&sort=due_at&limit=1`;
+      const walked: string[] = [];
+      let next: string | null = null;
+      do {
+        const res = await api(
+          `/activities?filter=${encodeURIComponent(JSON.stringify(task))}${byDue}${next ? `&after=${next}` : ''}`,
+        );
+        expect(res.status, res.text).toBe(200);
+        expect(Object.keys(res.body.meta).sort()).toEqual(['limit', 'next_cursor']);
+        walked.push(...res.body.data.map((a: Activity) => a.subject));
+        next = res.body.meta.next_cursor;
+      } while (next);
+      expect(walked).toEqual(['t1', 't3', 't2']);
+      expect(await ids('?sort=-occurred_at')).toEqual(['t3', 't2', 't1', 'm1', 'e1', 'c1', 'n1']);
+      const body = await post('/activities/query', { filter: dueSoon, limit: 10 });
+      expect(body.status, body.text).toBe(200);
+      expect(body.body).toEqual(
+        (await api(`/activities?limit=10&filter=${encodeURIComponent(JSON.stringify(dueSoon))}`)).body,
+      );
+      const unknown = await api(
+        `/activities?filter=${encodeURIComponent('{"field": "staus", "op": "eq", "value": "open"}')}`,
+      );
+      expect(unknown.status).toBe(400);
+      expect(unknown.body.error).toBe('filter/field: unknown field "staus"; did you mean "status"?');
+      const unsortable = await api('/activities?sort=links.id');
+      expect(unsortable.status).toBe(400);
+      expect(unsortable.body.error).toMatch(/^sort\/0: "links.id" cannot be sorted by/);
+      // The feed's filter reads an activity's links in its data.
+      const feed = await api(
+        `/events?types=activity.created&filter=${encodeURIComponent(JSON.stringify({ field: 'links.id', op: 'in', value: [jane.id, company.id] }))}`,
+      );
+      expect(feed.status, feed.text).toBe(200);
+      expect(feed.body.data.map((e: { data: Activity }) => e.data.subject)).toEqual(['c1', 'e1', 't3']);
+
       // A task open -> done -> open through PATCH; the update's event carries the changes.
       const done = await patch(`/activities/${t1.id}`, { status: 'done' });
       expect(done.status, done.text).toBe(200);

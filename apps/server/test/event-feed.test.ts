@@ -152,6 +152,62 @@ for (const { driver, label, skip } of DRIVERS) {
       });
     });
 
+    it('filter: only events whose record meets it, paged exactly; the cursor moves past events filtered out', async () => {
+      const org = await s.newOrg('Feed filter org');
+      const api = (path: string, init: Parameters<TestServer['api']>[1] = {}) =>
+        s.api(path, { key: org.apiKey, ...init });
+      const values = [5, 60, 70, 1, 80, 2, 90];
+      for (const [i, value] of values.entries()) {
+        const res = await api('/deals', { method: 'POST', json: { title: `F${i}`, value } });
+        await api(`/deals/${res.body.data.id}`, { method: 'PATCH', json: { value: value + 1 } });
+      }
+      // Trailing events the filter leaves out: the last page's cursor passes them.
+      await api('/contacts', { method: 'POST', json: { name: 'Not a deal' } });
+      await api('/deals', { method: 'POST', json: { title: 'Tail', value: 3 } });
+      const all = (await api('/events?limit=500')).body.data as FeedEvent[];
+      const filter = { field: 'value', op: 'gte', value: 50 };
+      const types = 'deal.created,deal.updated';
+      const want = all
+        .filter((e) => types.includes(e.type) && Number((e.data as { value?: number }).value) >= 50)
+        .map((e) => e.id);
+      expect(want).toHaveLength(8);
+      const got: string[] = [];
+      let cursor: string | undefined;
+      for (let pages = 0; pages < 10; pages++) {
+        const res = await api(
+          `/events?types=${types}&limit=3&filter=${encodeURIComponent(JSON.stringify(filter))}${cursor ? `&after=${cursor}` : ''}`,
+        );
+        expect(res.status, res.text).toBe(200);
+        got.push(...res.body.data.map((e: FeedEvent) => e.id));
+        cursor = res.body.meta.next_cursor;
+        if (!res.body.meta.has_more) break;
+      }
+      expect(got).toEqual(want);
+      // The last page read to the feed's end: polling from its cursor reads nothing again.
+      expect(cursor).toBe(all.at(-1)?.cursor);
+      const again = await api(
+        `/events?types=${types}&filter=${encodeURIComponent(JSON.stringify(filter))}&after=${cursor}`,
+      );
+      expect(again.body).toEqual({ data: [], meta: { next_cursor: cursor, has_more: false } });
+
+      // Strict as the lists: types are required with a filter, and the filter must fit each type's record.
+      const refused = async (query: string) => {
+        const res = await api(`/events?${query}`);
+        expect(res.status, res.text).toBe(400);
+        return res.body.error as string;
+      };
+      expect(await refused(`filter=${encodeURIComponent(JSON.stringify(filter))}`)).toMatch(
+        /^types: required with filter/,
+      );
+      expect(
+        await refused(`types=contact.created&filter=${encodeURIComponent(JSON.stringify(filter))}`),
+      ).toMatch(/^filter\/field: unknown field "value"/);
+      expect(
+        await refused(`types=deal.won&filter=${encodeURIComponent('{"field": "value", "op": "gte"}')}`),
+      ).toBe('filter/value: Required');
+      expect(await refused('types=deal.won&filter=%7B')).toMatch(/^filter: not valid JSON/);
+    });
+
     it('bad input names the parameter; another organization’s event is a 404; a key without events:read is refused', async () => {
       const bad = await s.api('/events?after=abc');
       expect(bad.status).toBe(400);

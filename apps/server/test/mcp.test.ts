@@ -64,7 +64,7 @@ for (const { driver, label, skip } of DRIVERS) {
         // A list by a filter in the body is a POST that only reads (its meta says so).
         const readOnly =
           op.method === 'get' ||
-          ['deals-query', 'contacts-query', 'companies-query'].includes(op.operationId);
+          ['deals-query', 'contacts-query', 'companies-query', 'activities-query'].includes(op.operationId);
         expect(tool?.annotations, op.operationId).toMatchObject({
           readOnlyHint: readOnly,
           idempotentHint: op.method !== 'post' || readOnly,

@@ -135,6 +135,132 @@ for (const { driver, label, skip } of DRIVERS) {
       expect(await endpointRows()).toBe(before);
     });
 
+    it('a filter over the event’s record: stored and shown back only when set, changed by PATCH, a 400 naming the node when it does not fit the kinds', async () => {
+      const filter = {
+        and: [
+          { field: 'value', op: 'gte', value: 50000 },
+          { field: 'title', op: 'contains', value: 'big' },
+        ],
+      };
+      const created = await s.api('/webhooks', {
+        method: 'POST',
+        json: { url: `${target}?filtered=1`, events: ['deal.created', 'deal.updated'], filter },
+      });
+      expect(created.status, created.text).toBe(201);
+      expect(created.body.data).toEqual({
+        id: expect.stringMatching(UUID),
+        secret: expect.stringMatching(SECRET),
+        url: `${target}?filtered=1`,
+        events: ['deal.created', 'deal.updated'],
+        filter,
+      });
+      const id = created.body.data.id;
+      const listed = async () =>
+        (await s.api('/webhooks')).body.data.find((w: { id: string }) => w.id === id) as Record<
+          string,
+          unknown
+        >;
+      expect((await listed()).filter).toEqual(filter);
+      // Without a filter, the contract's Webhook exactly: no `filter` key at all.
+      for (const w of (await s.api('/webhooks')).body.data)
+        if (w.id !== id) expect(Object.keys(w)).not.toContain('filter');
+
+      const refused = async (json: Record<string, unknown>, method = 'POST', path = '/webhooks') => {
+        const res = await s.api(path, {
+          method,
+          json: { ...(method === 'POST' ? { url: target } : {}), ...json },
+        });
+        expect(res.status, res.text).toBe(400);
+        return res.body.error as string;
+      };
+      const before = await endpointRows();
+      // A deal's field on contact kinds; a field of neither; an operator the type does not take.
+      expect(
+        await refused({
+          events: ['contact.created', 'contact.updated'],
+          filter: { field: 'value', op: 'gte', value: 1 },
+        }),
+      ).toMatch(/^filter\/field: unknown field "value"/);
+      expect(
+        await refused({
+          events: ['deal.updated'],
+          filter: {
+            and: [
+              { field: 'value', op: 'gte', value: 1 },
+              { field: 'valeu', op: 'eq', value: 1 },
+            ],
+          },
+        }),
+      ).toBe('filter/and/1/field: unknown field "valeu"; did you mean "value"?');
+      expect(
+        await refused({ events: ['deal.updated'], filter: { field: 'value', op: 'contains', value: 'x' } }),
+      ).toMatch(/^filter\/op: "contains" does not apply to value \(a number field\)/);
+      // Kinds of two records: the filter must fit each, and the message says which did not.
+      expect(
+        await refused({
+          events: ['deal.created', 'contact.created'],
+          filter: { field: 'value', op: 'gte', value: 1 },
+        }),
+      ).toMatch(
+        /^filter\/field: unknown field "value".*\(in the filter of contact\.created, whose data is a contact\)$/,
+      );
+      expect(
+        await refused({
+          events: ['deal.won', 'analysis.completed'],
+          filter: { field: 'value', op: 'gte', value: 1 },
+        }),
+      ).toMatch(/^filter: analysis\.completed \(events\/1\) carries no record a filter reads/);
+      // A related record the event's data does not carry.
+      expect(
+        await refused({
+          events: ['deal.updated'],
+          filter: { not: { field: 'company.industry', op: 'eq', value: 'x' } },
+        }),
+      ).toMatch(
+        /^filter\/not\/field: company\.industry reads a related record, which the data of deal\.updated, whose data is a deal does not carry/,
+      );
+      expect(await endpointRows()).toBe(before);
+      // Fields two records share fit both.
+      const shared = await s.api('/webhooks', {
+        method: 'POST',
+        json: {
+          url: `${target}?shared=1`,
+          events: ['deal.created', 'contact.created', 'company.created'],
+          filter: { field: 'created_at', op: 'gte', value: '2026-01-01T00:00:00Z' },
+        },
+      });
+      expect(shared.status, shared.text).toBe(201);
+
+      // PATCH: kinds the kept filter does not fit are refused, nothing changed; null removes the filter.
+      expect(await refused({ events: ['contact.updated'] }, 'PATCH', `/webhooks/${id}`)).toMatch(
+        /^filter\/and\/0\/field: unknown field "value"/,
+      );
+      expect((await listed()).events).toEqual(['deal.created', 'deal.updated']);
+      const changed = await s.api(`/webhooks/${id}`, {
+        method: 'PATCH',
+        json: { filter: { field: 'stage_type', op: 'eq', value: 'won' } },
+      });
+      expect(changed.status, changed.text).toBe(200);
+      expect(changed.body.data).toMatchObject({
+        id,
+        events: ['deal.created', 'deal.updated'],
+        filter: { field: 'stage_type', op: 'eq', value: 'won' },
+      });
+      const cleared = await s.api(`/webhooks/${id}`, {
+        method: 'PATCH',
+        json: { filter: null, events: ['contact.updated'] },
+      });
+      expect(cleared.status, cleared.text).toBe(200);
+      expect(Object.keys(cleared.body.data).sort()).toEqual(
+        ['id', 'url', 'events', 'is_active', 'failure_count', 'last_triggered_at', 'created_at'].sort(),
+      );
+      expect(cleared.body.data.events).toEqual(['contact.updated']);
+      expect(
+        (await s.api(`/webhooks/${MISSING_ID}`, { method: 'PATCH', json: { events: ['deal.won'] } })).status,
+      ).toBe(404);
+      for (const w of [id, shared.body.data.id]) await s.api(`/webhooks/${w}`, { method: 'DELETE' });
+    });
+
     it('DELETE /webhooks/{id} answers { success: true }, then 404; the endpoint is gone from the list', async () => {
       const id = (await s.api('/webhooks', { method: 'POST', json: { url: target, events: ['deal.lost'] } }))
         .body.data.id;
@@ -206,7 +332,7 @@ for (const { driver, label, skip } of DRIVERS) {
       expect((await trpc.webhooks.list.query()).data).toEqual([]);
     });
 
-    it('the OpenAPI document has the three contract operations and the three extra ones', async () => {
+    it('the OpenAPI document has the three contract operations and the four extra ones', async () => {
       const doc = (await (await fetch(`${s.base}/openapi.json`)).json()) as {
         paths: Record<string, Record<string, { responses: Record<string, unknown>; parameters?: unknown[] }>>;
       };
@@ -219,6 +345,7 @@ for (const { driver, label, skip } of DRIVERS) {
           'GET /webhooks',
           'POST /webhooks',
           'DELETE /webhooks/{id}',
+          'PATCH /webhooks/{id}',
           'POST /webhooks/{id}/activate',
           'GET /webhooks/{id}/deliveries',
           'POST /webhooks/{id}/deliveries/{delivery_id}/replay',

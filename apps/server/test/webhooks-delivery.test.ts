@@ -224,6 +224,46 @@ describeOnEachDatabase(
       expect(got.map((r) => [r.payload.type, r.payload.data.id])).toEqual([['deal.won', deal.id]]);
     });
 
+    it('a filtered endpoint gets only the events whose record meets its filter; the others are no delivery and no failure', async () => {
+      await subscribe('/every-deal', ['deal.created', 'deal.updated']);
+      const big = await s.api('/webhooks', {
+        method: 'POST',
+        json: {
+          url: receiver.url('/big-deals'),
+          events: ['deal.created', 'deal.updated'],
+          filter: {
+            and: [
+              { field: 'value', op: 'gte', value: 50000 },
+              { not: { field: 'title', op: 'starts_with', value: 'skip' } },
+            ],
+          },
+        },
+      });
+      expect(big.status, big.text).toBe(201);
+      receiver.secretFor('/big-deals', big.body.data.secret);
+      const small = await createDeal({ title: 'Small', value: 10000 });
+      const large = await createDeal({ title: 'Large', value: 60000 });
+      await createDeal({ title: 'skip me', value: 90000 });
+      await createDeal({ title: 'No value' });
+      await patchDeal(small.id, { value: 70000 });
+      await patchDeal(large.id, { value: 20000 });
+      // Every event reached the unfiltered endpoint, so every one was fanned out.
+      await receiver.waitFor('/every-deal', (g) => firstOfEach(g).length >= 6);
+      await sleep(300);
+      const got = firstOfEach(receiver.received('/big-deals'));
+      // Deliveries are not ordered: compared as a set.
+      expect(got.map((r) => [r.payload.type, r.payload.data.title, r.payload.data.value]).sort()).toEqual([
+        ['deal.created', 'Large', 60000],
+        ['deal.updated', 'Small', 70000],
+      ]);
+      expect(got.every((r) => r.verifyError === undefined)).toBe(true);
+      expect((await deliveries(big.body.data.id)).map((d: { status: string }) => d.status)).toEqual([
+        'succeeded',
+        'succeeded',
+      ]);
+      expect(await webhook(big.body.data.id)).toMatchObject({ failure_count: 0, is_active: true });
+    });
+
     it('a change that rolls back emits nothing', async () => {
       await subscribe('/rollback', DEAL_AND_CONTACT_EVENTS);
       const deal = await createDeal({ title: 'Stays as it is' });

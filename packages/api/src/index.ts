@@ -34,6 +34,7 @@ export { createMcpServer, MCP_SERVER_INFO, onRequest } from './mcp/server.ts';
 export { callTool, type McpCaller, TOOLS } from './mcp/tools.ts';
 export { buildOpenApiDocument } from './openapi.ts';
 export { orgFork, TENANT_TABLES } from './org-scope.ts';
+export { matchesPlan, type Plan } from './query/evaluate.ts';
 export { builtInCatalogue, CUSTOM_TYPES, type QueryObject } from './query/fields.ts';
 export { OPERATORS_BY_TYPE } from './query/filter.ts';
 export { COMPANIES, CONTACTS, DEALS } from './query/objects.ts';

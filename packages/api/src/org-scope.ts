@@ -147,6 +147,18 @@ export async function lockForOrg(tx: EntityManager, name: string): Promise<void>
   await sql`select pg_advisory_xact_lock(hashtext(${name}), hashtext(${currentOrg(tx)}))`.execute(sqlOf(tx));
 }
 
+/**
+ * Shortens the statement timeout of the rest of `tx`'s transaction to `ms`, never lengthening it (a
+ * configured DATABASE_QUERY_TIMEOUT_MS below it stays): for reads that may scan an organization's rows.
+ * PostgreSQL's; the embedded database takes the setting and has no timer behind it.
+ */
+export async function limitStatementTime(tx: EntityManager, ms: number): Promise<void> {
+  await sql`select set_config('statement_timeout', (case when t = 0 then ${ms} else least(t, ${ms}) end)::int::text, true)
+            from (select extract(epoch from current_setting('statement_timeout')::interval) * 1000 as t) s`.execute(
+    sqlOf(tx),
+  );
+}
+
 /** Where a prepared query's organization goes, until a call puts its own there. */
 const ORG = Symbol('organization');
 

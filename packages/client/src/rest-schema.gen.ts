@@ -415,7 +415,7 @@ export interface paths {
         };
         /**
          * List logged activities, newest first
-         * @description Returns a page of the organization’s notes, tasks, calls, meetings and e-mails, newest first by `occurred_at`, optionally only those linked to a deal, contact or company, of a type, or tasks by status and due date. Continue with `after` = `meta.next_cursor`.
+         * @description Returns a page of the organization’s notes, tasks, calls, meetings and e-mails, newest first by `occurred_at`, optionally only those linked to a deal, contact or company, of a type, or tasks by status and due date; `filter` and `sort` take the query language (docs/api/query.md) over the activity’s fields and `links.type`/`links.id`, ANDed with those parameters. Continue with `after` = `meta.next_cursor`.
          *
          *     Needs an API key with the scope `activities:read` (or `*`).
          */
@@ -428,6 +428,28 @@ export interface paths {
          *     Needs an API key with the scope `activities:write` (or `*`).
          */
         post: operations["activities-create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/activities/query": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * List activities by a filter in the body
+         * @description GET /activities with its parameters in a JSON body, `filter` as an object: for filters too long for a URL. Reads only; the answer is GET /activities’s for the same parameters (docs/api/query.md).
+         *
+         *     Needs an API key with the scope `activities:read` (or `*`).
+         */
+        post: operations["activities-query"];
         delete?: never;
         options?: never;
         head?: never;
@@ -751,7 +773,7 @@ export interface paths {
         put?: never;
         /**
          * Create a webhook endpoint; its signing secret is shown only in this response
-         * @description Creates an endpoint that receives the events named, signed with a new secret (`whsec_…`) returned only here: store it. A URL that is not a public http(s) URL, or a 101st endpoint, is a 400. Not idempotent: a retried create makes a second endpoint.
+         * @description Creates an endpoint that receives the events named, signed with a new secret (`whsec_…`) returned only here: store it. With `filter` (the lists’ query language over the event’s record, docs/api/query.md), only the events whose `data` meets it are delivered; a filter that does not fit the record of every kind named is a 400 naming the node. A URL that is not a public http(s) URL, or a 101st endpoint, is a 400. Not idempotent: a retried create makes a second endpoint.
          *
          *     Needs an API key with the scope `webhooks:write` (or `*`).
          */
@@ -781,7 +803,13 @@ export interface paths {
         delete: operations["webhooks-delete"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change a webhook endpoint’s URL, event kinds or filter
+         * @description Changes the fields sent and returns the endpoint; `filter: null` removes its filter. The filter (kept or new) is checked against the record of every kind in `events`, as at creation: a field a kind’s record does not have, an operator that does not fit, is a 400 naming the node (`filter/and/1/field: …`). Events fanned out from then on follow the change. An unknown endpoint is a 404.
+         *
+         *     Needs an API key with the scope `webhooks:write` (or `*`).
+         */
+        patch: operations["webhooks-update"];
         trace?: never;
     };
     "/webhooks/{id}/activate": {
@@ -1816,6 +1844,26 @@ export interface components {
             last_triggered_at: string | null;
             /** Format: date-time */
             created_at: string;
+            /**
+             * @description Only events whose record (`data`) meets this filter are delivered: the query language of the lists (docs/api/query.md) over the record of every kind in `events`, which it must fit. Shown only when set
+             * @example {
+             *       "and": [
+             *         {
+             *           "field": "value",
+             *           "op": "gte",
+             *           "value": 10000
+             *         },
+             *         {
+             *           "field": "stage_type",
+             *           "op": "eq",
+             *           "value": "open"
+             *         }
+             *       ]
+             *     }
+             */
+            filter?: {
+                [key: string]: unknown;
+            };
         };
         WebhookCreateResponse: {
             data: {
@@ -1826,6 +1874,26 @@ export interface components {
                 /** Format: uri */
                 url: string;
                 events: components["schemas"]["WebhookEvent"][];
+                /**
+                 * @description Only events whose record (`data`) meets this filter are delivered: the query language of the lists (docs/api/query.md) over the record of every kind in `events`, which it must fit. Shown only when set
+                 * @example {
+                 *       "and": [
+                 *         {
+                 *           "field": "value",
+                 *           "op": "gte",
+                 *           "value": 10000
+                 *         },
+                 *         {
+                 *           "field": "stage_type",
+                 *           "op": "eq",
+                 *           "value": "open"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                filter?: {
+                    [key: string]: unknown;
+                };
             };
         };
         WebhookDelivery: {
@@ -5169,6 +5237,8 @@ export interface operations {
                 type?: "note" | "task" | "call" | "meeting" | "email";
                 status?: "open" | "done";
                 due_before?: string;
+                sort?: string;
+                filter?: string;
             };
             header?: never;
             path?: never;
@@ -5380,6 +5450,194 @@ export interface operations {
             };
             /** @description `idempotency_key_reused`: The `Idempotency-Key` was used before with another input */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "activities-query": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "filter": {
+                 *         "and": [
+                 *           {
+                 *             "field": "type",
+                 *             "op": "eq",
+                 *             "value": "task"
+                 *           },
+                 *           {
+                 *             "field": "status",
+                 *             "op": "eq",
+                 *             "value": "open"
+                 *           },
+                 *           {
+                 *             "field": "due_at",
+                 *             "op": "lt",
+                 *             "value": "2026-12-01T00:00:00Z"
+                 *           }
+                 *         ]
+                 *       },
+                 *       "sort": "due_at",
+                 *       "limit": 20
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description Page size, 1..100
+                     * @default 50
+                     */
+                    limit?: number;
+                    /**
+                     * Format: uuid
+                     * @description Continue after this activity (the previous page’s `meta.next_cursor`)
+                     */
+                    after?: string;
+                    /**
+                     * Format: uuid
+                     * @description Only activities linked to this deal
+                     */
+                    deal_id?: string;
+                    /**
+                     * Format: uuid
+                     * @description Only activities linked to this contact
+                     */
+                    contact_id?: string;
+                    /**
+                     * Format: uuid
+                     * @description Only activities linked to this company
+                     */
+                    company_id?: string;
+                    /** @enum {string} */
+                    type?: "note" | "task" | "call" | "meeting" | "email";
+                    /**
+                     * @description Only tasks with this status
+                     * @enum {string}
+                     */
+                    status?: "open" | "done";
+                    /**
+                     * Format: date-time
+                     * @description Only tasks due before this time
+                     */
+                    due_before?: string;
+                    /** @description Comma-separated fields, `-` for descending (`due_at`, `-occurred_at`); empty values last, the id breaks ties. Newest first (`-occurred_at`) when left out */
+                    sort?: string;
+                    /**
+                     * @description A condition `{"field": "value", "op": "gte", "value": 10000}` or a group `{"and": […]}`, `{"or": […]}`, `{"not": {…}}`; at most 50 conditions, 4 levels of groups. Fields, operators and errors: docs/api/query.md
+                     * @example {
+                     *       "and": [
+                     *         {
+                     *           "field": "value",
+                     *           "op": "gte",
+                     *           "value": 10000
+                     *         },
+                     *         {
+                     *           "field": "stage_type",
+                     *           "op": "eq",
+                     *           "value": "open"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    filter?: {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["LoggedActivity"][];
+                        meta: {
+                            limit: number;
+                            /** @description Pass as `after` for the next page; null on the last page */
+                            next_cursor: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected. `invalid_json`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large`: The body is over 1 MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type`: The body is not `application/json` */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7393,21 +7651,31 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "url": "https://example.com/webhooks/crm",
-                 *       "events": [
-                 *         "deal.created",
-                 *         "deal.won",
-                 *         "deal.lost"
-                 *       ]
-                 *     }
-                 */
                 "application/json": {
                     /** Format: uri */
                     url: string;
                     /** @description The event kinds to receive; at least one */
                     events: components["schemas"]["WebhookEvent"][];
+                    /**
+                     * @description Only events whose record (`data`) meets this filter are delivered: the query language of the lists (docs/api/query.md) over the record of every kind in `events`, which it must fit. Shown only when set
+                     * @example {
+                     *       "and": [
+                     *         {
+                     *           "field": "value",
+                     *           "op": "gte",
+                     *           "value": 10000
+                     *         },
+                     *         {
+                     *           "field": "stage_type",
+                     *           "op": "eq",
+                     *           "value": "open"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    filter?: {
+                        [key: string]: unknown;
+                    };
                 };
             };
         };
@@ -7548,6 +7816,125 @@ export interface operations {
             };
             /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "webhooks-update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Webhook id (uuid) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Format: uri */
+                    url?: string;
+                    /** @description The event kinds to receive; at least one */
+                    events?: components["schemas"]["WebhookEvent"][];
+                    /** @description The new filter; null removes it */
+                    filter?: {
+                        [key: string]: unknown;
+                    } | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Webhook"];
+                    };
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected. `invalid_json`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large`: The body is over 1 MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type`: The body is not `application/json` */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7910,6 +8297,7 @@ export interface operations {
                 after?: string;
                 types?: string;
                 limit?: number;
+                filter?: string;
             };
             header?: never;
             path?: never;
@@ -7926,9 +8314,9 @@ export interface operations {
                     "application/json": {
                         data: components["schemas"]["Event"][];
                         meta: {
-                            /** @description Pass as `after` for the next page (or to poll for new events); null while the feed is empty */
+                            /** @description Pass as `after` for the next page (or to poll for new events); null while the feed is empty. With `filter`, past the last event read, matching or not */
                             next_cursor: string | null;
-                            /** @description Whether more events follow right now */
+                            /** @description Whether more events follow right now (with `filter`: more to read, matching or not) */
                             has_more: boolean;
                         };
                     };

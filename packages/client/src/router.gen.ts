@@ -897,6 +897,7 @@ export type AppRouter = TRPCBuiltRouter<{
     list: TRPCQueryProcedure<{
       meta: object;
       input: {
+        filter?: string | undefined;
         limit?: number | undefined;
         after?: string | undefined;
         deal_id?: string | undefined;
@@ -905,6 +906,45 @@ export type AppRouter = TRPCBuiltRouter<{
         type?: "email" | "note" | "task" | "call" | "meeting" | undefined;
         status?: "open" | "done" | undefined;
         due_before?: string | undefined;
+        sort?: string | undefined;
+      };
+      output: {
+        data: {
+          id: string;
+          type: "email" | "note" | "task" | "call" | "meeting";
+          subject: string;
+          body: string | null;
+          occurred_at: string;
+          due_at: string | null;
+          status: "open" | "done" | null;
+          completed_at: string | null;
+          participants: string[];
+          links: {
+            type: "deal" | "contact" | "company";
+            id: string;
+          }[];
+          created_at: string;
+          updated_at: string | null;
+        }[];
+        meta: {
+          limit: number;
+          next_cursor: string | null;
+        };
+      };
+    }>;
+    query: TRPCMutationProcedure<{
+      meta: object;
+      input: {
+        filter?: Record<string, unknown> | undefined;
+        limit?: number | undefined;
+        after?: string | undefined;
+        deal_id?: string | undefined;
+        contact_id?: string | undefined;
+        company_id?: string | undefined;
+        type?: "email" | "note" | "task" | "call" | "meeting" | undefined;
+        status?: "open" | "done" | undefined;
+        due_before?: string | undefined;
+        sort?: string | undefined;
       };
       output: {
         data: {
@@ -1534,6 +1574,7 @@ export type AppRouter = TRPCBuiltRouter<{
           failure_count: number;
           last_triggered_at: string | null;
           created_at: string;
+          filter?: Record<string, unknown> | undefined;
         }[];
       };
     }>;
@@ -1542,6 +1583,7 @@ export type AppRouter = TRPCBuiltRouter<{
       input: {
         url: string;
         events: ("deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated" | "deal.stakeholder_added" | "deal.stakeholder_removed" | "activity.created" | "activity.updated")[];
+        filter?: Record<string, unknown> | undefined;
       };
       output: {
         data: {
@@ -1549,6 +1591,28 @@ export type AppRouter = TRPCBuiltRouter<{
           secret: string;
           url: string;
           events: ("deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated" | "deal.stakeholder_added" | "deal.stakeholder_removed" | "activity.created" | "activity.updated")[];
+          filter?: Record<string, unknown> | undefined;
+        };
+      };
+    }>;
+    update: TRPCMutationProcedure<{
+      meta: object;
+      input: {
+        id: string;
+        url?: string | undefined;
+        events?: ("deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated" | "deal.stakeholder_added" | "deal.stakeholder_removed" | "activity.created" | "activity.updated")[] | undefined;
+        filter?: Record<string, unknown> | null | undefined;
+      };
+      output: {
+        data: {
+          id: string;
+          url: string;
+          events: ("deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "contact.created" | "contact.updated" | "analysis.completed" | "company.created" | "company.updated" | "deal.stakeholder_added" | "deal.stakeholder_removed" | "activity.created" | "activity.updated")[];
+          is_active: boolean;
+          failure_count: number;
+          last_triggered_at: string | null;
+          created_at: string;
+          filter?: Record<string, unknown> | undefined;
         };
       };
     }>;
@@ -1575,6 +1639,7 @@ export type AppRouter = TRPCBuiltRouter<{
           failure_count: number;
           last_triggered_at: string | null;
           created_at: string;
+          filter?: Record<string, unknown> | undefined;
         };
       };
     }>;
@@ -1651,6 +1716,7 @@ export type AppRouter = TRPCBuiltRouter<{
         after?: string | undefined;
         types?: string | undefined;
         limit?: number | undefined;
+        filter?: string | undefined;
       };
       output: {
         data: {

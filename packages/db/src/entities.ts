@@ -447,6 +447,10 @@ export const WebhookEndpoint = defineEntity({
     /** Consecutive failed attempts; reset by a success. */
     failureCount: p.integer().default(0),
     lastTriggeredAt: p.datetime().nullable(),
+    /** The filter as the client sent it (docs/api/webhooks.md#filters); null: every event of its kinds. */
+    filter: p.json<Record<string, unknown>>().nullable(),
+    /** The filter checked against each subscribed kind's record, by kind: what the worker evaluates. */
+    filterPlan: p.json<Record<string, unknown>>().nullable(),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },

@@ -4,7 +4,7 @@ export {
   isPublicAddress,
   RefusedTargetError,
 } from './address-policy.ts';
-export { dispatchOutbox } from './dispatch.ts';
+export { dispatchOutbox, type EventMatcher } from './dispatch.ts';
 export { type ClaimedDelivery, type ClaimOptions, claimDue, recordOutcome } from './queue.ts';
 export { type Pruned, pruneWebhookHistory } from './retention.ts';
 export { retryDelayMs } from './schedule.ts';

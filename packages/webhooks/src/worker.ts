@@ -1,7 +1,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { WebhooksConfig } from '@crm/config';
 import type { Orm } from '@crm/db';
-import { dispatchOutbox } from './dispatch.ts';
+import { dispatchOutbox, type EventMatcher } from './dispatch.ts';
 import {
   type ClaimedDelivery,
   type ClaimOptions,
@@ -55,6 +55,11 @@ export interface WebhookWorkerOptions {
    * by the feed's next readers. Its failure is logged, not the pass's.
    */
   afterDispatch?: () => Promise<unknown>;
+  /**
+   * Whether an event's record meets an endpoint's filter plan (the API's query language, which this
+   * package does not know): the server gives it; filtered-out events get no delivery.
+   */
+  matches: EventMatcher;
 }
 
 /**
@@ -80,6 +85,7 @@ export class WebhookWorker {
   private readonly logger: WorkerLogger;
   private readonly sole: boolean;
   private readonly afterDispatch: (() => Promise<unknown>) | undefined;
+  private readonly matches: EventMatcher;
   private readonly transport: WebhookTransport;
   private readonly inFlight = new Map<string, InFlight>();
   private stopping = false;
@@ -105,6 +111,7 @@ export class WebhookWorker {
     this.logger = options.logger;
     this.sole = options.sole;
     this.afterDispatch = options.afterDispatch;
+    this.matches = options.matches;
     this.handOff = {
       limit: 1,
       leaseMs: leaseMsFor(options.config.timeoutMs),
@@ -233,7 +240,7 @@ export class WebhookWorker {
       this.lastDispatchAt = Date.now();
       let dispatched: number;
       try {
-        dispatched = await dispatchOutbox(this.orm, DISPATCH_BATCH);
+        dispatched = await dispatchOutbox(this.orm, DISPATCH_BATCH, this.matches);
       } catch (err) {
         this.dispatchDue = true;
         throw err;

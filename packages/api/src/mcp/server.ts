@@ -17,6 +17,7 @@ import { describeZodIssues } from '../errors.ts';
 import { buildOpenApiDocument } from '../openapi.ts';
 import { scopeToOrg } from '../org-scope.ts';
 import { withOrganizationFields } from './custom-schemas.ts';
+import { withFilterFields } from './filter-schemas.ts';
 import { getPrompt, listPrompts } from './prompts.ts';
 import { callTool, type McpCaller, toolsFor } from './tools.ts';
 
@@ -112,12 +113,16 @@ export function createMcpServer(caller: McpCaller): Server {
     instructions: INSTRUCTIONS,
     jsonSchemaValidator: validator,
   });
-  onRequest(server, ListToolsRequestSchema, async () => ({
-    tools: await withOrganizationFields(
-      scopeToOrg(caller.services.orm.em.fork(), caller.orgId),
-      toolsFor(caller.scopes),
-    ),
-  }));
+  onRequest(server, ListToolsRequestSchema, async () => {
+    const em = scopeToOrg(caller.services.orm.em.fork(), caller.orgId);
+    return {
+      tools: await withFilterFields(
+        em,
+        await withOrganizationFields(em, toolsFor(caller.scopes)),
+        caller.scopes,
+      ),
+    };
+  });
   onRequest(server, CallToolRequestSchema, (request) =>
     callTool(caller, request.params.name, request.params.arguments),
   );

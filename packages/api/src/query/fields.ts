@@ -41,9 +41,16 @@ export interface Field {
   sortable: boolean;
   /** The index that serves it, when one does (docs/api/query.md). */
   index?: string;
+  /**
+   * A unique custom field's: the rows holding one of `values`, read from the claims of its values
+   * (`custom_unique_values`, by their SHA-256) rather than from every row's JSON: its `eq` and `in`.
+   */
+  claimed?: (values: readonly string[]) => Expression<SqlBool>;
   /** A related record's field: the condition holds for the row when one of its related records meets it. */
   related?: {
     via: string;
+    /** Whether the object's output carries the related records (see QueryObject.relations). */
+    carried: boolean;
     /** The scope a key needs to read the related records (a filter on them discloses their values). */
     scope: Scope;
     exists: (condition: Expression<SqlBool>) => Expression<SqlBool>;
@@ -81,7 +88,21 @@ export interface QueryObject {
    * Related records one hop away: `stakeholders` on deals; `link` relates the related table's alias to
    * this one's; `scope` is what a key needs to filter by their fields.
    */
-  relations?: Record<string, { object: () => QueryObject; link: RawBuilder<SqlBool>; scope: Scope }>;
+  relations?: Record<
+    string,
+    {
+      object: () => QueryObject;
+      link: RawBuilder<SqlBool>;
+      scope: Scope;
+      /**
+       * The output carries these records under the relation's name (an activity's `links`), so a filter
+       * over the record as emitted (an event's data, query/evaluate.ts) can read them.
+       */
+      carried?: boolean;
+    }
+  >;
+  /** The order of a list without `sort` (`-created_at` unless said). */
+  defaultSort?: string;
 }
 
 type ZodLike = { def: { type: string; innerType?: ZodLike; format?: string }; options?: readonly string[] };
@@ -162,6 +183,34 @@ function customExpr(alias: string, rule: FieldRule): RawBuilder<unknown> {
   }
 }
 
+/**
+ * The claims of a unique field's values (the trigger of Migration20261130000000_custom_fields hashes each
+ * active unique field's `custom ->> key`): for text values only, whose text is the value itself; a number's
+ * stored text may be written otherwise (`1.0`) than the filter's. The organization's scope is added to the
+ * subquery as to every tenant table's.
+ */
+function claimedBy(alias: string, object: CustomObject, rule: FieldRule) {
+  const type = CUSTOM_TYPES[rule.type];
+  if (!rule.unique || rule.archived || (type !== 'string' && type !== 'enum')) return undefined;
+  return (values: readonly string[]): Expression<SqlBool> => {
+    const eb = expressionBuilder<Tables, never>();
+    return eb(
+      sql.ref(`${alias}.id`),
+      'in',
+      eb
+        .selectFrom('custom_unique_values as u')
+        .select('u.record_id')
+        .where('u.object', '=', object)
+        .where('u.key', '=', rule.key)
+        .where(
+          'u.value_hash',
+          'in',
+          values.map((v) => sql<Buffer>`sha256(convert_to(${v}::text, 'UTF8'))`),
+        ),
+    ) as Expression<SqlBool>;
+  };
+}
+
 function ownFields(object: QueryObject, rules: readonly FieldRule[]): Field[] {
   const fields: Field[] = [];
   const hidden = new Set(['custom', ...(object.hidden ?? [])]);
@@ -183,6 +232,7 @@ function ownFields(object: QueryObject, rules: readonly FieldRule[]): Field[] {
   }
   for (const rule of rules) {
     const type = CUSTOM_TYPES[rule.type];
+    const claimed = object.custom && claimedBy(object.alias, object.custom, rule);
     fields.push({
       name: `custom.${rule.key}`,
       type,
@@ -190,6 +240,7 @@ function ownFields(object: QueryObject, rules: readonly FieldRule[]): Field[] {
       expr: customExpr(object.alias, rule),
       nullable: true,
       sortable: type !== 'array' && type !== 'json',
+      ...(claimed && { claimed, index: 'custom_unique_values (eq, in)' }),
     });
   }
   return fields;
@@ -231,7 +282,7 @@ async function buildCatalogue(
         name: `${via}.${field.name}`,
         sortable: false,
         index: undefined,
-        related: { via, scope: relation.scope, exists },
+        related: { via, scope: relation.scope, exists, carried: relation.carried ?? false },
       });
   }
   return catalogue;

@@ -266,6 +266,7 @@ function leafSql(field: Field, op: Operator, value: unknown): RawBuilder<SqlBool
   const list = (values: unknown[]) => sql.join(values.map((v) => param(field, v)));
   switch (op) {
     case 'eq':
+      if (field.claimed) return sql`(${e} = ${param(field, value)} and ${field.claimed([value as string])})`;
       return sql`${e} = ${param(field, value)}`;
     case 'neq':
       return sql`${e} is distinct from ${param(field, value)}`;
@@ -282,6 +283,8 @@ function leafSql(field: Field, op: Operator, value: unknown): RawBuilder<SqlBool
       return sql`(${e} >= ${param(field, low)} and ${e} <= ${param(field, high)})`;
     }
     case 'in':
+      if (field.claimed)
+        return sql`(${e} in (${list(value as unknown[])}) and ${field.claimed(value as string[])})`;
       return sql`${e} in (${list(value as unknown[])})`;
     case 'nin':
       return sql`not coalesce(${e} in (${list(value as unknown[])}), false)`;

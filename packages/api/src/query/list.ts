@@ -1,11 +1,17 @@
-import type { EntityManager } from '@crm/db';
-import { type Expression, type SqlBool, sql } from 'kysely';
+import type { EntityManager, Tables } from '@crm/db';
+import { type Expression, type Kysely, type SqlBool, sql } from 'kysely';
 import { ApiError } from '../errors.ts';
-import { orgDb } from '../org-scope.ts';
+import { limitStatementTime, orgDb } from '../org-scope.ts';
 import { allows } from '../scopes.ts';
 import { type Catalogue, catalogueOf, type ObjectFrom, type QueryObject } from './fields.ts';
 import { type Checked, checkFilter, compileFilter } from './filter.ts';
 import { afterRow, orderOf, parseSort, type SortKey } from './sort.ts';
+
+/**
+ * The most a list reading a field no index serves may take in the database (issue 31: such a filter answers
+ * within 2 s or is refused with the field to index); PostgreSQL's, the embedded database has no timeout.
+ */
+export const SCAN_TIMEOUT_MS = 2_000;
 
 /** A listable object: its declaration, the rows a page answers with, and how its cursor's row is named. */
 export interface ListedObject extends QueryObject {
@@ -13,7 +19,15 @@ export interface ListedObject extends QueryObject {
   rows: (db: Parameters<QueryObject['from']>[0]) => ObjectFrom;
   /** `deal`, `contact`: what the messages call one row. */
   what: string;
+  /**
+   * The fields the kept count (`keptTotal`) can be narrowed by: a filter of only `eq`/`in` conditions on
+   * them, ANDed, is counted from it instead of row by row (a stage of a million deals holds 170,000).
+   */
+  keptBy?: readonly string[];
 }
+
+/** The values a kept count is narrowed to, by field: `{ stage_id: [id] }`. */
+export type KeptNarrowing = Readonly<Record<string, readonly string[]>>;
 
 export interface ListQuery {
   /** The filter tree, as parsed from JSON; checked here against the object's fields. */
@@ -30,11 +44,13 @@ export interface ListQuery {
  * or newest first, a page by `offset` or after the cursor's row, and the exact count of the rows the
  * conditions keep. Every mistake is a 400 naming where it is (docs/api/query.md).
  */
-export async function queryList(
+export async function queryList<Counted extends boolean = true>(
   em: EntityManager,
   object: ListedObject,
   query: ListQuery,
   options: {
+    /** false: no count of the rows the conditions keep (activities' lists answer no total). */
+    count?: Counted;
     /** The scopes of the caller's key: a filter on related records needs theirs. */
     granted: readonly string[];
     /** The list's own conditions (`lifecycle_stage`, `q`), ANDed with the filter. */
@@ -43,9 +59,13 @@ export async function queryList(
      * The total when there is no filter, from the counts the database keeps (the contract list's own), so
      * that a sort alone costs no count of the organization's rows; counted with the conditions otherwise.
      */
-    keptTotal?: () => Promise<number>;
+    keptTotal?: (narrow: KeptNarrowing) => Promise<number>;
   },
-): Promise<{ rows: Record<string, unknown>[]; total: number; next_cursor: string | null }> {
+): Promise<{
+  rows: Record<string, unknown>[];
+  total: Counted extends false ? undefined : number;
+  next_cursor: string | null;
+}> {
   const catalogue = await catalogueOf(em, object);
   const { granted, keptTotal } = options;
   const conditions = [...(options.where ?? [])];
@@ -54,7 +74,7 @@ export async function queryList(
     checkScopes(checked, granted);
     conditions.push(compileFilter(checked));
   }
-  const keys = parseSort(query.sort ?? '-created_at', catalogue);
+  const keys = parseSort(query.sort ?? object.defaultSort ?? '-created_at', catalogue);
   const db = orgDb(em);
   const id = `${object.alias}.id`;
   if (query.after) {
@@ -71,26 +91,82 @@ export async function queryList(
       );
   }
   const all = (q: ObjectFrom) => conditions.reduce((acc: ObjectFrom, c) => acc.where(c), q);
-  let page = all(object.rows(db));
-  if (query.after) page = page.where(afterRow(object, keys, query.after));
-  for (const order of orderOf(object, keys)) page = page.orderBy(order);
-  const [rows, [counted]] = (await Promise.all([
-    page
-      .limit(query.limit + 1)
-      .offset(query.offset)
-      .execute(),
-    checked === undefined && keptTotal
-      ? keptTotal().then((total) => [{ total: String(total) }])
-      : all(object.from(db)).select(sql<string>`count(*)`.as('total')).execute(),
-  ]).catch((err: unknown) => {
+  // Read before the page, on the unit of work's own connection (the embedded database has one).
+  const narrow = checked === undefined ? {} : keptNarrowing(checked, object.keptBy ?? []);
+  const kept = narrow && keptTotal && options.count !== false ? await keptTotal(narrow) : undefined;
+  const read = (db: Kysely<Tables>) => {
+    let page = all(object.rows(db));
+    if (query.after)
+      page = page.where(afterRow(object, keys, query.after, checked ? required(checked) : new Set()));
+    for (const order of orderOf(object, keys)) page = page.orderBy(order);
+    return Promise.all([
+      page
+        .limit(query.limit + 1)
+        .offset(query.offset)
+        .execute(),
+      options.count === false
+        ? []
+        : kept !== undefined
+          ? [{ total: String(kept) }]
+          : all(object.from(db)).select(sql<string>`count(*)`.as('total')).execute(),
+    ]) as Promise<[Record<string, unknown>[], Array<{ total: string }>]>;
+  };
+  // A list that reads a field no index serves may read every row of the organization: it gets at most
+  // SCAN_TIMEOUT_MS (never more than the statement timeout it would have had), then the 400 naming them.
+  const scan = unindexed(checked, keys).length > 0;
+  const [rows, [counted]] = await (scan
+    ? em.transactional(async (tx) => {
+        await limitStatementTime(tx, SCAN_TIMEOUT_MS);
+        return read(orgDb(tx));
+      })
+    : read(db)
+  ).catch((err: unknown) => {
     throw cutOff(err) ? tooSlow(object, catalogue, checked, keys) : err;
-  })) as [Record<string, unknown>[], Array<{ total: string }>];
+  });
   const found = rows.slice(0, query.limit);
   return {
     rows: found,
-    total: Number(counted?.total ?? 0),
+    total: (options.count === false ? undefined : Number(counted?.total ?? 0)) as Counted extends false
+      ? undefined
+      : number,
     next_cursor: rows.length > query.limit ? ((found.at(-1)?.id as string | undefined) ?? null) : null,
   };
+}
+
+/**
+ * The filter as a narrowing of the kept count, when it is one: `eq`/`in` conditions, ANDed, each on a field
+ * of `keptBy` once; undefined otherwise (the rows are counted).
+ */
+function keptNarrowing(checked: Checked, keptBy: readonly string[]): KeptNarrowing | undefined {
+  const leaves = checked.kind === 'and' ? checked.nodes : [checked];
+  const narrow: Record<string, readonly string[]> = {};
+  for (const node of leaves) {
+    if (node.kind !== 'leaf' || (node.op !== 'eq' && node.op !== 'in')) return undefined;
+    const name = node.field.name;
+    if (!keptBy.includes(name) || Object.hasOwn(narrow, name)) return undefined;
+    const values = node.op === 'eq' ? [node.value as string] : (node.value as string[]);
+    // The kept count files an empty lifecycle stage under '', which no condition on the column matches.
+    if (values.includes('')) return undefined;
+    narrow[name] = values;
+  }
+  return narrow;
+}
+
+/**
+ * The fields every row the filter keeps holds a value of: those of its top-level conditions (a lone one or
+ * the leaves of its `and`) other than `is_null: true`, `neq` and `nin`, which keep empty values too.
+ */
+function required(checked: Checked): Set<string> {
+  const leaves = checked.kind === 'and' ? checked.nodes : [checked];
+  const names = new Set<string>();
+  for (const node of leaves)
+    if (
+      node.kind === 'leaf' &&
+      !node.field.related &&
+      (node.op === 'is_null' ? node.value === false : node.op !== 'neq' && node.op !== 'nin')
+    )
+      names.add(node.field.name);
+  return names;
 }
 
 /** Whether the database cut the statement off at its timeout (SQLSTATE 57014), `err` or what caused it. */
@@ -119,7 +195,7 @@ export function unindexed(checked: Checked | undefined, keys: SortKey[]): string
 }
 
 /**
- * A filtered or sorted list the statement timeout cut off (DATABASE_QUERY_TIMEOUT_MS, 10 s by default): a
+ * A filtered or sorted list the statement timeout cut off (SCAN_TIMEOUT_MS, or DATABASE_QUERY_TIMEOUT_MS when shorter): a
  * 400 that names the fields no index serves and those that one does, not the 503 of a database that is
  * not answering (a retry would read as many rows again).
  */
@@ -133,7 +209,7 @@ export function tooSlow(
   const indexed = [...catalogue.values()].filter((f) => f.index).map((f) => f.name);
   return new ApiError(
     'invalid_request',
-    `filter: the list ran over the statement timeout: no index serves ${slow.join(', ') || 'its conditions'}, so every ${object.what} of the organization is read; add a condition on an indexed field (${indexed.join(', ')}) or ask for an index on ${slow[0] ?? 'the field'} (docs/api/query.md, Speed)`,
+    `filter: the list ran over its time limit (${SCAN_TIMEOUT_MS / 1000} s at most for a list that reads fields no index serves): no index serves ${slow.join(', ') || 'its conditions'}, so every ${object.what} of the organization is read; add a condition on an indexed field (${indexed.join(', ')}) or ask for an index on ${slow[0] ?? 'the field'} (docs/api/query.md, Speed)`,
   );
 }
 

@@ -1,11 +1,15 @@
-import { STAGE_TYPES } from '@crm/db';
+import { LINK_TARGETS, STAGE_TYPES, type WebhookEventType } from '@crm/db';
 import { sql } from 'kysely';
+import { z } from 'zod';
+import { activityColumns } from '../features/activities/activities.service.ts';
+import { LoggedActivity } from '../features/activities/activity.schemas.ts';
 import { companyRows } from '../features/companies/company.queries.ts';
 import { Company } from '../features/companies/company.schemas.ts';
 import { contactRows } from '../features/contacts/contact.queries.ts';
 import { Contact } from '../features/contacts/contact.schemas.ts';
 import { dealRows } from '../features/deals/deal.queries.ts';
 import { Deal } from '../features/deals/deal.schemas.ts';
+import { Uuid } from '../schemas.ts';
 import type { QueryObject } from './fields.ts';
 import type { ListedObject } from './list.ts';
 
@@ -26,6 +30,7 @@ export const DEALS: ListedObject = {
       .leftJoin('pipelines as p', 'p.id', 'd.pipeline_id'),
   rows: dealRows,
   output: Deal,
+  keptBy: ['stage_id', 'pipeline_id', 'lifecycle_stage'],
   fields: {
     stage_name: { column: 's.name' },
     stage_type: { column: 's.stage_type', type: 'enum', values: STAGE_TYPES },
@@ -35,6 +40,9 @@ export const DEALS: ListedObject = {
     pipeline_id: { index: 'deals_org_pipeline (org_id, pipeline_id, created_at desc)' },
     stage_id: { index: 'deals_org_stage_* (org_id, stage_id, …)' },
     company_id: { index: 'deals_company (org_id, company_id, created_at desc)' },
+    value: { index: 'deals_org_value (org_id, value desc nulls last, id desc)' },
+    owner_name: { index: 'deals_org_owner (org_id, owner_name, created_at desc, id desc)' },
+    updated_at: { index: 'deals_org_updated (org_id, updated_at desc nulls last, id desc)' },
     title: { index: 'deals_title_trgm (contains), deals_title_prefix (starts_with)' },
     company_name: { index: 'deals_company_trgm (contains), deals_company_prefix (starts_with)' },
   },
@@ -107,4 +115,59 @@ export const STAKEHOLDERS: QueryObject = {
   },
   output: Contact,
   custom: 'contacts',
+};
+
+/** An activity's links (`engagement_links`), as its output shows them: `{type, id}`. */
+const LINKS: QueryObject = {
+  name: 'links',
+  alias: 'l',
+  from: (db) => db.selectFrom('engagement_links as l'),
+  output: z.object({ type: z.enum(LINK_TARGETS), id: Uuid }),
+  fields: { type: { column: 'l.target_type' }, id: { column: 'l.target_id' } },
+};
+
+/**
+ * Logged activities (`engagements`): their output's fields, and `links.type`/`links.id` (the activity is
+ * linked to a record meeting it). Newest first by `occurred_at`, as the list always was; no count of
+ * all matches (`meta` has no total: counting at 1M costs more than the page).
+ */
+export const ACTIVITIES: ListedObject = {
+  name: 'activities',
+  what: 'activity',
+  alias: 'e',
+  from: (db) => db.selectFrom('engagements as e'),
+  rows: (db) => db.selectFrom('engagements as e').select((eb) => activityColumns(eb)),
+  output: LoggedActivity,
+  hidden: ['participants', 'links'],
+  defaultSort: '-occurred_at',
+  fields: {
+    occurred_at: { index: 'engagements_org_recent (org_id, occurred_at desc, id desc)' },
+    type: { index: 'engagements_org_type_recent (org_id, type, occurred_at desc, id desc)' },
+  },
+  relations: {
+    links: {
+      object: () => LINKS,
+      link: sql`l.engagement_id = e.id`,
+      scope: 'activities:read',
+      carried: true,
+    },
+  },
+};
+
+/**
+ * The object whose record an event's `data` is (the object's output, as the REST API answered): what a
+ * webhook's or the feed's filter reads. Kinds not here carry no record (an analysis, a stakeholder link).
+ */
+export const EVENT_RECORDS: Partial<Record<WebhookEventType, ListedObject>> = {
+  'deal.created': DEALS,
+  'deal.updated': DEALS,
+  'deal.stage_changed': DEALS,
+  'deal.won': DEALS,
+  'deal.lost': DEALS,
+  'contact.created': CONTACTS,
+  'contact.updated': CONTACTS,
+  'company.created': COMPANIES,
+  'company.updated': COMPANIES,
+  'activity.created': ACTIVITIES,
+  'activity.updated': ACTIVITIES,
 };

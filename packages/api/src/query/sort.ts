@@ -71,13 +71,21 @@ export function orderOf(object: QueryObject, keys: SortKey[]): RawBuilder<unknow
  * The rows after the cursor's row (`after`, an id) in the sort's order. The anchor's sort values are read
  * in SQL (a scalar subquery per key, on the same FROM, run once), at their full precision: the cursor is
  * the row, not a copy of its values. Keys all NOT NULL and in one direction compare as one row value,
- * `(created_at, id) < (…)`, which an index reads from; otherwise `(k1, k2, id) > (a1, a2, aid)` is
+ * `(created_at, id) < (…)`, which an index reads from (also keys that may be empty but that `present`, the
+ * fields the filter requires a value of, says are not on this list); otherwise `(k1, k2, id) > (a1, a2, aid)` is
  * expanded key by key, for mixed directions and empty values (which sort last).
  */
-export function afterRow(object: QueryObject, keys: SortKey[], after: string): Expression<SqlBool> {
+export function afterRow(
+  object: QueryObject,
+  keys: SortKey[],
+  after: string,
+  present: ReadonlySet<string> = new Set(),
+): Expression<SqlBool> {
   const all = withId(object, keys);
   const desc = all[0]?.desc;
-  if (all.every((k) => !k.field.nullable && k.desc === desc)) {
+  // A nullable key the filter requires a value of (`value between …`) holds no empty value on any page:
+  // the row comparison reads on from the cursor down the key's index.
+  if (all.every((k) => (!k.field.nullable || present.has(k.field.name)) && k.desc === desc)) {
     // One row subquery, as the contract list's cursor (read-model.ts, afterAnchor): the planner reads it
     // once and descends the index from there.
     const row = object

@@ -3,17 +3,13 @@ import { z } from 'zod';
 import { batchOf, createBatch } from '../../batch.ts';
 import { dataOf, IdParam, SuccessResponse } from '../../schemas.ts';
 import { authedProcedure, router } from '../../trpc.ts';
-import {
-  activityDto,
-  createActivity,
-  deleteActivity,
-  listActivities,
-  updateActivity,
-} from './activities.service.ts';
+import { listActivitiesBy } from './activities.list.ts';
+import { activityDto, createActivity, deleteActivity, updateActivity } from './activities.service.ts';
 import {
   ActivityCreateInput,
   ActivityList,
   ActivityListQuery,
+  ActivityQueryBody,
   ActivityUpdateInput,
   LoggedActivity,
   Timeline,
@@ -32,7 +28,7 @@ export const activitiesRouter = router({
         tags,
         summary: 'List logged activities, newest first',
         description:
-          'Returns a page of the organization’s notes, tasks, calls, meetings and e-mails, newest first by `occurred_at`, optionally only those linked to a deal, contact or company, of a type, or tasks by status and due date. Continue with `after` = `meta.next_cursor`.',
+          'Returns a page of the organization’s notes, tasks, calls, meetings and e-mails, newest first by `occurred_at`, optionally only those linked to a deal, contact or company, of a type, or tasks by status and due date; `filter` and `sort` take the query language (docs/api/query.md) over the activity’s fields and `links.type`/`links.id`, ANDed with those parameters. Continue with `after` = `meta.next_cursor`.',
       },
       scope: 'activities:read',
       agentHint:
@@ -41,7 +37,27 @@ export const activitiesRouter = router({
     })
     .input(ActivityListQuery)
     .output(ActivityList)
-    .query(({ ctx, input }) => listActivities(ctx.em, input)),
+    .query(({ ctx, input }) => listActivitiesBy(ctx.em, input, ctx.principal.scopes)),
+
+  query: authedProcedure
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/activities/query',
+        tags,
+        summary: 'List activities by a filter in the body',
+        description:
+          'GET /activities with its parameters in a JSON body, `filter` as an object: for filters too long for a URL. Reads only; the answer is GET /activities’s for the same parameters (docs/api/query.md).',
+      },
+      scope: 'activities:read',
+      agentHint:
+        'Use to find activities by conditions on their fields or links (filter: {"and": [{"field": "type", "op": "eq", "value": "task"}, {"field": "status", "op": "eq", "value": "open"}, {"field": "links.id", "op": "eq", "value": "<deal id>"}]}), sorted (sort: "due_at"). Reads only.',
+      rateLimit: 'crud',
+      readOnly: true,
+    })
+    .input(ActivityQueryBody)
+    .output(ActivityList)
+    .mutation(({ ctx, input }) => listActivitiesBy(ctx.em, input, ctx.principal.scopes)),
 
   create: authedProcedure
     .meta({

@@ -1,5 +1,6 @@
 import { ENGAGEMENT_TYPES, LINK_TARGETS, TASK_STATUSES } from '@crm/db';
 import { z } from 'zod';
+import { FilterBody, FilterParam, SortParam } from '../../query/schemas.ts';
 import { DateTime, DateTimeOut, queryInteger, Text, Uuid } from '../../schemas.ts';
 
 /** The largest `body`, in bytes of UTF-8: a long meeting's notes, not an attachment. */
@@ -121,7 +122,7 @@ export const ActivityUpdateInput = z
 export type ActivityUpdateInput = z.infer<typeof ActivityUpdateInput>;
 export { taskFieldsFit };
 
-export const ActivityListQuery = z.strictObject({
+const ActivityListParams = {
   limit: queryInteger(z.number().min(1).max(100), 50).describe('Page size, 1..100'),
   after: Uuid.optional().describe('Continue after this activity (the previous page’s `meta.next_cursor`)'),
   deal_id: Uuid.optional().describe('Only activities linked to this deal'),
@@ -130,8 +131,34 @@ export const ActivityListQuery = z.strictObject({
   type: z.enum(ENGAGEMENT_TYPES).optional(),
   status: z.enum(TASK_STATUSES).optional().describe('Only tasks with this status'),
   due_before: DateTime.optional().describe('Only tasks due before this time'),
-});
+  sort: SortParam.optional().describe(
+    'Comma-separated fields, `-` for descending (`due_at`, `-occurred_at`); empty values last, the id breaks ties. Newest first (`-occurred_at`) when left out',
+  ),
+};
+
+export const ActivityListQuery = z.strictObject({ ...ActivityListParams, filter: FilterParam.optional() });
 export type ActivityListQuery = z.infer<typeof ActivityListQuery>;
+
+/** The body of POST /activities/query: GET /activities's parameters, the filter as a JSON object. */
+export const ActivityQueryBody = z
+  .strictObject({ ...ActivityListParams, filter: FilterBody.optional() })
+  .meta({
+    id: 'ActivityQueryRequest',
+    examples: [
+      {
+        filter: {
+          and: [
+            { field: 'type', op: 'eq', value: 'task' },
+            { field: 'status', op: 'eq', value: 'open' },
+            { field: 'due_at', op: 'lt', value: '2026-12-01T00:00:00Z' },
+          ],
+        },
+        sort: 'due_at',
+        limit: 20,
+      },
+    ],
+  });
+export type ActivityQueryBody = z.infer<typeof ActivityQueryBody>;
 
 export const ActivityList = z.object({
   data: z.array(LoggedActivity),

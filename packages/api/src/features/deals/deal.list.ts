@@ -22,7 +22,7 @@ export async function listDeals(
   const page = await queryList(em, DEALS, query, {
     granted,
     where,
-    keptTotal: () => dealTotal(em, query),
+    keptTotal: (narrow) => dealTotal(em, query, narrow),
   });
   return {
     data: page.rows.map((row) => toDealDto(row as unknown as DealRow)),

@@ -1,8 +1,9 @@
 import type { EntityManager, Tables } from '@crm/db';
-import { type ExpressionBuilder, sql } from 'kysely';
+import { type ExpressionBuilder, type SqlBool, sql } from 'kysely';
 import { jsonBuildObject } from 'kysely/helpers/postgres';
 import type { z } from 'zod';
 import { orgQuery } from '../../org-scope.ts';
+import type { KeptNarrowing } from '../../query/list.ts';
 import { afterAnchor, asJson, checkCursor, isoOf, numberOrNull } from '../../read-model.ts';
 import { toIso } from '../../schemas.ts';
 import type { StageRow } from '../pipeline/stages.service.ts';
@@ -188,15 +189,44 @@ export async function queryDeals(em: EntityManager, query: DealListQuery) {
 }
 
 /** The kept total of a list (GET /deals's, by lifecycle stage and pipeline): a few rows summed. */
-const keptDealTotal = orgQuery((db, a: { lifecycle_stage?: string; pipeline_id?: string }) => {
-  let counted = db.selectFrom('deal_counts').select(sql<string>`coalesce(sum(n), 0)`.as('total'));
-  if (a.lifecycle_stage) counted = counted.where('lifecycle_stage', '=', a.lifecycle_stage);
-  if (a.pipeline_id) counted = counted.where('pipeline_id', '=', a.pipeline_id);
-  return counted;
-});
+const keptDealTotal = orgQuery(
+  (
+    db,
+    a: {
+      lifecycle_stage?: string;
+      pipeline_id?: string;
+      stage_ids?: readonly string[];
+      pipeline_ids?: readonly string[];
+      lifecycle_stages?: readonly string[];
+    },
+  ) => {
+    let counted = db.selectFrom('deal_counts').select(sql<string>`coalesce(sum(n), 0)`.as('total'));
+    if (a.lifecycle_stage) counted = counted.where('lifecycle_stage', '=', a.lifecycle_stage);
+    if (a.pipeline_id) counted = counted.where('pipeline_id', '=', a.pipeline_id);
+    if (a.stage_ids) counted = counted.where(sql<SqlBool>`stage_id = any(${a.stage_ids}::uuid[])`);
+    if (a.pipeline_ids) counted = counted.where(sql<SqlBool>`pipeline_id = any(${a.pipeline_ids}::uuid[])`);
+    if (a.lifecycle_stages)
+      counted = counted.where(sql<SqlBool>`lifecycle_stage = any(${a.lifecycle_stages}::text[])`);
+    return counted;
+  },
+);
 
-export async function dealTotal(em: EntityManager, a: { lifecycle_stage?: string; pipeline_id?: string }) {
-  const [row] = await keptDealTotal(em, { lifecycle_stage: a.lifecycle_stage, pipeline_id: a.pipeline_id });
+/**
+ * The deals counted by the kept counts: the contract list's own parameters, and a filter's `eq`/`in` on
+ * stage, pipeline and lifecycle stage (`narrow`, query/list.ts).
+ */
+export async function dealTotal(
+  em: EntityManager,
+  a: { lifecycle_stage?: string; pipeline_id?: string },
+  narrow: KeptNarrowing = {},
+) {
+  const [row] = await keptDealTotal(em, {
+    lifecycle_stage: a.lifecycle_stage,
+    pipeline_id: a.pipeline_id,
+    stage_ids: narrow.stage_id,
+    pipeline_ids: narrow.pipeline_id,
+    lifecycle_stages: narrow.lifecycle_stage,
+  });
   return Number(row?.total ?? 0);
 }
 

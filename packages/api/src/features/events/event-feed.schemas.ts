@@ -1,5 +1,6 @@
 import { WEBHOOK_EVENT_TYPES } from '@crm/db';
 import { z } from 'zod';
+import { FilterParam } from '../../query/schemas.ts';
 import { DateTimeOut, queryInteger, Uuid } from '../../schemas.ts';
 
 export const EventType = z.enum(WEBHOOK_EVENT_TYPES);
@@ -39,6 +40,9 @@ export const EventListQuery = z.strictObject({
     .optional()
     .describe('Only these types, comma-separated: `deal.created,deal.won`'),
   limit: queryInteger(z.number().min(1).max(500), 100).describe('Page size, 1..500'),
+  filter: FilterParam.optional().describe(
+    'Only events whose record (`data`) meets this filter, as URL-encoded JSON: the query language of the lists (docs/api/query.md) over the record of every kind in `types` (required with it). At most 5,000 events are read per call: `meta.next_cursor` moves past those filtered out',
+  ),
 });
 export type EventListQuery = z.infer<typeof EventListQuery>;
 
@@ -84,9 +88,11 @@ export const EventList = z.object({
       .string()
       .nullable()
       .describe(
-        'Pass as `after` for the next page (or to poll for new events); null while the feed is empty',
+        'Pass as `after` for the next page (or to poll for new events); null while the feed is empty. With `filter`, past the last event read, matching or not',
       ),
-    has_more: z.boolean().describe('Whether more events follow right now'),
+    has_more: z
+      .boolean()
+      .describe('Whether more events follow right now (with `filter`: more to read, matching or not)'),
   }),
 });
 

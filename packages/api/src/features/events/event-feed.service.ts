@@ -2,8 +2,10 @@ import { type EntityManager, type Tables, TEST_EVENT_TYPE, transaction } from '@
 import { type Kysely, type SqlBool, sql } from 'kysely';
 import type { z } from 'zod';
 import type { AuthedContext } from '../../context.ts';
-import { notFound } from '../../errors.ts';
+import { ApiError, notFound } from '../../errors.ts';
 import { orgQuery } from '../../org-scope.ts';
+import { matchesPlan } from '../../query/evaluate.ts';
+import { checkEventFilter, type EventPlans } from '../../query/event-filter.ts';
 import type { EventListQuery, FeedEvent } from './event-feed.schemas.ts';
 
 /** The advisory lock that makes the sequencer one at a time, across every instance. */
@@ -83,8 +85,59 @@ const feedPage = orgQuery((db, a: { after?: string; types?: string[]; limit: num
 
 const feedEvent = orgQuery((db, a: { id: string }) => placedEvents(db).where('id', '=', a.id));
 
+/** The most events a filtered read of the feed reads in one call (docs/api/events.md#filters). */
+export const FILTER_SCAN_LIMIT = 5_000;
+/** Events read per statement of a filtered read. */
+const FILTER_SCAN_BATCH = 500;
+
+/**
+ * A page of the events whose record meets the filter: read in feed order after `after`, at most
+ * FILTER_SCAN_LIMIT in one call, until `limit` match. The cursor is the last event read, matching or not,
+ * so the next call does not read those again; `has_more` says whether events were left unread.
+ */
+async function filteredEvents(
+  ctx: AuthedContext,
+  query: EventListQuery & { types: string[] },
+  plans: EventPlans,
+) {
+  const data: z.infer<typeof FeedEvent>[] = [];
+  let cursor = query.after;
+  let read = 0;
+  let more = true;
+  while (more && data.length < query.limit && read < FILTER_SCAN_LIMIT) {
+    const batch = Math.min(FILTER_SCAN_BATCH, FILTER_SCAN_LIMIT - read);
+    const rows = (await feedPage(ctx.em, { after: cursor, types: query.types, limit: batch + 1 })) as Row[];
+    more = rows.length > batch;
+    for (const row of rows.slice(0, batch)) {
+      read++;
+      cursor = String(row.position);
+      const event = toFeedEvent(row);
+      const plan = plans[row.type];
+      if (plan && matchesPlan(plan, event.data)) data.push(event);
+      if (data.length === query.limit) {
+        more = more || row !== rows.at(Math.min(batch, rows.length) - 1);
+        break;
+      }
+    }
+  }
+  return { data, meta: { next_cursor: cursor ?? null, has_more: more } };
+}
+
 /** A page of the caller's feed after `after`, in feed order (events are placed before they are read). */
 export async function listEvents(ctx: AuthedContext, query: EventListQuery) {
+  if (query.filter !== undefined) {
+    if (!query.types)
+      throw new ApiError(
+        'invalid_request',
+        'types: required with filter (the filter is checked against the record of each type: deal.updated,deal.won)',
+      );
+    const plans = await checkEventFilter(ctx.em, query.filter, query.types, {
+      filter: 'filter',
+      types: 'types',
+    });
+    await placeCommittedEvents(ctx.services.orm.em);
+    return filteredEvents(ctx, { ...query, types: query.types }, plans);
+  }
   await placeCommittedEvents(ctx.services.orm.em);
   const rows = await feedPage(ctx.em, { after: query.after, types: query.types, limit: query.limit + 1 });
   const page = (rows as Row[]).slice(0, query.limit);

@@ -1,5 +1,6 @@
 import { DELIVERY_STATUSES, TEST_EVENT_TYPE, WEBHOOK_EVENT_TYPES } from '@crm/db';
 import { z } from 'zod';
+import { FilterBody } from '../../query/schemas.ts';
 import { asText, DateTimeOut, Pagination, PaginationMeta, Uuid } from '../../schemas.ts';
 
 export const WebhookEvent = z.enum(WEBHOOK_EVENT_TYPES).meta({ id: 'WebhookEvent' });
@@ -20,6 +21,11 @@ export const DeliveryStatus = z
  * Where deliveries go: an absolute http(s) URL without credentials (the signature authenticates), text
  * like every other input, on a port something can listen on.
  */
+/** A webhook's filter: over the record of each event it subscribes to (docs/api/webhooks.md#filters). */
+const WebhookFilter = FilterBody.describe(
+  'Only events whose record (`data`) meets this filter are delivered: the query language of the lists (docs/api/query.md) over the record of every kind in `events`, which it must fit. Shown only when set',
+);
+
 const WebhookUrl = asText(
   z.url({ protocol: /^https?$/, error: 'must be an absolute http or https URL' }).max(2_000),
 )
@@ -38,6 +44,7 @@ export const Webhook = z
     failure_count: z.number().int().min(0),
     last_triggered_at: DateTimeOut.nullable(),
     created_at: DateTimeOut,
+    filter: WebhookFilter.optional(),
   })
   .meta({ id: 'Webhook' });
 export type WebhookDto = z.infer<typeof Webhook>;
@@ -51,14 +58,33 @@ export const WebhookCreateInput = z
       .max(WEBHOOK_EVENT_TYPES.length * 4)
       .transform((events) => [...new Set(events)])
       .describe('The event kinds to receive; at least one'),
+    filter: WebhookFilter.optional(),
   })
   .meta({
     id: 'WebhookCreateRequest',
     examples: [
       { url: 'https://example.com/webhooks/crm', events: ['deal.created', 'deal.won', 'deal.lost'] },
+      {
+        url: 'https://example.com/webhooks/big-deals',
+        events: ['deal.updated'],
+        filter: { field: 'value', op: 'gte', value: 50000 },
+      },
     ],
   });
 export type WebhookCreateInput = z.infer<typeof WebhookCreateInput>;
+
+export const WebhookUpdateInput = z
+  .strictObject({
+    id: Uuid.describe('Webhook id (uuid)'),
+    url: WebhookUrl.optional(),
+    events: WebhookCreateInput.shape.events.optional(),
+    filter: WebhookFilter.nullable().optional().describe('The new filter; null removes it'),
+  })
+  .meta({
+    id: 'WebhookUpdateRequest',
+    examples: [{ filter: { field: 'value', op: 'gte', value: 50000 } }, { filter: null }],
+  });
+export type WebhookUpdateInput = z.infer<typeof WebhookUpdateInput>;
 
 export const WebhookCreateResponse = z
   .object({
@@ -67,6 +93,7 @@ export const WebhookCreateResponse = z
       secret: z.string().describe('The signing secret (whsec_…), shown only here: store it now'),
       url: z.url(),
       events: z.array(WebhookEvent),
+      filter: WebhookFilter.optional(),
     }),
   })
   .meta({ id: 'WebhookCreateResponse' });

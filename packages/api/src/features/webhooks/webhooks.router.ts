@@ -10,6 +10,7 @@ import {
   WebhookDeliveryList,
   WebhookDeliveryListQuery,
   WebhookList,
+  WebhookUpdateInput,
 } from './webhook.schemas.ts';
 import {
   activateWebhook,
@@ -18,6 +19,7 @@ import {
   listDeliveries,
   listWebhooks,
   replayDelivery,
+  updateWebhook,
 } from './webhooks.service.ts';
 
 const tags = ['Webhooks'];
@@ -49,7 +51,7 @@ export const webhooksRouter = router({
         tags,
         summary: 'Create a webhook endpoint; its signing secret is shown only in this response',
         description:
-          'Creates an endpoint that receives the events named, signed with a new secret (`whsec_…`) returned only here: store it. A URL that is not a public http(s) URL, or a 101st endpoint, is a 400. Not idempotent: a retried create makes a second endpoint.',
+          'Creates an endpoint that receives the events named, signed with a new secret (`whsec_…`) returned only here: store it. With `filter` (the lists’ query language over the event’s record, docs/api/query.md), only the events whose `data` meets it are delivered; a filter that does not fit the record of every kind named is a 400 naming the node. A URL that is not a public http(s) URL, or a 101st endpoint, is a 400. Not idempotent: a retried create makes a second endpoint.',
         successDescription: 'Created',
       },
       scope: 'webhooks:write',
@@ -60,6 +62,24 @@ export const webhooksRouter = router({
     .input(WebhookCreateInput)
     .output(WebhookCreateResponse)
     .mutation(async ({ ctx, input }) => ({ data: await createWebhook(ctx, input) })),
+
+  update: authedProcedure
+    .meta({
+      openapi: {
+        method: 'PATCH',
+        path: '/webhooks/{id}',
+        tags,
+        summary: 'Change a webhook endpoint’s URL, event kinds or filter',
+        description:
+          'Changes the fields sent and returns the endpoint; `filter: null` removes its filter. The filter (kept or new) is checked against the record of every kind in `events`, as at creation: a field a kind’s record does not have, an operator that does not fit, is a 400 naming the node (`filter/and/1/field: …`). Events fanned out from then on follow the change. An unknown endpoint is a 404.',
+      },
+      scope: 'webhooks:write',
+      agentHint:
+        'Use to change which events an endpoint receives: its kinds, or a filter over their record (filter: {"field": "value", "op": "gte", "value": 50000}).',
+    })
+    .input(WebhookUpdateInput)
+    .output(dataOf(Webhook))
+    .mutation(async ({ ctx, input: { id, ...fields } }) => ({ data: await updateWebhook(ctx, id, fields) })),
 
   delete: authedProcedure
     .meta({

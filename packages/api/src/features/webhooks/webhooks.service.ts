@@ -13,6 +13,7 @@ import { type Kysely, type SqlBool, sql } from 'kysely';
 import type { OrgScope } from '../../context.ts';
 import { ApiError, notFound } from '../../errors.ts';
 import { currentOrg, orgDb, orgQuery } from '../../org-scope.ts';
+import { checkEventFilter } from '../../query/event-filter.ts';
 import { isoOf } from '../../read-model.ts';
 import { toIso } from '../../schemas.ts';
 import type {
@@ -20,6 +21,7 @@ import type {
   WebhookDeliveryDto,
   WebhookDeliveryListQuery,
   WebhookDto,
+  WebhookUpdateInput,
 } from './webhook.schemas.ts';
 
 /** Endpoints per organization: every event fans out to each one. */
@@ -34,7 +36,24 @@ function toWebhookDto(endpoint: WebhookEndpoint): WebhookDto {
     failure_count: endpoint.failureCount,
     last_triggered_at: toIso(endpoint.lastTriggeredAt),
     created_at: endpoint.createdAt.toISOString(),
+    // Only when set: without one, the contract's Webhook exactly.
+    ...(endpoint.filter ? { filter: endpoint.filter } : {}),
   };
+}
+
+/** The plans of a webhook's filter, one per subscribed kind (400s name `filter/…` and `events/…`). */
+const filterPlans = (em: EntityManager, filter: Record<string, unknown>, events: readonly string[]) =>
+  checkEventFilter(em, filter, events, { filter: 'filter', types: 'events' });
+
+/** The URL's host must resolve to public addresses only, unless private targets are allowed. */
+async function checkTarget(ctx: OrgScope, url: string): Promise<void> {
+  if (ctx.services.config.webhooks.allowPrivate) return;
+  try {
+    await assertPublicTarget(new URL(url));
+  } catch (err) {
+    if (err instanceof RefusedTargetError) throw new ApiError('invalid_request', `url: ${err.message}`);
+    throw err;
+  }
 }
 
 async function findWebhook(em: EntityManager, id: string): Promise<WebhookEndpoint> {
@@ -55,14 +74,8 @@ export async function listWebhooks(em: EntityManager): Promise<WebhookDto[]> {
  */
 export async function createWebhook(ctx: OrgScope, input: WebhookCreateInput) {
   const settings = ctx.services.config.webhooks;
-  if (!settings.allowPrivate) {
-    try {
-      await assertPublicTarget(new URL(input.url));
-    } catch (err) {
-      if (err instanceof RefusedTargetError) throw new ApiError('invalid_request', `url: ${err.message}`);
-      throw err;
-    }
-  }
+  await checkTarget(ctx, input.url);
+  const plans = input.filter ? await filterPlans(ctx.em, input.filter, input.events) : null;
   return ctx.em.transactional(async (em) => {
     if ((await em.count(WebhookEndpoint, {})) >= MAX_WEBHOOKS_PER_ORG)
       throw new ApiError(
@@ -77,10 +90,41 @@ export async function createWebhook(ctx: OrgScope, input: WebhookCreateInput) {
       url: input.url,
       events: input.events,
       secret: sealSecret(secret, id, settings.encryptionKey),
+      filter: input.filter ?? null,
+      filterPlan: plans,
       createdAt: new Date(),
     });
     await em.flush();
-    return { id, secret, url: input.url, events: input.events };
+    return {
+      id,
+      secret,
+      url: input.url,
+      events: input.events,
+      ...(input.filter ? { filter: input.filter } : {}),
+    };
+  });
+}
+
+/**
+ * Changes an endpoint's URL, kinds or filter (null removes it); the filter, kept or new, is checked again
+ * against the kinds. Events fanned out from then on follow the new settings; queued deliveries stay.
+ */
+export async function updateWebhook(
+  ctx: OrgScope,
+  id: string,
+  input: Omit<WebhookUpdateInput, 'id'>,
+): Promise<WebhookDto> {
+  if (input.url !== undefined) await checkTarget(ctx, input.url);
+  return ctx.em.transactional(async (em) => {
+    const endpoint = await findWebhook(em, id);
+    const events = input.events ?? [...endpoint.events];
+    const filter = input.filter === undefined ? endpoint.filter : input.filter;
+    endpoint.filterPlan = filter ? await filterPlans(em, filter, events) : null;
+    endpoint.filter = filter ?? null;
+    endpoint.events = events;
+    if (input.url !== undefined) endpoint.url = input.url;
+    await em.flush();
+    return toWebhookDto(endpoint);
   });
 }
 

@@ -1,0 +1,236 @@
+/**
+ * `npm run bench:query`: do filtered and sorted lists (issue 31's query language) cost the same in an
+ * organization of a million deals as in one of ten thousand? On PostgreSQL, two organizations (QUERY_SMALL,
+ * default 10,000, and QUERY_LARGE, default 1,000,000 deals), each with the 20 custom fields of the bench's
+ * "+ 20 custom" scenario (one of them unique, `external_id`), their deals written by SQL in chunks (the
+ * API's create is not what is measured; the triggers that keep counts and claim unique values run as for
+ * any write): 25 owners, 8 stages, values up to 500,000, created over two years, three in four updated
+ * since. Then each call is measured one request at a time (p50, p99), its first page and the page after
+ * its cursor, on both organizations, printed side by side with the ratio (issue 31: p50 under 50 ms and
+ * within 2× of 10k; a filter no index serves answers within 2 s or is refused at once).
+ *
+ * QUERY_SECONDS (per call, default 3), BENCH_DATABASE_URL or TEST_DATABASE_URL (admin URL, this machine
+ * only). The database is dropped at the end, unless QUERY_KEEP_DATABASE=true (to study plans).
+ */
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { apiCall, crmCli, SERVER } from './crm-calls.ts';
+import { CUSTOM_FIELDS, customValuesSql } from './custom-fields.ts';
+import { API } from './load.ts';
+import { startServerProcess } from './processes.ts';
+import { measureSequential } from './sequential.ts';
+
+const env = process.env;
+const SMALL = Number(env.QUERY_SMALL ?? 10_000);
+const LARGE = Number(env.QUERY_LARGE ?? 1_000_000);
+const SECONDS = Number(env.QUERY_SECONDS ?? 3);
+const CHUNK = 100_000;
+const ADMIN_URL =
+  env.BENCH_DATABASE_URL || env.TEST_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
+const TWO_YEARS = 2 * 365 * 86_400;
+
+const log = (msg: string) =>
+  process.stdout.write(`[query ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
+
+/** Deals `from`..`to` of an organization of `n`: deal 1 the newest, deal n two years old. */
+async function seedDeals(db: pg.Client, orgId: string, n: number, from: number, to: number) {
+  await db.query(
+    `with st as (
+       select array_agg(s.id order by s.position) as ids, min(p.id::text)::uuid as pipeline
+         from pipelines p join pipeline_stages s on s.pipeline_id = p.id
+        where p.org_id = $1 and p.is_default)
+     insert into deals (id, org_id, title, company_name, value, currency, pipeline_id, stage_id, owner_name,
+                        notes, created_at, updated_at, last_activity_at, custom)
+     select gen_random_uuid(), $1, 'Deal ' || i, 'Company ' || (i % 997), (i::bigint * 7919) % 500000 + 1000, 'USD',
+            st.pipeline, st.ids[1 + i % cardinality(st.ids)], 'Owner ' || (i % 25),
+            case when i % 5 = 0 then 'Note ' || i end, c.at,
+            case when i % 4 <> 0 then c.at + (now() - c.at) * (((i::bigint * 104729) % 1000) / 1000.0) end, c.at,
+            ${customValuesSql('(i % 100000)', `'EXT-' || i`)}
+       from generate_series($2::int, $3::int) i, st,
+            lateral (select now() - make_interval(secs => (i::bigint * ${TWO_YEARS}) / $4::int) as at) c`,
+    [orgId, from, to, n],
+  );
+}
+
+interface Org {
+  n: number;
+  orgId: string;
+  key: string;
+  stageId: string;
+}
+
+/** A call: its label, and its path for an organization and (page 2) the cursor its first page gave. */
+type Call = [string, (o: Org) => string];
+
+const filter = (tree: unknown) => `filter=${encodeURIComponent(JSON.stringify(tree))}`;
+const daysAgo = (d: number) => new Date(Date.now() - d * 86_400_000).toISOString();
+
+const CALLS: Call[] = [
+  ['GET /deals (no filter, newest first)', () => '/deals?limit=50'],
+  [
+    'stage_id eq, sort -created_at',
+    (o) => `/deals?limit=50&sort=-created_at&${filter({ field: 'stage_id', op: 'eq', value: o.stageId })}`,
+  ],
+  [
+    'owner_name eq, sort -created_at',
+    () => `/deals?limit=50&sort=-created_at&${filter({ field: 'owner_name', op: 'eq', value: 'Owner 7' })}`,
+  ],
+  [
+    'value between 100k and 110k, sort -value',
+    () =>
+      `/deals?limit=50&sort=-value&${filter({ field: 'value', op: 'between', value: [100_000, 110_000] })}`,
+  ],
+  ['sort -value (no filter)', () => '/deals?limit=50&sort=-value'],
+  [
+    'created_at in the last 30 days, sort -created_at',
+    () =>
+      `/deals?limit=50&sort=-created_at&${filter({ field: 'created_at', op: 'gte', value: daysAgo(30) })}`,
+  ],
+  [
+    'updated_at in the last 7 days, sort -updated_at',
+    () => `/deals?limit=50&sort=-updated_at&${filter({ field: 'updated_at', op: 'gte', value: daysAgo(7) })}`,
+  ],
+  [
+    'custom.external_id eq (a unique field)',
+    (o) =>
+      `/deals?limit=50&${filter({ field: 'custom.external_id', op: 'eq', value: `EXT-${Math.floor(o.n / 2)}` })}`,
+  ],
+  [
+    'custom.region eq and owner_name eq (one indexed)',
+    () =>
+      `/deals?limit=50&${filter({
+        and: [
+          { field: 'owner_name', op: 'eq', value: 'Owner 3' },
+          { field: 'custom.region', op: 'eq', value: 'emea_north' },
+        ],
+      })}`,
+  ],
+];
+
+/** A filter no index serves: answered within 2 s, or refused (400) at once. */
+const UNINDEXED: Call = [
+  'notes contains, custom.seats gte (no index)',
+  () =>
+    `/deals?limit=50&${filter({
+      and: [
+        { field: 'notes', op: 'contains', value: '99' },
+        { field: 'custom.seats', op: 'gte', value: 400 },
+      ],
+    })}`,
+];
+
+async function main() {
+  const admin = new URL(ADMIN_URL);
+  if (!['127.0.0.1', 'localhost'].includes(admin.hostname))
+    throw new Error(`${admin.hostname} is not this machine`);
+  const name = `crm_query_${randomBytes(4).toString('hex')}`;
+  const client = new pg.Client({ connectionString: ADMIN_URL });
+  await client.connect();
+  await client.query(`create database ${name}`);
+  const url = new URL(ADMIN_URL);
+  url.pathname = `/${name}`;
+  const dbEnv = { DATABASE_URL: url.toString(), CRM_DATA_DIR: '' };
+  const db = new pg.Client({ connectionString: url.toString() });
+  try {
+    const created: Array<Omit<Org, 'stageId'>> = [];
+    for (const n of [SMALL, LARGE]) {
+      const org = (await crmCli(dbEnv, 'org', 'create', `Query ${n}`)).lines[0] as {
+        org_id: string;
+        api_key: string;
+      };
+      created.push({ n, orgId: org.org_id, key: org.api_key });
+    }
+    const server = await startServerProcess(
+      'service',
+      SERVER,
+      {
+        ...dbEnv,
+        CRM_RATE_LIMIT_CRUD: '1000000000',
+        CRM_RATE_LIMIT_DEFAULT: '1000000000',
+        CRM_API_QUOTA_MONTHLY: '1000000000000',
+        REDIS_URL: '',
+        LOG_LEVEL: 'warn',
+        CRM_BOOTSTRAP_ORG: 'false',
+      },
+      300_000,
+    );
+    await db.connect();
+    try {
+      const orgs: Org[] = [];
+      for (const o of created) {
+        for (const field of CUSTOM_FIELDS)
+          await apiCall(server.url, o.key, 'POST', '/custom-fields/deals', field);
+        const t0 = performance.now();
+        for (let from = 1; from <= o.n; from += CHUNK) {
+          await seedDeals(db, o.orgId, o.n, from, Math.min(o.n, from + CHUNK - 1));
+          log(
+            `${Math.min(o.n, from + CHUNK - 1).toLocaleString('en-US')} of ${o.n.toLocaleString('en-US')} deals`,
+          );
+        }
+        log(
+          `${o.n.toLocaleString('en-US')} deals written in ${((performance.now() - t0) / 1000).toFixed(0)} s`,
+        );
+        const stages = (await apiCall(server.url, o.key, 'GET', '/pipeline/stages')).data as Array<{
+          id: string;
+        }>;
+        orgs.push({ ...o, stageId: (stages[2] ?? stages[0])?.id as string });
+      }
+      const t0 = performance.now();
+      await db.query('vacuum (analyze) deals');
+      await db.query('vacuum (analyze) custom_unique_values');
+      log(`vacuum (analyze) in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+
+      const lines = [
+        `| call | p50 at ${SMALL.toLocaleString('en-US')} (ms) | p50 at ${LARGE.toLocaleString('en-US')} (ms) | ratio | page 2 p50 small / large (ms) | total at large |`,
+        '|---|---|---|---|---|---|',
+      ];
+      const measure = (o: Org, path: string) =>
+        measureSequential(server.url, o.key, () => ({ path: `${API}${path}` }), {
+          seconds: SECONDS,
+          warmupSeconds: 1,
+          pid: server.pid,
+        });
+      for (const [label, make] of CALLS) {
+        const first = [];
+        const second = [];
+        let total = '';
+        for (const o of orgs) {
+          const page = await apiCall(server.url, o.key, 'GET', make(o));
+          total = String(page.meta?.total ?? '');
+          first.push(await measure(o, make(o)));
+          const next = page.meta?.next_cursor as string | null | undefined;
+          second.push(next ? await measure(o, `${make(o)}&after=${next}`) : undefined);
+        }
+        const [s, l] = first as [(typeof first)[0], (typeof first)[0]];
+        if (s.non2xx || l.non2xx)
+          throw new Error(`${label}: non-2xx answers ${JSON.stringify([s.statuses, l.statuses])}`);
+        const p2 = second.map((r) => (r ? r.p50.toFixed(2) : '(one page)')).join(' / ');
+        lines.push(
+          `| ${label} | ${s.p50.toFixed(2)} | ${l.p50.toFixed(2)} | ${(l.p50 / s.p50).toFixed(2)}× | ${p2} | ${total} |`,
+        );
+        log(lines.at(-1) as string);
+      }
+      for (const o of orgs) {
+        const t = performance.now();
+        const res = await fetch(`${server.url}${API}${UNINDEXED[1](o)}`, {
+          headers: { authorization: `Bearer ${o.key}` },
+        });
+        const body = (await res.json()) as { meta?: { total?: number }; error?: { message?: string } };
+        lines.push(
+          `| ${UNINDEXED[0]} at ${o.n.toLocaleString('en-US')} | ${(performance.now() - t).toFixed(0)} ms, ${res.status} | ${res.ok ? `total ${body.meta?.total}` : (body.error?.message ?? '').slice(0, 80)} | | | |`,
+        );
+        log(lines.at(-1) as string);
+      }
+      process.stdout.write(`\n${lines.join('\n')}\n`);
+    } finally {
+      await server.stop();
+      await db.end();
+    }
+  } finally {
+    if (env.QUERY_KEEP_DATABASE === 'true') log(`kept the database ${name}`);
+    else await client.query(`drop database if exists ${name} with (force)`);
+    await client.end();
+  }
+}
+
+await main();

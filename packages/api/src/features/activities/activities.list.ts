@@ -1,0 +1,48 @@
+import type { EntityManager } from '@crm/db';
+import { type Expression, expressionBuilder, type SqlBool, sql } from 'kysely';
+import { queryList } from '../../query/list.ts';
+import { ACTIVITIES } from '../../query/objects.ts';
+import { listActivities, toActivityDto } from './activities.service.ts';
+import type { ActivityListQuery, ActivityQueryBody } from './activity.schemas.ts';
+
+/** The list's own parameters as conditions on `e` (an engagement), for the query language's list. */
+function ownConditions(query: ActivityListQuery | ActivityQueryBody): Expression<SqlBool>[] {
+  const eb = expressionBuilder();
+  const where: Expression<SqlBool>[] = [];
+  for (const target of [query.deal_id, query.contact_id, query.company_id])
+    if (target)
+      where.push(
+        sql<SqlBool>`exists (${eb
+          .selectFrom('engagement_links as o' as never)
+          .select(sql.lit(1).as('one'))
+          .where(sql<SqlBool>`o.engagement_id = e.id and o.target_id = ${target}::uuid`)})`,
+      );
+  if (query.type) where.push(sql<SqlBool>`e.type = ${query.type}`);
+  if (query.status) where.push(sql<SqlBool>`e.status = ${query.status}`);
+  if (query.due_before) where.push(sql<SqlBool>`e.due_at < ${query.due_before}::timestamptz`);
+  return where;
+}
+
+/**
+ * GET /activities and POST /activities/query. Without `filter` and `sort`, the list as it was (its own
+ * filters, read along the link or type index); with either, through the query language, its own
+ * parameters ANDed with the filter, the same keyset cursor (`after`, an activity's id) and no total.
+ */
+export async function listActivitiesBy(
+  em: EntityManager,
+  query: ActivityListQuery | ActivityQueryBody,
+  granted: readonly string[],
+) {
+  if (query.filter === undefined && query.sort === undefined)
+    return listActivities(em, query as ActivityListQuery);
+  const page = await queryList(
+    em,
+    ACTIVITIES,
+    { ...query, offset: 0 },
+    { granted, where: ownConditions(query), count: false },
+  );
+  return {
+    data: page.rows.map(toActivityDto),
+    meta: { limit: query.limit, next_cursor: page.next_cursor },
+  };
+}
