@@ -1,9 +1,78 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DRIVERS, startTestServer, type TestOrg, type TestServer } from '../../server/test/harness.ts';
 import { crm } from './crm.ts';
+
+const CLIENT = fileURLToPath(new URL('../../../packages/client/src/index.ts', import.meta.url));
+
+/**
+ * An app's code using @crm/client with the declaration `crm schema types` printed: what must compile, and
+ * (each `@ts-expect-error`) what must not; an unused `@ts-expect-error` is an error too.
+ */
+const APP = `import { createCrmClient, createCrmRestClient, type Filter } from '@crm/client';
+import type { OrgFields } from './crm-fields.ts';
+
+const crm = createCrmClient<OrgFields>({ baseUrl: 'http://localhost:3000', apiKey: 'ck_x' });
+const rest = createCrmRestClient<OrgFields>({ baseUrl: 'http://localhost:3000', apiKey: 'ck_x' });
+
+export async function app(id: string) {
+  const { data } = await crm.deals.get.query({ id });
+  const arr: number | undefined = data.deal.custom.arr;
+  const region: 'emea' | 'apac' | undefined = data.deal.custom.region;
+  const tags: Array<'vip' | 'partner' | 'old'> | undefined = data.deal.custom.tags;
+  // @ts-expect-error arr is a number
+  const wrong: string | undefined = data.deal.custom.arr;
+  await crm.deals.create.mutate({ title: 'Acme', custom: { arr: 120000, region: 'emea', tags: ['vip'] } });
+  // @ts-expect-error a custom number given a string
+  await crm.deals.create.mutate({ title: 'Acme', custom: { arr: '120000' } });
+  // @ts-expect-error an archived option is read, no longer written
+  await crm.deals.create.mutate({ title: 'Acme', custom: { tags: ['old'] } });
+  // @ts-expect-error an archived field takes no more values
+  await crm.deals.update.mutate({ id, custom: { legacy_code: 'L-2' } });
+  await crm.companies.create.mutate({ name: 'Acme', custom: { segment: 'smb' } });
+  // @ts-expect-error segment is required on companies
+  await crm.companies.create.mutate({ name: 'Acme', custom: {} });
+  const filter: Filter<OrgFields, 'deals'> = {
+    and: [
+      { field: 'custom.arr', op: 'gte', value: 1000 },
+      { field: 'custom.region', op: 'in', value: ['emea'] },
+      { field: 'stakeholders.custom.seniority', op: 'gt', value: 2 },
+      { field: 'company.custom.segment', op: 'eq', value: 'enterprise' },
+    ],
+  };
+  await crm.deals.query.mutate({ filter });
+  // @ts-expect-error a misspelled custom field
+  await crm.deals.query.mutate({ filter: { field: 'custom.regoin', op: 'eq', value: 'emea' } });
+  // @ts-expect-error a custom number compared with a string
+  await rest.POST('/deals/query', { body: { filter: { field: 'custom.arr', op: 'gt', value: '1' } } });
+  return [arr, region, tags, wrong];
+}
+`;
+
+/** The type checker's complaints about `dir`'s app.ts, which imports the client's source as '@crm/client'. */
+function compile(dir: string): string[] {
+  const program = ts.createProgram([path.join(dir, 'app.ts')], {
+    strict: true,
+    noEmit: true,
+    skipLibCheck: true,
+    target: ts.ScriptTarget.ES2022,
+    module: ts.ModuleKind.ESNext,
+    moduleResolution: ts.ModuleResolutionKind.Bundler,
+    allowImportingTsExtensions: true,
+    types: [],
+    paths: { '@crm/client': [CLIENT] },
+  });
+  return ts
+    .getPreEmitDiagnostics(program)
+    .map((d) => `${d.file?.fileName ?? ''}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`);
+}
+
+/** The first database's declaration, compiled; the second's must be the same text (but for the org id). */
+let compiledDeclaration: string | undefined;
 
 /**
  * The custom fields kept as a file in a repository: `crm schema export`, edited, `crm schema plan`, then
@@ -142,6 +211,54 @@ for (const { driver, label, skip } of DRIVERS) {
       const wrong = await schema('plan', at);
       expect(wrong.code).toBe(1);
       expect(wrong.stderr).toMatch(/version: Invalid input: expected 1/);
+    });
+
+    it('types: a TypeScript declaration of the fields that the typed client compiles an app with', async () => {
+      // Beside the fields of the tests above (arr, region, legacy_code archived): one of each kind.
+      await api('/custom-fields/deals', {
+        key: 'tags',
+        label: 'Tags */ with a comment end',
+        type: 'multi_select',
+        options: [{ value: 'vip' }, { value: 'partner' }, { value: 'old' }],
+      });
+      const patched = await s.api('/custom-fields/deals/tags', {
+        key: org.apiKey,
+        method: 'PATCH',
+        json: { options: [{ value: 'vip' }, { value: 'partner' }] },
+      });
+      expect(patched.status).toBe(200);
+      await api('/custom-fields/contacts', { key: 'seniority', type: 'number' });
+      await api('/custom-fields/companies', {
+        key: 'segment',
+        type: 'select',
+        required: true,
+        options: [{ value: 'smb' }, { value: 'enterprise' }],
+      });
+
+      const types = await schema('types');
+      expect(types.code, types.stderr).toBe(0);
+      const declaration = types.stdout;
+      expect(declaration).toContain('export type OrgFields = {');
+      expect(declaration).toContain('    arr: { type: "number" };');
+      expect(declaration).toContain('    region: { type: "select"; options: "emea" | "apac" };');
+      expect(declaration).toContain('    legacy_code: { type: "text"; archived: true };');
+      expect(declaration).toContain(
+        '    tags: { type: "multi_select"; options: "vip" | "partner"; archivedOptions: "old" };',
+      );
+      expect(declaration).toContain('/** Tags *\\/ with a comment end: multi_select */');
+      expect(declaration).toContain(
+        '    segment: { type: "select"; required: true; options: "smb" | "enterprise" };',
+      );
+
+      const own = declaration.replaceAll(org.orgId, '<org>');
+      if (compiledDeclaration !== undefined) {
+        expect(own).toBe(compiledDeclaration);
+        return;
+      }
+      await writeFile(path.join(dir, 'crm-fields.ts'), declaration);
+      await writeFile(path.join(dir, 'app.ts'), APP);
+      expect(compile(dir)).toEqual([]);
+      compiledDeclaration = own;
     });
   });
 }

@@ -122,4 +122,15 @@ export function wrongInput() {
   return crm.deals.create.mutate({ title: 42 });
 }
 
+/** An organization's fields as `crm schema types` prints them (contacts and companies left out: none). */
+type OrgFields = { deals: { arr: { type: 'currency'; required: true } } };
+
+/** Never called: the packed declarations type `custom` and `filter` by the fields (else this does not compile). */
+export async function typedFields(id: string) {
+  const typed = createCrmClient<OrgFields>({ baseUrl, apiKey });
+  const { data } = await typed.deals.get.query({ id });
+  const arr: number = data.deal.custom.arr;
+  return typed.deals.query.mutate({ filter: { field: 'custom.arr', op: 'gte', value: arr } });
+}
+
 process.stdout.write(JSON.stringify(out));

@@ -70,7 +70,7 @@ for (const { driver, label, skip } of DRIVERS) {
 
       const searched = await api('/search?q=acme');
       expect(searched.body.data.companies).toEqual([
-        { id: acme.id, name: 'Acme Corp', domain: 'acme.com', industry: 'Manufacturing' },
+        { id: acme.id, name: 'Acme Corp', domain: 'acme.com', industry: 'Manufacturing', custom: {} },
       ]);
       expect(searched.body.meta.companies).toEqual({ total: 1, exact: true });
 

@@ -78,6 +78,11 @@ for (const { driver, label, skip } of DRIVERS) {
       const events = await api('/events?types=deal.created');
       const event = events.body.data.find((e: { data: { id: string } }) => e.data.id === id);
       expect(event.data.custom).toEqual({ arr: 120000, region: 'emea' });
+      // And every search result.
+      const searched = (await api('/search?q=acme')).body.data;
+      expect(searched.deals.map((d: { id: string; custom: unknown }) => [d.id, d.custom])).toEqual([
+        [id, { arr: 120000, region: 'emea' }],
+      ]);
     });
 
     it('refuses a bad value with a 400 naming custom.<key>, writing nothing', async () => {
@@ -374,6 +379,59 @@ for (const { driver, label, skip } of DRIVERS) {
       expect(reuse.body.error).toMatch(/was archived; a key is never used again/);
     });
 
+    it('GET /usage/limits says how much of each limit is used: fields, options, pipelines, stages, webhooks', async () => {
+      await freshOrg();
+      // Other tests' organizations on this server hold fields: none of theirs count here.
+      const before = (await api('/usage/limits')).body.data;
+      expect(before.custom_fields.deals).toEqual({
+        fields: { used: 0, limit: 200 },
+        options_per_select: { used: 0, limit: 500, key: null },
+        value_bytes_per_record: { limit: 32768 },
+      });
+      await define('deals', { key: 'arr', type: 'number' });
+      await define('deals', {
+        key: 'region',
+        type: 'select',
+        options: [{ value: 'emea' }, { value: 'apac' }, { value: 'amer' }],
+      });
+      await define('deals', { key: 'tags', type: 'multi_select', options: [{ value: 'a' }, { value: 'b' }] });
+      await define('contacts', { key: 'seniority', type: 'number' });
+      // An archived field keeps its key, so it still counts.
+      expect((await api('/custom-fields/deals/arr', { method: 'DELETE' })).status).toBe(200);
+      const res = await api('/usage/limits');
+      expect(res.status).toBe(200);
+      const [pipeline] = (await api('/pipelines')).body.data;
+      expect(res.body.data).toEqual({
+        custom_fields: {
+          deals: {
+            fields: { used: 3, limit: 200 },
+            options_per_select: { used: 3, limit: 500, key: 'region' },
+            value_bytes_per_record: { limit: 32768 },
+          },
+          contacts: {
+            fields: { used: 1, limit: 200 },
+            options_per_select: { used: 0, limit: 500, key: null },
+            value_bytes_per_record: { limit: 32768 },
+          },
+          companies: {
+            fields: { used: 0, limit: 200 },
+            options_per_select: { used: 0, limit: 500, key: null },
+            value_bytes_per_record: { limit: 32768 },
+          },
+        },
+        pipelines: { used: 1, limit: 100 },
+        stages_per_pipeline: { used: pipeline.stages.length, limit: 50, pipeline_id: pipeline.id },
+        webhook_endpoints: { used: 0, limit: 100 },
+      });
+      // GET /usage answers as the contract says, without these.
+      expect(Object.keys((await api('/usage')).body.data).sort()).toEqual([
+        'alerts',
+        'period',
+        'quotas',
+        'rate_limits',
+      ]);
+    });
+
     it('refuses definitions that make no sense, naming what is wrong', async () => {
       await freshOrg();
       const bad: Array<[unknown, RegExp]> = [
@@ -419,6 +477,7 @@ for (const { driver, label, skip } of DRIVERS) {
       expect(patched.status).toBe(400);
       expect(patched.body.error).toBe('custom.linkedin_followers: Too small: expected number to be >=0');
       expect((await api('/contacts')).body.data[0].custom).toEqual({ linkedin_followers: 1200 });
+      expect((await api('/search?q=ann')).body.data.contacts[0].custom).toEqual({ linkedin_followers: 1200 });
       // Another organization neither sees the field nor may write it.
       expect((await s.api('/custom-fields/contacts')).body.data).toEqual([]);
       expect((await s.api('/custom-fields/contacts/linkedin_followers')).status).toBe(404);

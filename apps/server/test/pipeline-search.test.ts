@@ -123,6 +123,7 @@ for (const { driver, label, skip } of DRIVERS) {
           value: null,
           health: null,
           win_probability: null,
+          custom: {},
         },
       ]);
       expect(res.body.data.contacts).toEqual([
@@ -135,6 +136,7 @@ for (const { driver, label, skip } of DRIVERS) {
           deal_id: deal.id,
           deal_title: 'Quantum upgrade',
           company: 'Vandelay Industries',
+          custom: {},
         },
       ]);
       const byTitle = await s.api('/search?q=import');

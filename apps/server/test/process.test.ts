@@ -180,6 +180,7 @@ describe('the server process', () => {
         'POST /custom-fields/apply',
         'GET /search',
         'GET /usage',
+        'GET /usage/limits',
         'GET /webhooks',
         'POST /webhooks',
         'DELETE /webhooks/{id}',

@@ -125,6 +125,7 @@ describeOnEachDatabase(
         value: null,
         health: null,
         win_probability: null,
+        custom: {},
       });
       expect(found.deals[1]?.title).toBe('Deal 30');
       const people = await searchFor('person');
@@ -140,6 +141,7 @@ describeOnEachDatabase(
         deal_id: deals[0]?.id,
         deal_title: deals[0]?.title,
         company: null,
+        custom: {},
       });
     });
 

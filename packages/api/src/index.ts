@@ -17,6 +17,11 @@ export * from './errors.ts';
 export { type DomainEvent, emitEvent } from './events.ts';
 export { maintainKeptAnalytics } from './features/ai/kept-analytics.ts';
 export type { CustomFieldCreateInput } from './features/custom-fields/custom-field.schemas.ts';
+export {
+  CUSTOM_LIMITS,
+  CUSTOM_OBJECTS,
+  FIELD_TYPES,
+} from './features/custom-fields/custom-field.schemas.ts';
 export { createCustomField } from './features/custom-fields/custom-fields.service.ts';
 export { placeOnePass } from './features/events/event-feed.service.ts';
 export { pruneIdempotencyKeys } from './idempotency.ts';
@@ -30,6 +35,9 @@ export { callTool, type McpCaller, TOOLS } from './mcp/tools.ts';
 export { buildOpenApiDocument } from './openapi.ts';
 export { orgFork, TENANT_TABLES } from './org-scope.ts';
 export { matchesPlan, type Plan } from './query/evaluate.ts';
+export { builtInCatalogue, CUSTOM_TYPES, type QueryObject } from './query/fields.ts';
+export { OPERATORS_BY_TYPE } from './query/filter.ts';
+export { COMPANIES, CONTACTS, DEALS } from './query/objects.ts';
 export { matchOperation, type RestMatch, restInput } from './rest.ts';
 export { type AppRouter, appRouter } from './router.ts';
 export * from './routes.ts';

@@ -1,3 +1,17 @@
+export type {
+  CustomFieldSpec,
+  CustomFieldType,
+  CustomObject,
+  CustomValue,
+  CustomValuesCreate,
+  CustomValuesOut,
+  CustomValuesPatch,
+  Filter,
+  FilterCondition,
+  FilterFields,
+  OrgFieldsShape,
+  UntypedFields,
+} from './custom-fields.ts';
 export { CrmError } from './errors.ts';
 export type { ClientOptions } from './options.ts';
 export { allPages, type CursorPage } from './pages.ts';

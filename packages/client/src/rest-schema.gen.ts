@@ -734,6 +734,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/usage/limits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * How much of each limit on the organization’s schema and settings is used
+         * @description Returns, for each limit on what the organization keeps, how much is used: custom fields per object (200), the options of its largest select (500), pipelines (100), the stages of its largest pipeline (50), webhook endpoints (100). The 32 KB of custom values per record is given as a limit only: each write checks it (docs/api/limits.md).
+         *
+         *     Needs an API key with the scope `usage:read` (or `*`).
+         */
+        get: operations["usage-limits"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/webhooks": {
         parameters: {
             query?: never;
@@ -1691,6 +1713,10 @@ export interface components {
             value: number | null;
             health: string | null;
             win_probability: number | null;
+            /** @description Values of the organization’s custom fields by key */
+            custom: {
+                [key: string]: unknown;
+            };
         };
         SearchContact: {
             /** Format: uuid */
@@ -1702,6 +1728,10 @@ export interface components {
             deal_id: string | null;
             deal_title: string | null;
             company: string | null;
+            /** @description Values of the organization’s custom fields by key */
+            custom: {
+                [key: string]: unknown;
+            };
         };
         SearchCompany: {
             /** Format: uuid */
@@ -1709,6 +1739,10 @@ export interface components {
             name: string;
             domain: string | null;
             industry: string | null;
+            /** @description Values of the organization’s custom fields by key */
+            custom: {
+                [key: string]: unknown;
+            };
         };
         SearchMeta: {
             deals: components["schemas"]["SearchMatched"];
@@ -1723,6 +1757,81 @@ export interface components {
             total: number;
             /** @description false when more than `total` (the count bound) matched */
             exact: boolean;
+        };
+        UsageLimits: {
+            custom_fields: {
+                deals: {
+                    /** @description Custom fields defined on the object, archived ones included (they keep their key) */
+                    fields: {
+                        used: number;
+                        limit: number;
+                    };
+                    /** @description The most options one select holds, archived ones included (a PATCH sends the whole list, at most the limit) */
+                    options_per_select: {
+                        used: number;
+                        limit: number;
+                        /** @description The select or multi_select with the most options; null when none */
+                        key: string | null;
+                    };
+                    /** @description The JSON text of one record’s `custom`, checked on every write (400 over it). The largest record’s size is not shown: finding it reads every record */
+                    value_bytes_per_record: {
+                        limit: number;
+                    };
+                };
+                contacts: {
+                    /** @description Custom fields defined on the object, archived ones included (they keep their key) */
+                    fields: {
+                        used: number;
+                        limit: number;
+                    };
+                    /** @description The most options one select holds, archived ones included (a PATCH sends the whole list, at most the limit) */
+                    options_per_select: {
+                        used: number;
+                        limit: number;
+                        /** @description The select or multi_select with the most options; null when none */
+                        key: string | null;
+                    };
+                    /** @description The JSON text of one record’s `custom`, checked on every write (400 over it). The largest record’s size is not shown: finding it reads every record */
+                    value_bytes_per_record: {
+                        limit: number;
+                    };
+                };
+                companies: {
+                    /** @description Custom fields defined on the object, archived ones included (they keep their key) */
+                    fields: {
+                        used: number;
+                        limit: number;
+                    };
+                    /** @description The most options one select holds, archived ones included (a PATCH sends the whole list, at most the limit) */
+                    options_per_select: {
+                        used: number;
+                        limit: number;
+                        /** @description The select or multi_select with the most options; null when none */
+                        key: string | null;
+                    };
+                    /** @description The JSON text of one record’s `custom`, checked on every write (400 over it). The largest record’s size is not shown: finding it reads every record */
+                    value_bytes_per_record: {
+                        limit: number;
+                    };
+                };
+            };
+            /** @description Pipelines of the organization */
+            pipelines: {
+                used: number;
+                limit: number;
+            };
+            /** @description The most stages one pipeline has */
+            stages_per_pipeline: {
+                used: number;
+                limit: number;
+                /** @description The pipeline with the most stages */
+                pipeline_id: string | null;
+            };
+            /** @description Webhook endpoints, inactive ones included */
+            webhook_endpoints: {
+                used: number;
+                limit: number;
+            };
         };
         Webhook: {
             /** Format: uuid */
@@ -7349,6 +7458,73 @@ export interface operations {
                                 recorded_at: string;
                             }[];
                         };
+                    };
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "usage-limits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["UsageLimits"];
                     };
                 };
             };

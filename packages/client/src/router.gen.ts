@@ -1415,6 +1415,7 @@ export type AppRouter = TRPCBuiltRouter<{
             value: number | null;
             health: string | null;
             win_probability: number | null;
+            custom: Record<string, unknown>;
           }[] | undefined;
           contacts?: {
             id: string;
@@ -1425,12 +1426,14 @@ export type AppRouter = TRPCBuiltRouter<{
             deal_id: string | null;
             deal_title: string | null;
             company: string | null;
+            custom: Record<string, unknown>;
           }[] | undefined;
           companies?: {
             id: string;
             name: string;
             domain: string | null;
             industry: string | null;
+            custom: Record<string, unknown>;
           }[] | undefined;
         };
         meta: {
@@ -1489,6 +1492,71 @@ export type AppRouter = TRPCBuiltRouter<{
             limit: number;
             recorded_at: string;
           }[];
+        };
+      };
+    }>;
+    limits: TRPCQueryProcedure<{
+      meta: object;
+      input: void;
+      output: {
+        data: {
+          custom_fields: {
+            deals: {
+              fields: {
+                used: number;
+                limit: number;
+              };
+              options_per_select: {
+                used: number;
+                limit: number;
+                key: string | null;
+              };
+              value_bytes_per_record: {
+                limit: number;
+              };
+            };
+            contacts: {
+              fields: {
+                used: number;
+                limit: number;
+              };
+              options_per_select: {
+                used: number;
+                limit: number;
+                key: string | null;
+              };
+              value_bytes_per_record: {
+                limit: number;
+              };
+            };
+            companies: {
+              fields: {
+                used: number;
+                limit: number;
+              };
+              options_per_select: {
+                used: number;
+                limit: number;
+                key: string | null;
+              };
+              value_bytes_per_record: {
+                limit: number;
+              };
+            };
+          };
+          pipelines: {
+            used: number;
+            limit: number;
+          };
+          stages_per_pipeline: {
+            used: number;
+            limit: number;
+            pipeline_id: string | null;
+          };
+          webhook_endpoints: {
+            used: number;
+            limit: number;
+          };
         };
       };
     }>;

@@ -7,7 +7,9 @@ import {
   type TRPCRequestOptions,
   TRPCUntypedClient,
 } from '@trpc/client';
+import type { TRPCBuiltRouter, TRPCMutationProcedure, TRPCQueryProcedure } from '@trpc/server';
 import { observable } from '@trpc/server/observable';
+import type { CustomObject, UntypedFields, WithFields } from './custom-fields.ts';
 import { type ClientOptions, trimSlash } from './options.ts';
 import { rememberResponse } from './response.ts';
 import type { AppRouter } from './router.gen.ts';
@@ -20,8 +22,52 @@ declare module '@trpc/client' {
   }
 }
 
-/** The typed client: `crm.deals.create.mutate({ title })`, each procedure's input and output checked. */
-export type CrmClient = TRPCClient<AppRouter>;
+type Record_ = AppRouter['_def']['record'];
+/** The areas whose inputs and outputs carry custom values or a filter (search answers deals and contacts). */
+type TypedArea = CustomObject | 'search';
+
+type TypedProcedure<P, F, O extends CustomObject | undefined, Name> = P extends {
+  _def: { type: infer Kind; $types: { input: infer I; output: infer Out } };
+}
+  ? Kind extends 'query'
+    ? TRPCQueryProcedure<{
+        meta: object;
+        input: WithFields<I, F, O, 'create'>;
+        output: WithFields<Out, F, O, 'out'>;
+      }>
+    : TRPCMutationProcedure<{
+        meta: object;
+        // `update` sends a PATCH's values (only those that change; null clears); every other input creates.
+        input: WithFields<I, F, O, Name extends 'update' ? 'patch' : 'create'>;
+        output: WithFields<Out, F, O, 'out'>;
+      }>
+  : P;
+
+/** The router with the organization's fields `F` (`crm schema types`) in `custom` and `filter`. */
+export type AppRouterWith<F> = TRPCBuiltRouter<
+  AppRouter['_def']['_config']['$types'],
+  {
+    [A in keyof Record_]: A extends TypedArea
+      ? {
+          [Op in keyof Record_[A]]: TypedProcedure<
+            Record_[A][Op],
+            F,
+            A extends CustomObject ? A : undefined,
+            Op
+          >;
+        }
+      : Record_[A];
+  }
+>;
+
+/**
+ * The typed client: `crm.deals.create.mutate({ title })`, each procedure's input and output checked. With
+ * an organization's fields (`CrmClient<OrgFields>`, the declaration `crm schema types` prints), `custom`
+ * and the `filter` of `*.query` are typed by them too.
+ */
+export type CrmClient<F = UntypedFields> = [F] extends [UntypedFields]
+  ? TRPCClient<AppRouter>
+  : TRPCClient<AppRouterWith<F>>;
 
 /** Remembers which answer each result came from, for `responseOf`. */
 const responseLink: TRPCLink<AppRouter> =
@@ -60,7 +106,7 @@ class CrmTrpcCaller extends TRPCUntypedClient<AppRouter> {
  * The client most apps want: every procedure of the API, typed, over tRPC (`/trpc`), with retries,
  * timeouts and CrmError (see ClientOptions). `crm.deals.list.query({ limit: 10 })`.
  */
-export function createCrmClient(options: ClientOptions): CrmClient {
+export function createCrmClient<F = UntypedFields>(options: ClientOptions): CrmClient<F> {
   const caller = new CrmTrpcCaller({
     links: [
       responseLink,
@@ -72,5 +118,6 @@ export function createCrmClient(options: ClientOptions): CrmClient {
       }),
     ],
   });
-  return createTRPCClientProxy(caller);
+  // The organization's fields are types only: the calls are the same.
+  return createTRPCClientProxy(caller) as CrmClient<F>;
 }

@@ -4,6 +4,7 @@ import { OPERATIONS } from '@crm/api';
 import type { WebhookEventType as StoredEventType } from '@crm/db';
 import type { inferRouterInputs, inferRouterOutputs } from '@trpc/server';
 import { describe, expect, it } from 'vitest';
+import { QUERY_FILE, renderQueryTypes } from '../scripts/query-types.ts';
 import { GENERATED_FILE, renderRestTypes } from '../scripts/rest-types.ts';
 import type { AppRouter, ErrorBody, WebhookEvent, WebhookEventType } from '../src/index.ts';
 import { IDEMPOTENT_CREATES } from '../src/router.gen.ts';
@@ -15,6 +16,10 @@ type Same<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 
 describe('the generated client types', () => {
   it('REST: match the OpenAPI document the server serves', async () => {
     expect(await readFile(GENERATED_FILE, 'utf8')).toBe(await renderRestTypes());
+  });
+
+  it('filters: the fields and operators the query language declares', async () => {
+    expect(await readFile(QUERY_FILE, 'utf8')).toBe(await renderQueryTypes());
   });
 
   it('tRPC: every procedure takes and returns what the server router does (checked by `npm run typecheck`)', () => {

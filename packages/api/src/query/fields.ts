@@ -140,7 +140,8 @@ function typeOf(s: ZodLike): { type: ValueType; values?: readonly string[] } | u
   }
 }
 
-const CUSTOM_TYPES: Record<CustomFieldType, ValueType> = {
+/** How the filter language types each type of custom field (the typed client's filter types read it too). */
+export const CUSTOM_TYPES: Record<CustomFieldType, ValueType> = {
   text: 'string',
   long_text: 'string',
   email: 'string',
@@ -255,15 +256,30 @@ const rulesOf = (em: EntityManager, object: QueryObject) =>
   object.custom ? fieldRules(em, object.custom) : Promise.resolve([] as FieldRule[]);
 
 /** The organization's catalogue of `object`'s fields (its custom fields read through the definitions' cache). */
-export async function catalogueOf(em: EntityManager, object: QueryObject): Promise<Catalogue> {
+export function catalogueOf(em: EntityManager, object: QueryObject): Promise<Catalogue> {
+  return buildCatalogue(object, (o) => rulesOf(em, o));
+}
+
+/**
+ * The fields every organization has (no custom ones), as the typed client's filter types list them
+ * (`npm run generate -w @crm/client`): the custom ones come from `crm schema types`.
+ */
+export function builtInCatalogue(object: QueryObject): Promise<Catalogue> {
+  return buildCatalogue(object, async () => []);
+}
+
+async function buildCatalogue(
+  object: QueryObject,
+  rules: (object: QueryObject) => Promise<FieldRule[]>,
+): Promise<Catalogue> {
   const catalogue = new Map<string, Field>();
-  for (const field of ownFields(object, await rulesOf(em, object))) catalogue.set(field.name, field);
+  for (const field of ownFields(object, await rules(object))) catalogue.set(field.name, field);
   for (const [via, relation] of Object.entries(object.relations ?? {})) {
     const related = relation.object();
     const eb = expressionBuilder<Tables, never>();
     const exists = (condition: Expression<SqlBool>) =>
       eb.exists(related.from(eb).select(sql.lit(1).as('one')).where(relation.link).where(condition));
-    for (const field of ownFields(related, await rulesOf(em, related)))
+    for (const field of ownFields(related, await rules(related)))
       catalogue.set(`${via}.${field.name}`, {
         ...field,
         name: `${via}.${field.name}`,

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { type Config, ConfigError } from '@crm/config';
 import { DataDirLockedError, type EntityManager, MissingDatabaseError } from '@crm/db';
-import { type Action, COMMANDS, type CommandSpec, findCommand, synopsis } from './commands.ts';
+import { type Action, COMMANDS, type CommandSpec, findCommand, PlainText, synopsis } from './commands.ts';
 import { CliError, UsageError } from './errors.ts';
 import type { Io } from './io.ts';
 import { userPath } from './paths.ts';
@@ -23,7 +23,7 @@ export function usage(): string {
     'Commands:',
     ...rows.map(([s, summary]) => `  ${s.padEnd(width)}${summary}`),
     '',
-    'Output is one JSON object per line on stdout; errors go to stderr (exit 1, or 2 for a wrong command line).',
+    'Output is one JSON object per line on stdout (schema types: TypeScript); errors go to stderr (exit 1, or 2 for a wrong command line).',
     'API keys are printed once, when they are created: store them right away.',
     'The database is PostgreSQL when DATABASE_URL is set, else the embedded one in CRM_DATA_DIR;',
     'while a server holds the embedded one, the command is run by that server.',
@@ -121,7 +121,8 @@ export function report(err: unknown, io: Io): number {
 export async function execute(action: Action, em: EntityManager, config: Config, io: Io): Promise<number> {
   try {
     // Each row is printed as soon as the command returns: a key that was created must reach the user.
-    for (const row of await action(em, config, io)) io.stdout(JSON.stringify(row));
+    for (const row of await action(em, config, io))
+      io.stdout(row instanceof PlainText ? row.text : JSON.stringify(row));
     return 0;
   } catch (err) {
     return report(err, io);

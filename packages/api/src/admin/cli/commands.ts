@@ -10,6 +10,7 @@ import {
   planSchema,
   type SchemaFile,
 } from '../../features/custom-fields/schema-file.ts';
+import { schemaTypes } from '../../features/custom-fields/schema-types.ts';
 import { orgQuotaReport, setOrgQuota, UnknownOrganizationError } from '../../limits/org-quotas.ts';
 import { orgFork, unscopedDb } from '../../org-scope.ts';
 import { parseScopes } from '../../scopes.ts';
@@ -27,7 +28,18 @@ import { runImport } from './import-command.ts';
 import type { Io } from './io.ts';
 import { userPath } from './paths.ts';
 
-/** What a command does once the database is open: the JSON objects it returns are printed one per line. */
+/** What a command prints as it is rather than as JSON (`crm schema types`: a TypeScript file). */
+export class PlainText {
+  readonly text: string;
+  constructor(text: string) {
+    this.text = text;
+  }
+}
+
+/**
+ * What a command does once the database is open: the JSON objects it returns are printed one per line
+ * (a PlainText as it is).
+ */
 export type Action = (em: EntityManager, config: Config, io: Io) => Promise<unknown[]>;
 
 type OptionSpec = { type: 'string'; required?: boolean; description: string };
@@ -212,6 +224,19 @@ export const COMMANDS: CommandSpec[] = [
     prepare({ options }) {
       const orgId = uuidArg(options.org ?? '', '--org');
       return async (em) => [await exportSchema(await scopedToOrg(em, orgId))];
+    },
+  },
+  {
+    name: 'schema types',
+    positionals: [],
+    options: { org: { type: 'string', required: true, description: 'org_id' } },
+    summary:
+      "Print a TypeScript declaration of the organization's custom fields for @crm/client (createCrmClient<OrgFields>)",
+    prepare({ options }) {
+      const orgId = uuidArg(options.org ?? '', '--org');
+      return async (em) => [
+        new PlainText((await schemaTypes(await scopedToOrg(em, orgId), orgId)).trimEnd()),
+      ];
     },
   },
   schemaCommand(

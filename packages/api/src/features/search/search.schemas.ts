@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Text, Uuid } from '../../schemas.ts';
+import { CustomValues } from '../custom-fields/custom-field.schemas.ts';
 
 export const SearchQuery = z.strictObject({
   q: Text()
@@ -18,6 +19,7 @@ export const SearchDeal = z
     value: z.number().nullable(),
     health: z.string().nullable(),
     win_probability: z.number().int().min(0).max(100).nullable(),
+    custom: CustomValues,
   })
   .meta({ id: 'SearchDeal' });
 
@@ -34,11 +36,18 @@ export const SearchContact = z
     deal_id: Uuid.nullable(),
     deal_title: z.string().nullable(),
     company: z.string().nullable(),
+    custom: CustomValues,
   })
   .meta({ id: 'SearchContact' });
 
 export const SearchCompany = z
-  .object({ id: Uuid, name: z.string(), domain: z.string().nullable(), industry: z.string().nullable() })
+  .object({
+    id: Uuid,
+    name: z.string(),
+    domain: z.string().nullable(),
+    industry: z.string().nullable(),
+    custom: CustomValues,
+  })
   .meta({ id: 'SearchCompany' });
 
 export const SearchResponse = z

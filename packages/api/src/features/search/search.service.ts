@@ -267,7 +267,7 @@ const companyColumns = (q: string, pattern: string) => {
   return [
     sql<unknown>`(select coalesce(json_agg(x order by x.r, x.created_at desc, x.id desc), '[]'::json) from ${tables
       .selectFrom('companies as co')
-      .select(['co.id', 'co.name', 'co.domain', 'co.industry', 'co.created_at', rank.as('r')])
+      .select(['co.id', 'co.name', 'co.domain', 'co.industry', 'co.custom', 'co.created_at', rank.as('r')])
       .where(companyMatches(pattern))
       .orderBy(rank)
       .orderBy('co.created_at', 'desc')
@@ -353,6 +353,7 @@ const searchBoth = (large: { deals: boolean; contacts: boolean }) =>
               'd.value',
               'd.deal_health',
               'd.win_probability',
+              'd.custom',
               'x.created_at' as never,
               'x.r' as never,
               'x.k' as never,
@@ -373,6 +374,7 @@ const searchBoth = (large: { deals: boolean; contacts: boolean }) =>
               'c.deal_id',
               'd.title as deal_title',
               'd.company_name as company',
+              'c.custom',
               'x.created_at' as never,
               'x.r' as never,
               'x.k' as never,
@@ -424,6 +426,9 @@ export async function largeTables(em: EntityManager, plainUpTo: number) {
   return { deals: size.deals > plainUpTo, contacts: size.contacts > plainUpTo };
 }
 
+/** A result's custom values (issue 29: `custom` on every search result), `{}` when it holds none. */
+const customOf = (row: Record<string, unknown>) => (row.custom ?? {}) as Record<string, unknown>;
+
 /** A bounded count as an answer: exact up to MATCH_COUNT_BOUND, else "more than" it. */
 export function matchedOf(counted: unknown) {
   const n = Number(counted ?? 0);
@@ -460,6 +465,7 @@ export async function search(
         value: d.value == null ? null : Number(d.value),
         health: (d.deal_health as string | null) ?? null,
         win_probability: (d.win_probability as number | null) ?? null,
+        custom: customOf(d),
       })),
       contacts: contacts.map((c) => ({
         id: c.id as string,
@@ -470,6 +476,7 @@ export async function search(
         deal_id: (c.deal_id as string | null) ?? null,
         deal_title: (c.deal_title as string | null) ?? null,
         company: (c.company as string | null) ?? null,
+        custom: customOf(c),
       })),
       // Only when a company matched: a search of an organization without companies answers as before.
       ...(companies.length > 0
@@ -479,6 +486,7 @@ export async function search(
               name: c.name as string,
               domain: (c.domain as string | null) ?? null,
               industry: (c.industry as string | null) ?? null,
+              custom: customOf(c),
             })),
           }
         : {}),

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { dataOf } from '../../schemas.ts';
 import { authedProcedure, router } from '../../trpc.ts';
-import { UsageResponse } from './usage.schemas.ts';
-import { usageOf } from './usage.service.ts';
+import { UsageLimits, UsageResponse } from './usage.schemas.ts';
+import { usageLimits, usageOf } from './usage.service.ts';
 
 export const usageRouter = router({
   get: authedProcedure
@@ -21,4 +21,20 @@ export const usageRouter = router({
     .input(z.void())
     .output(dataOf(UsageResponse))
     .query(async ({ ctx }) => ({ data: await usageOf(ctx) })),
+  limits: authedProcedure
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/usage/limits',
+        tags: ['Usage'],
+        summary: 'How much of each limit on the organization’s schema and settings is used',
+        description:
+          'Returns, for each limit on what the organization keeps, how much is used: custom fields per object (200), the options of its largest select (500), pipelines (100), the stages of its largest pipeline (50), webhook endpoints (100). The 32 KB of custom values per record is given as a limit only: each write checks it (docs/api/limits.md).',
+      },
+      scope: 'usage:read',
+      agentHint: 'Use before adding custom fields, select options, pipelines or webhooks in bulk.',
+    })
+    .input(z.void())
+    .output(dataOf(UsageLimits))
+    .query(async ({ ctx }) => ({ data: await usageLimits(ctx.em) })),
 });

@@ -37,3 +37,36 @@ export const UsageResponse = z.object({
   alerts: z.array(UsageAlert).describe('Quotas that crossed 80 % or 95 % this period, oldest first'),
 });
 export type UsageResponse = z.infer<typeof UsageResponse>;
+
+const LimitUse = z.object({
+  used: z.number().int().min(0),
+  limit: z.number().int().min(1),
+});
+
+const ObjectLimits = z.object({
+  fields: LimitUse.describe(
+    'Custom fields defined on the object, archived ones included (they keep their key)',
+  ),
+  options_per_select: LimitUse.extend({
+    key: z.string().nullable().describe('The select or multi_select with the most options; null when none'),
+  }).describe(
+    'The most options one select holds, archived ones included (a PATCH sends the whole list, at most the limit)',
+  ),
+  value_bytes_per_record: z
+    .object({ limit: z.number().int().min(1) })
+    .describe(
+      'The JSON text of one record’s `custom`, checked on every write (400 over it). The largest record’s size is not shown: finding it reads every record',
+    ),
+});
+
+export const UsageLimits = z
+  .object({
+    custom_fields: z.object({ deals: ObjectLimits, contacts: ObjectLimits, companies: ObjectLimits }),
+    pipelines: LimitUse.describe('Pipelines of the organization'),
+    stages_per_pipeline: LimitUse.extend({
+      pipeline_id: z.string().nullable().describe('The pipeline with the most stages'),
+    }).describe('The most stages one pipeline has'),
+    webhook_endpoints: LimitUse.describe('Webhook endpoints, inactive ones included'),
+  })
+  .meta({ id: 'UsageLimits' });
+export type UsageLimits = z.infer<typeof UsageLimits>;

@@ -1,10 +1,14 @@
-import type { Quota } from '@crm/db';
+import type { EntityManager, Quota } from '@crm/db';
+import { sql } from 'kysely';
 import type { OrgScope } from '../../context.ts';
 import { quotaFigures } from '../../limits/limit-check.ts';
 import { ALERT_THRESHOLDS, type QuotaStatus } from '../../limits/limits.ts';
-import { orgQuery } from '../../org-scope.ts';
+import { orgDb, orgQuery } from '../../org-scope.ts';
 import { isoOf } from '../../read-model.ts';
-import type { UsageResponse } from './usage.schemas.ts';
+import { CUSTOM_LIMITS, CUSTOM_OBJECTS } from '../custom-fields/custom-field.schemas.ts';
+import { MAX_PIPELINES, MAX_STAGES } from '../pipeline/pipeline.schemas.ts';
+import { MAX_WEBHOOKS_PER_ORG } from '../webhooks/webhooks.service.ts';
+import type { UsageLimits, UsageResponse } from './usage.schemas.ts';
 
 /** The alerts recorded in a period, oldest first. */
 const periodAlerts = orgQuery((db, a: { period: string }) =>
@@ -71,4 +75,66 @@ export function quotaNotices(quotas: UsageResponse['quotas']): QuotaNotice[] {
       ? []
       : [{ quota, used: q.used, limit: q.limit, reset_at: q.reset_at, reached }];
   });
+}
+
+/**
+ * How much of each limit on what an organization keeps is used (GET /usage/limits): custom fields per
+ * object, options per select, pipelines, stages per pipeline, webhook endpoints. Four small reads of
+ * definitions, never of records: the values' bytes per record are checked on each write and not shown.
+ */
+export async function usageLimits(em: EntityManager): Promise<UsageLimits> {
+  const db = orgDb(em);
+  const [fields, pipelines, stages, webhooks] = await Promise.all([
+    db
+      .selectFrom('custom_fields')
+      .select(['object', 'key', sql<number>`jsonb_array_length(options)`.as('options')])
+      .execute(),
+    db
+      .selectFrom('pipelines')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .executeTakeFirst(),
+    db
+      .selectFrom('pipeline_stages')
+      .select((eb) => ['pipeline_id', eb.fn.countAll<string>().as('n')])
+      .groupBy('pipeline_id')
+      .orderBy('n', 'desc')
+      .orderBy('pipeline_id')
+      .limit(1)
+      .executeTakeFirst(),
+    db
+      .selectFrom('webhook_endpoints')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .executeTakeFirst(),
+  ]);
+  const custom = Object.fromEntries(
+    CUSTOM_OBJECTS.map((object) => {
+      const own = fields.filter((f) => f.object === object);
+      const largest = own.reduce<(typeof own)[number] | undefined>(
+        (top, f) => (Number(f.options) > Number(top?.options ?? 0) ? f : top),
+        undefined,
+      );
+      return [
+        object,
+        {
+          fields: { used: own.length, limit: CUSTOM_LIMITS.fieldsPerObject },
+          options_per_select: {
+            used: Number(largest?.options ?? 0),
+            limit: CUSTOM_LIMITS.optionsPerSelect,
+            key: largest?.key ?? null,
+          },
+          value_bytes_per_record: { limit: CUSTOM_LIMITS.valueBytesPerRecord },
+        },
+      ];
+    }),
+  ) as UsageLimits['custom_fields'];
+  return {
+    custom_fields: custom,
+    pipelines: { used: Number(pipelines?.n ?? 0), limit: MAX_PIPELINES },
+    stages_per_pipeline: {
+      used: Number(stages?.n ?? 0),
+      limit: MAX_STAGES,
+      pipeline_id: stages?.pipeline_id ?? null,
+    },
+    webhook_endpoints: { used: Number(webhooks?.n ?? 0), limit: MAX_WEBHOOKS_PER_ORG },
+  };
 }
