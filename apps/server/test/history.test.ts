@@ -289,7 +289,7 @@ for (const { driver, label, skip } of DRIVERS) {
       await s.sql('update deals set updated_at = now() where id = ?', [fresh.id]);
       await s.sql(
         `insert into field_history (org_id, record_type, record_id, field, value, valid_from)
-         select org_id, 'deal', id, 'title', to_jsonb(title), now() from deals where id = ?`,
+         select org_id, 'deal', id, '*', jsonb_build_object('title', title), now() from deals where id = ?`,
         [fresh.id],
       );
       const early = await api(`/deals/${fresh.id}?as_of=${encodeURIComponent(fresh.created_at)}`);

@@ -61,77 +61,92 @@ async function checkFields(em: EntityManager, object: HistoryObject, fields: rea
   }
 }
 
-/**
- * A record's history rows in time order, each with when it stopped holding (the next row of its field),
- * from after the cursor's row on. The window runs over the record's rows of the fields asked (a record has
- * tens to hundreds), read from the (org_id, record_id, field, valid_from) index.
- */
-const historyRows = orgQuery(
-  (db, a: { record: string; fields?: string[]; after?: string; at?: string; limit: number }) => {
-    let rows = db
-      .selectFrom('field_history as h')
-      .select([
-        'h.id',
-        'h.field',
-        'h.value',
-        'h.valid_from',
-        'h.actor',
-        'h.event_id',
-        sql<Date | null>`lead(h.valid_from) over (partition by h.field order by h.valid_from, h.id)`.as(
-          'valid_until',
-        ),
-      ])
-      .where('h.record_id', '=', a.record);
-    if (a.fields !== undefined) rows = rows.where(sql<boolean>`h.field = any(${a.fields}::text[])`);
-    let page = db
-      .selectFrom(rows.as('r'))
-      .select([
-        'r.id',
-        'r.field',
-        valueText('r.value'),
-        isoOf('r.valid_from').as('from'),
-        isoOf('r.valid_until').as('until'),
-        'r.actor',
-        'r.event_id',
-      ]);
-    if (a.after !== undefined) {
-      const anchor = db
-        .selectFrom('field_history as anchor')
-        .select(['anchor.valid_from', 'anchor.id'])
-        .where('anchor.id', '=', a.after)
-        .where('anchor.record_id', '=', a.record);
-      page = page.where(sql<boolean>`(r.valid_from, r.id) > (${anchor})`);
-    }
-    return page.orderBy('r.valid_from').orderBy('r.id').limit(a.limit);
-  },
-);
+/** The row a creation writes: every field's first value in one object (see the migration). */
+const CREATION = '*';
 
-/** `GET /{objects}/{id}/history`: every value the record's fields held, oldest first, page by page. */
+/** A record's history rows, oldest first: its creation's and those of the fields asked (index ranges). */
+const historyRows = orgQuery((db, a: { record: string; fields?: string[] }) => {
+  let rows = db
+    .selectFrom('field_history')
+    .select(['id', 'field', valueText('value'), isoOf('valid_from').as('from'), 'actor', 'event_id'])
+    .where('record_id', '=', a.record);
+  if (a.fields !== undefined) rows = rows.where(sql<boolean>`field = any(${a.fields}::text[])`);
+  return rows.orderBy('valid_from').orderBy('id');
+});
+
+type HistoryRow = Awaited<ReturnType<typeof historyRows>>[number];
+
+export interface HistoryEntry {
+  field: string;
+  value: unknown;
+  from: string;
+  until: string | null;
+  actor: Record<string, unknown> | null;
+  event_id: string | null;
+}
+
+/**
+ * The entries of a record's rows (in time order): a creation's row gives one per field, each entry is held
+ * until the next of its field. Only `fields`, when given.
+ */
+function entriesOf(
+  object: HistoryObject,
+  rows: readonly HistoryRow[],
+  fields?: ReadonlySet<string>,
+): HistoryEntry[] {
+  const entries: HistoryEntry[] = [];
+  const current = new Map<string, HistoryEntry>();
+  for (const row of rows) {
+    const value = parsedValue(row.value);
+    const values = row.field === CREATION ? createdValues(object, value) : [[row.field, value] as const];
+    const actor = asJson<Record<string, unknown> | null>(row.actor);
+    for (const [field, held] of values) {
+      if (fields && !fields.has(field)) continue;
+      const entry = { field, value: held, from: row.from, until: null, actor, event_id: row.event_id };
+      const before = current.get(field);
+      if (before) before.until = row.from;
+      current.set(field, entry);
+      entries.push(entry);
+    }
+  }
+  return entries;
+}
+
+/** Each tracked field's and custom field's value in a creation's row: `[field, value]`. */
+function createdValues(object: HistoryObject, created: unknown): Array<readonly [string, unknown]> {
+  const record = created as Record<string, unknown> & { custom?: Record<string, unknown> };
+  return [
+    ...HISTORY_FIELDS[object].map((f) => [f, record[f] ?? null] as const),
+    ...Object.entries(record.custom ?? {}).map(([key, v]) => [`custom.${key}`, v] as const),
+  ];
+}
+
+/** A record's entries, of `fields` or all. */
+async function recordEntries(
+  em: EntityManager,
+  object: HistoryObject,
+  id: string,
+  fields?: readonly string[],
+) {
+  const rows = await historyRows(em, { record: id, fields: fields ? [...fields, CREATION] : undefined });
+  return entriesOf(object, rows, fields ? new Set(fields) : undefined);
+}
+
+/**
+ * `GET /{objects}/{id}/history`: every value the record's fields held, oldest first, page by page. The
+ * cursor is the position in that list: it only grows at its end (each change is later than those before).
+ */
 export async function recordHistory(em: EntityManager, object: HistoryObject, query: HistoryQuery) {
   await Promise.all([
     recordBorn(em, object, query.id),
     query.field ? checkFields(em, object, query.field) : undefined,
   ]);
-  const rows = await historyRows(em, {
-    record: query.id,
-    fields: query.field,
-    after: query.after,
-    limit: query.limit + 1,
-  });
-  const page = rows.slice(0, query.limit);
+  const entries = await recordEntries(em, object, query.id, query.field);
+  const start = query.after ? Number(query.after) : 0;
+  const end = start + query.limit;
   return {
-    data: page.map((r) => ({
-      field: r.field,
-      value: parsedValue(r.value),
-      from: r.from,
-      until: r.until,
-      actor: asJson<Record<string, unknown> | null>(r.actor) as never,
-      event_id: r.event_id,
-    })),
-    meta: {
-      limit: query.limit,
-      next_cursor: rows.length > query.limit ? String(page.at(-1)?.id) : null,
-    },
+    data: entries.slice(start, end).map((e) => ({ ...e, actor: e.actor as never })),
+    meta: { limit: query.limit, next_cursor: entries.length > end ? String(end) : null },
   };
 }
 
@@ -198,12 +213,19 @@ export async function valuesAsOf(
   const fields: Record<string, unknown> = Object.fromEntries(HISTORY_FIELDS[object].map((f) => [f, null]));
   const custom: Record<string, unknown> = {};
   let changedAt: string | null = null;
+  const hold = (field: string, value: unknown) => {
+    if (!field.startsWith('custom.')) fields[field] = value;
+    else if (value !== null) custom[field.slice('custom.'.length)] = value;
+    else delete custom[field.slice('custom.'.length)];
+  };
+  // The creation's values first (its row is the oldest), then each field's newest change then.
+  const creation = rows.find((r) => r.field === CREATION);
+  if (creation)
+    for (const [field, value] of createdValues(object, parsedValue(creation.value))) hold(field, value);
   for (const row of rows) {
-    const value = parsedValue(row.value);
-    if (row.field.startsWith('custom.')) {
-      if (value !== null) custom[row.field.slice('custom.'.length)] = value;
-    } else fields[row.field] = value;
-    if (row.from > created && (changedAt === null || row.from > changedAt)) changedAt = row.from;
+    if (row.field === CREATION) continue;
+    hold(row.field, parsedValue(row.value));
+    if (changedAt === null || row.from > changedAt) changedAt = row.from;
   }
   return { fields, custom, changedAt };
 }
@@ -257,45 +279,32 @@ export async function dealAsOf<
 const DAY_MS = 86_400_000;
 const days = (ms: number) => Math.round((ms / DAY_MS) * 100) / 100;
 
-const fieldRows = orgQuery((db, a: { record: string; fields: string[] }) =>
-  db
-    .selectFrom('field_history')
-    .select(['field', valueText('value'), isoOf('valid_from').as('from')])
-    .where('record_id', '=', a.record)
-    .where(sql<boolean>`field = any(${a.fields}::text[])`)
-    .orderBy('field')
-    .orderBy('valid_from')
-    .orderBy('id'),
-);
-
 /**
  * `GET /deals/{id}/history/summary`: facts derived from the deal's history: the stage it is in and since
  * when, the days it spent in each earlier stage, and how its expected close date moved.
  */
 export async function dealHistorySummary(em: EntityManager, id: string, now: Date = new Date()) {
   await recordBorn(em, 'deal', id);
-  const rows = await fieldRows(em, { record: id, fields: ['stage_id', 'expected_close_date'] });
-  const stageRows = rows.filter((r) => r.field === 'stage_id');
-  const closeRows = rows.filter((r) => r.field === 'expected_close_date');
-  const closeDates = closeRows
-    .map((r) => parsedValue(r.value) as string | null)
-    .filter((v): v is string => v !== null);
+  const entries = await recordEntries(em, 'deal', id, ['stage_id', 'expected_close_date']);
+  const stageRows = entries.filter((e) => e.field === 'stage_id');
+  const closeRows = entries.filter((e) => e.field === 'expected_close_date');
+  const closeDates = closeRows.map((e) => e.value as string | null).filter((v): v is string => v !== null);
   const names = await stagesById(
     em,
-    stageRows.map((r) => parsedValue(r.value) as string),
+    stageRows.map((r) => r.value as string),
   );
   const current = stageRows.at(-1);
   if (!current) throw new Error(`deal ${id} has no stage history`);
   const past = new Map<string, { visits: number; ms: number }>();
   stageRows.slice(0, -1).forEach((row, i) => {
-    const stage = parsedValue(row.value) as string;
+    const stage = row.value as string;
     const until = stageRows[i + 1]?.from as string;
     const spent = past.get(stage) ?? { visits: 0, ms: 0 };
     spent.ms += Date.parse(until) - Date.parse(row.from);
     spent.visits += 1;
     past.set(stage, spent);
   });
-  const currentId = parsedValue(current.value) as string;
+  const currentId = current.value as string;
   let pushed = 0;
   let pulledIn = 0;
   for (let i = 1; i < closeDates.length; i++) {
@@ -324,7 +333,7 @@ export async function dealHistorySummary(em: EntityManager, id: string, now: Dat
       pushed,
       pulled_in: pulledIn,
       first: closeDates[0] ?? null,
-      current: (parsedValue(closeRows.at(-1)?.value ?? 'null') as string | null) ?? null,
+      current: (closeRows.at(-1)?.value as string | null | undefined) ?? null,
     },
   };
 }
