@@ -200,6 +200,48 @@ async function createDeal(db: Db, orgId: string, body: Row) {
   return { data: deal };
 }
 
+/**
+ * PATCH of a deal's value and close date as the service writes it: the row, a deal_updated activity and a
+ * deal.updated event with the changes, in one statement; answers the deal.
+ */
+async function updateDeal(db: Db, orgId: string, id: string, body: Row) {
+  if (!UUID.test(id)) throw new HttpError(400, 'id: must be a UUID');
+  const value = typeof body.value === 'number' && body.value >= 0 ? body.value : null;
+  const close = typeof body.expected_close_date === 'string' ? new Date(body.expected_close_date) : null;
+  const now = new Date();
+  const [deal] = await db.query(
+    `with old as (
+       select id, org_id, value, expected_close_date from deals where id = $1 and org_id = $2 for update),
+     changed as (
+       update deals d set value = $3, expected_close_date = $4, updated_at = $5, last_activity_at = $5
+         from old where d.id = old.id
+       returning d.id),
+     changes as (
+       select old.org_id, old.id, jsonb_build_object(
+         'value', jsonb_build_object('from', old.value::float8, 'to', $3::float8),
+         'expected_close_date', jsonb_build_object('from', old.expected_close_date, 'to', $4::timestamptz)) as c
+         from old join changed on changed.id = old.id),
+     event as (
+       insert into outbox_events (id, org_id, type, payload, created_at)
+       select $6, org_id, 'deal.updated',
+              jsonb_build_object('type', 'deal.updated', 'timestamp', $5::timestamptz,
+                                 'data', jsonb_build_object('id', id), 'changes', c)::text, $5
+         from changes),
+     activity as (
+       insert into activities (id, org_id, deal_id, type, description, changes, created_at)
+       select $7, org_id, id, 'deal_updated', 'Updated value, expected_close_date', c, $5 from changes)
+     select id from changed`,
+    [id, orgId, value, close, now, uuidv7(), uuidv7()],
+  );
+  if (!deal) throw new HttpError(404, 'Deal not found');
+  // Read back after the statement: its own CTEs' writes are not visible to it.
+  const [row] = await db.query(`select ${DEAL_COLUMNS} from ${DEAL_FROM} where d.id = $1 and d.org_id = $2`, [
+    id,
+    orgId,
+  ]);
+  return { data: dealDto(row as Row) };
+}
+
 async function dealDetail(db: Db, orgId: string, id: string) {
   if (!UUID.test(id)) throw new HttpError(400, 'id: must be a UUID');
   const [deal] = await db.query(
@@ -309,6 +351,13 @@ async function route(db: Db, req: IncomingMessage): Promise<{ status: number; bo
       status: 200,
       body: await dealDetail(db, await authenticate(db, req), decodeURIComponent(rest.slice(7))),
     };
+  if (rest.startsWith('/deals/') && req.method === 'PATCH') {
+    const orgId = await authenticate(db, req);
+    return {
+      status: 200,
+      body: await updateDeal(db, orgId, decodeURIComponent(rest.slice(7)), await readJson(req)),
+    };
+  }
   if (rest === '/search' && req.method === 'GET')
     return { status: 200, body: await search(db, await authenticate(db, req), url) };
   throw new HttpError(404, 'Not found');

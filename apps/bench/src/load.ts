@@ -91,6 +91,21 @@ export const SCENARIOS: Scenario[] = [
       })),
   },
   POST_DEALS,
+  {
+    // A value and a close date changed on the read organization's deals (its key writes too; the GET
+    // scenarios run before this one): the write a field's history is kept for.
+    name: 'PATCH /deals/{id}',
+    key: (f) => f.readKey,
+    requests: (f) =>
+      rotating((n) => ({
+        method: 'PATCH',
+        path: `${API}/deals/${f.dealIds[n % f.dealIds.length]}`,
+        body: JSON.stringify({
+          value: 1000 + n,
+          expected_close_date: new Date(Date.UTC(2027, 0, 1) + (n % 365) * 86_400_000).toISOString(),
+        }),
+      })),
+  },
 ];
 
 /** Two scenarios measured in turns against one server: the second's cost over the first's is the figure. */

@@ -156,6 +156,14 @@ for (const { driver, label, skip } of DRIVERS) {
         if (total < VALID) await new Promise((r) => setTimeout(r, 200));
       }
       expect(total).toBe(VALID);
+      // Its field history starts at its creation, from that event (docs/api/history.md).
+      const [deal] = (await s.api('/deals?limit=1', { key: org.apiKey })).body.data;
+      const history = await s.api(`/deals/${deal.id}/history?field=title`, { key: org.apiKey });
+      expect(history.body.data).toEqual([
+        expect.objectContaining({ value: deal.title, from: deal.created_at, until: null }),
+      ]);
+      const event = await s.api(`/events/${history.body.data[0].event_id}`, { key: org.apiKey });
+      expect(event.body.data).toMatchObject({ type: 'deal.created', data: { id: deal.id } });
     }, 120_000);
 
     it('writes a chunk whose rows need more than the 65,535 parameters one statement may take', async () => {

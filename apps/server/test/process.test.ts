@@ -200,6 +200,10 @@ describe('the server process', () => {
         'PATCH /activities/{id}',
         'DELETE /activities/{id}',
         'GET /deals/{id}/timeline',
+        'GET /deals/{id}/history',
+        'GET /deals/{id}/history/summary',
+        'GET /contacts/{id}/history',
+        'GET /companies/{id}/history',
       ].sort(),
     );
   });

@@ -84,6 +84,7 @@ export const TENANT_TABLES: ReadonlySet<string> = new Set([
   'engagement_links',
   'engagements',
   'erasure_receipts',
+  'field_history',
   'invitations',
   'organization_quotas',
   'outbox_events',

@@ -81,7 +81,7 @@ export interface paths {
         };
         /**
          * A deal with its stakeholders and recent activities
-         * @description Returns the deal, its stakeholders (the deal’s contacts) and its 20 most recent activities, newest first. A deal that does not exist or belongs to another organization is a 404.
+         * @description Returns the deal, its stakeholders (the deal’s contacts) and its 20 most recent activities, newest first. A deal that does not exist or belongs to another organization is a 404. With `as_of`, the deal’s fields are as they were then (stakeholders and activities as they are now; docs/api/history.md).
          *
          *     Needs an API key with the scope `deals:read` (or `*`).
          */
@@ -129,6 +129,50 @@ export interface paths {
          *     Needs an API key with the scope `deals:write` (or `*`).
          */
         delete: operations["deals-unlinkStakeholder"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/deals/{id}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every value a deal’s fields held, oldest first
+         * @description Returns each value the deal’s fields (and custom fields, `custom.<key>`) held: `field`, `value`, held `from` `until` (null while current), the `actor` and `event_id` (GET /events/{id}) of the change; its creation gives the first values. `field` narrows to some fields (comma-separated); an unknown one is a 400 naming the nearest. Continue with `after` = `meta.next_cursor`. A deal that does not exist or belongs to another organization is a 404 (docs/api/history.md).
+         *
+         *     Needs an API key with the scope `deals:read` (or `*`).
+         */
+        get: operations["deals-history"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/deals/{id}/history/summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Facts from a deal’s history: time in stages, close date moves
+         * @description Derived from the deal’s history (GET /deals/{id}/history): the stage it is in and since when, the days it spent in each earlier stage (with the number of visits), and how often its expected close date moved (to a later date: `pushed`; earlier: `pulled_in`). An unknown deal is a 404 (docs/api/history.md).
+         *
+         *     Needs an API key with the scope `deals:read` (or `*`).
+         */
+        get: operations["deals-historySummary"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -215,7 +259,7 @@ export interface paths {
         };
         /**
          * A contact with its deal's title and company
-         * @description Returns the contact with the title and company of its deal. A contact that does not exist or belongs to another organization is a 404.
+         * @description Returns the contact with the title and company of its deal. A contact that does not exist or belongs to another organization is a 404. With `as_of`, the contact’s fields are as they were then (its deal’s title and company as they are now; docs/api/history.md).
          *
          *     Needs an API key with the scope `contacts:read` (or `*`).
          */
@@ -294,6 +338,28 @@ export interface paths {
          *     Needs an API key with the scope `contacts:erase` (or `*`).
          */
         post: operations["contacts-erase"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/contacts/{id}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every value a contact’s fields held, oldest first
+         * @description Returns each value the contact’s fields (and custom fields, `custom.<key>`) held: `field`, `value`, held `from` `until` (null while current), the `actor` and `event_id` (GET /events/{id}) of the change; its creation gives the first values. `field` narrows to some fields (comma-separated); an unknown one is a 400 naming the nearest. Continue with `after` = `meta.next_cursor`. A contact that does not exist or belongs to another organization is a 404 (docs/api/history.md).
+         *
+         *     Needs an API key with the scope `contacts:read` (or `*`).
+         */
+        get: operations["contacts-history"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -381,7 +447,7 @@ export interface paths {
         };
         /**
          * A company with its counts and newest deals and contacts
-         * @description Returns the company with how many deals (and open deals) and contacts are linked to it, and the newest five of each. An unknown company is a 404.
+         * @description Returns the company with how many deals (and open deals) and contacts are linked to it, and the newest five of each. An unknown company is a 404. With `as_of`, the company’s fields are as they were then (counts, deals and contacts as they are now; docs/api/history.md).
          *
          *     Needs an API key with the scope `companies:read` (or `*`).
          */
@@ -404,6 +470,28 @@ export interface paths {
          *     Needs an API key with the scope `companies:write` (or `*`).
          */
         patch: operations["companies-update"];
+        trace?: never;
+    };
+    "/companies/{id}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every value a company’s fields held, oldest first
+         * @description Returns each value the company’s fields (and custom fields, `custom.<key>`) held: `field`, `value`, held `from` `until` (null while current), the `actor` and `event_id` (GET /events/{id}) of the change; its creation gives the first values. `field` narrows to some fields (comma-separated); an unknown one is a 400 naming the nearest. Continue with `after` = `meta.next_cursor`. A company that does not exist or belongs to another organization is a 404 (docs/api/history.md).
+         *
+         *     Needs an API key with the scope `companies:read` (or `*`).
+         */
+        get: operations["companies-history"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/activities": {
@@ -1388,6 +1476,88 @@ export interface components {
             own_deal: boolean;
             /** Format: date-time */
             linked_at: string;
+        };
+        HistoryResponse: {
+            data: components["schemas"]["HistoryEntry"][];
+            meta: {
+                limit: number;
+                /** @description Pass as `after` for the next page; null on the last page */
+                next_cursor: string | null;
+            };
+        };
+        HistoryEntry: {
+            /** @description The field: a name of the record’s output, or `custom.<key>` */
+            field: string;
+            /** @description The value it held (as the record’s output shows it; null when unset) */
+            value: unknown;
+            /**
+             * Format: date-time
+             * @description Held from this instant (the change’s event time; a creation’s created_at)
+             */
+            from: string;
+            /** @description Until this instant (the next change of the field); null while current */
+            until: string | null;
+            /** @description Who made the change: an API key (through REST, tRPC or MCP) or a dashboard user; null when unknown */
+            actor: ({
+                /** @constant */
+                type: "api_key";
+                /** Format: uuid */
+                api_key_id: string;
+                /** @enum {string} */
+                via: "rest" | "trpc" | "mcp";
+            } | {
+                /** @constant */
+                type: "user";
+                user_id: string;
+                /** @constant */
+                via: "dashboard";
+            }) | null;
+            /** @description The event that made the change (GET /events/{id}); null for values recorded when history began */
+            event_id: string | null;
+        };
+        DealHistorySummaryResponse: {
+            data: {
+                /** Format: uuid */
+                deal_id: string;
+                /**
+                 * Format: date-time
+                 * @description When the deal’s history begins: its creation, or when history began to be kept for older deals
+                 */
+                history_from: string;
+                /** @description The stage the deal is in, since when */
+                stage: {
+                    /** Format: uuid */
+                    stage_id: string;
+                    /** @description The stage’s name now (null if it was deleted) */
+                    stage_name: string | null;
+                    /** @description Days spent in it, to two decimals */
+                    days: number;
+                    /** Format: date-time */
+                    since: string;
+                };
+                /** @description Each stage the deal was in before, with the days it spent there in all, oldest first */
+                stages: {
+                    /** Format: uuid */
+                    stage_id: string;
+                    /** @description The stage’s name now (null if it was deleted) */
+                    stage_name: string | null;
+                    /** @description Days spent in it, to two decimals */
+                    days: number;
+                    visits: number;
+                }[];
+                /** @description How the expected close date moved */
+                expected_close_date: {
+                    /** @description How often it changed from one date to another (setting a first one is no move) */
+                    moves: number;
+                    /** @description Moves to a later date */
+                    pushed: number;
+                    /** @description Moves to an earlier date */
+                    pulled_in: number;
+                    /** @description The first date it was given */
+                    first: string | null;
+                    current: string | null;
+                };
+            };
         };
         Contact: {
             /** Format: uuid */
@@ -2747,7 +2917,9 @@ export interface operations {
     };
     "deals-get": {
         parameters: {
-            query?: never;
+            query?: {
+                as_of?: string;
+            };
             header?: never;
             path: {
                 /** @description Resource id (uuid) */
@@ -3273,6 +3445,182 @@ export interface operations {
             };
             /** @description `conflict`: The write conflicts with the data as it is (a unique custom field’s value another record holds, a rule the records break, a stage deals are in, the default pipeline): the message says with what and how to proceed; `conflicting_id` names the record that holds a value */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "deals-history": {
+        parameters: {
+            query?: {
+                field?: string;
+                limit?: number;
+                after?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Resource id (uuid) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HistoryResponse"];
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "deals-historySummary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource id (uuid) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DealHistorySummaryResponse"];
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3876,7 +4224,9 @@ export interface operations {
     };
     "contacts-get": {
         parameters: {
-            query?: never;
+            query?: {
+                as_of?: string;
+            };
             header?: never;
             path: {
                 /** @description Resource id (uuid) */
@@ -4353,6 +4703,96 @@ export interface operations {
             };
             /** @description `unsupported_media_type`: The body is not `application/json` */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "contacts-history": {
+        parameters: {
+            query?: {
+                field?: string;
+                limit?: number;
+                after?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Resource id (uuid) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HistoryResponse"];
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4918,7 +5358,9 @@ export interface operations {
     };
     "companies-get": {
         parameters: {
-            query?: never;
+            query?: {
+                as_of?: string;
+            };
             header?: never;
             path: {
                 /** @description Resource id (uuid) */
@@ -5190,6 +5632,96 @@ export interface operations {
             };
             /** @description `unsupported_media_type`: The body is not `application/json` */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "companies-history": {
+        parameters: {
+            query?: {
+                field?: string;
+                limit?: number;
+                after?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Resource id (uuid) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HistoryResponse"];
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -34,6 +34,68 @@ export type AppRouter = TRPCBuiltRouter<{
   transformer: false;
 }, {
   deals: {
+    history: TRPCQueryProcedure<{
+      meta: object;
+      input: {
+        id: string;
+        field?: string | undefined;
+        limit?: number | undefined;
+        after?: string | undefined;
+      };
+      output: {
+        data: {
+          field: string;
+          value: unknown;
+          from: string;
+          until: string | null;
+          actor: {
+            type: "api_key";
+            api_key_id: string;
+            via: "rest" | "trpc" | "mcp";
+          } | {
+            type: "user";
+            user_id: string;
+            via: "dashboard";
+          } | null;
+          event_id: string | null;
+        }[];
+        meta: {
+          limit: number;
+          next_cursor: string | null;
+        };
+      };
+    }>;
+    historySummary: TRPCQueryProcedure<{
+      meta: object;
+      input: {
+        id: string;
+      };
+      output: {
+        data: {
+          deal_id: string;
+          history_from: string;
+          stage: {
+            stage_id: string;
+            stage_name: string | null;
+            days: number;
+            since: string;
+          };
+          stages: {
+            stage_id: string;
+            stage_name: string | null;
+            days: number;
+            visits: number;
+          }[];
+          expected_close_date: {
+            moves: number;
+            pushed: number;
+            pulled_in: number;
+            first: string | null;
+            current: string | null;
+          };
+        };
+      };
+    }>;
     list: TRPCQueryProcedure<{
       meta: object;
       input: {
@@ -233,6 +295,7 @@ export type AppRouter = TRPCBuiltRouter<{
       meta: object;
       input: {
         id: string;
+        as_of?: string | undefined;
       };
       output: {
         data: {
@@ -379,6 +442,37 @@ export type AppRouter = TRPCBuiltRouter<{
     }>;
   };
   contacts: {
+    history: TRPCQueryProcedure<{
+      meta: object;
+      input: {
+        id: string;
+        field?: string | undefined;
+        limit?: number | undefined;
+        after?: string | undefined;
+      };
+      output: {
+        data: {
+          field: string;
+          value: unknown;
+          from: string;
+          until: string | null;
+          actor: {
+            type: "api_key";
+            api_key_id: string;
+            via: "rest" | "trpc" | "mcp";
+          } | {
+            type: "user";
+            user_id: string;
+            via: "dashboard";
+          } | null;
+          event_id: string | null;
+        }[];
+        meta: {
+          limit: number;
+          next_cursor: string | null;
+        };
+      };
+    }>;
     list: TRPCQueryProcedure<{
       meta: object;
       input: {
@@ -531,6 +625,7 @@ export type AppRouter = TRPCBuiltRouter<{
       meta: object;
       input: {
         id: string;
+        as_of?: string | undefined;
       };
       output: {
         data: {
@@ -706,6 +801,37 @@ export type AppRouter = TRPCBuiltRouter<{
     }>;
   };
   companies: {
+    history: TRPCQueryProcedure<{
+      meta: object;
+      input: {
+        id: string;
+        field?: string | undefined;
+        limit?: number | undefined;
+        after?: string | undefined;
+      };
+      output: {
+        data: {
+          field: string;
+          value: unknown;
+          from: string;
+          until: string | null;
+          actor: {
+            type: "api_key";
+            api_key_id: string;
+            via: "rest" | "trpc" | "mcp";
+          } | {
+            type: "user";
+            user_id: string;
+            via: "dashboard";
+          } | null;
+          event_id: string | null;
+        }[];
+        meta: {
+          limit: number;
+          next_cursor: string | null;
+        };
+      };
+    }>;
     list: TRPCQueryProcedure<{
       meta: object;
       input: {
@@ -822,6 +948,7 @@ export type AppRouter = TRPCBuiltRouter<{
       meta: object;
       input: {
         id: string;
+        as_of?: string | undefined;
       };
       output: {
         data: {
@@ -1903,28 +2030,7 @@ export type AppRouter = TRPCBuiltRouter<{
         objects: {
           deals?: {
             key: string;
-            type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
-            label?: string | undefined;
-            required?: boolean | undefined;
-            unique?: boolean | undefined;
-            default?: unknown;
-            options?: {
-              value: string;
-              label?: string | undefined;
-              archived?: boolean | undefined;
-            }[] | undefined;
-            validation?: {
-              min?: number | undefined;
-              max?: number | undefined;
-              max_length?: number | undefined;
-              pattern?: string | undefined;
-            } | undefined;
-            description?: string | undefined;
-            ai_hint?: "economic_buyer" | "champion" | "metrics" | "decision_criteria" | "decision_process" | "paper_process" | "identify_pain" | "competition" | undefined;
-          }[] | undefined;
-          companies?: {
-            key: string;
-            type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
+            type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
             label?: string | undefined;
             required?: boolean | undefined;
             unique?: boolean | undefined;
@@ -1945,7 +2051,28 @@ export type AppRouter = TRPCBuiltRouter<{
           }[] | undefined;
           contacts?: {
             key: string;
-            type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
+            type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
+            label?: string | undefined;
+            required?: boolean | undefined;
+            unique?: boolean | undefined;
+            default?: unknown;
+            options?: {
+              value: string;
+              label?: string | undefined;
+              archived?: boolean | undefined;
+            }[] | undefined;
+            validation?: {
+              min?: number | undefined;
+              max?: number | undefined;
+              max_length?: number | undefined;
+              pattern?: string | undefined;
+            } | undefined;
+            description?: string | undefined;
+            ai_hint?: "economic_buyer" | "champion" | "metrics" | "decision_criteria" | "decision_process" | "paper_process" | "identify_pain" | "competition" | undefined;
+          }[] | undefined;
+          companies?: {
+            key: string;
+            type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
             label?: string | undefined;
             required?: boolean | undefined;
             unique?: boolean | undefined;
@@ -1969,7 +2096,7 @@ export type AppRouter = TRPCBuiltRouter<{
       output: {
         data: {
           steps: {
-            object: "deals" | "companies" | "contacts";
+            object: "deals" | "contacts" | "companies";
             key: string;
             action: "add" | "change" | "archive";
             changes?: Record<string, {
@@ -1990,28 +2117,7 @@ export type AppRouter = TRPCBuiltRouter<{
         objects: {
           deals?: {
             key: string;
-            type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
-            label?: string | undefined;
-            required?: boolean | undefined;
-            unique?: boolean | undefined;
-            default?: unknown;
-            options?: {
-              value: string;
-              label?: string | undefined;
-              archived?: boolean | undefined;
-            }[] | undefined;
-            validation?: {
-              min?: number | undefined;
-              max?: number | undefined;
-              max_length?: number | undefined;
-              pattern?: string | undefined;
-            } | undefined;
-            description?: string | undefined;
-            ai_hint?: "economic_buyer" | "champion" | "metrics" | "decision_criteria" | "decision_process" | "paper_process" | "identify_pain" | "competition" | undefined;
-          }[] | undefined;
-          companies?: {
-            key: string;
-            type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
+            type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
             label?: string | undefined;
             required?: boolean | undefined;
             unique?: boolean | undefined;
@@ -2032,7 +2138,28 @@ export type AppRouter = TRPCBuiltRouter<{
           }[] | undefined;
           contacts?: {
             key: string;
-            type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
+            type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
+            label?: string | undefined;
+            required?: boolean | undefined;
+            unique?: boolean | undefined;
+            default?: unknown;
+            options?: {
+              value: string;
+              label?: string | undefined;
+              archived?: boolean | undefined;
+            }[] | undefined;
+            validation?: {
+              min?: number | undefined;
+              max?: number | undefined;
+              max_length?: number | undefined;
+              pattern?: string | undefined;
+            } | undefined;
+            description?: string | undefined;
+            ai_hint?: "economic_buyer" | "champion" | "metrics" | "decision_criteria" | "decision_process" | "paper_process" | "identify_pain" | "competition" | undefined;
+          }[] | undefined;
+          companies?: {
+            key: string;
+            type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
             label?: string | undefined;
             required?: boolean | undefined;
             unique?: boolean | undefined;
@@ -2056,7 +2183,7 @@ export type AppRouter = TRPCBuiltRouter<{
       output: {
         data: {
           steps: {
-            object: "deals" | "companies" | "contacts";
+            object: "deals" | "contacts" | "companies";
             key: string;
             action: "add" | "change" | "archive";
             changes?: Record<string, {
@@ -2068,10 +2195,10 @@ export type AppRouter = TRPCBuiltRouter<{
           }[];
           applicable: boolean;
           fields: {
-            object: "deals" | "companies" | "contacts";
+            object: "deals" | "contacts" | "companies";
             key: string;
             label: string;
-            type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
+            type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
             required: boolean;
             unique: boolean;
             default: unknown;
@@ -2098,15 +2225,15 @@ export type AppRouter = TRPCBuiltRouter<{
     list: TRPCQueryProcedure<{
       meta: object;
       input: {
-        object: "deals" | "companies" | "contacts";
+        object: "deals" | "contacts" | "companies";
         include_archived?: unknown;
       };
       output: {
         data: {
-          object: "deals" | "companies" | "contacts";
+          object: "deals" | "contacts" | "companies";
           key: string;
           label: string;
-          type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
+          type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
           required: boolean;
           unique: boolean;
           default: unknown;
@@ -2133,8 +2260,8 @@ export type AppRouter = TRPCBuiltRouter<{
       meta: object;
       input: {
         key: string;
-        type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
-        object: "deals" | "companies" | "contacts";
+        type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
+        object: "deals" | "contacts" | "companies";
         label?: string | undefined;
         required?: boolean | undefined;
         unique?: boolean | undefined;
@@ -2155,10 +2282,10 @@ export type AppRouter = TRPCBuiltRouter<{
       };
       output: {
         data: {
-          object: "deals" | "companies" | "contacts";
+          object: "deals" | "contacts" | "companies";
           key: string;
           label: string;
-          type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
+          type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
           required: boolean;
           unique: boolean;
           default: unknown;
@@ -2184,15 +2311,15 @@ export type AppRouter = TRPCBuiltRouter<{
     get: TRPCQueryProcedure<{
       meta: object;
       input: {
-        object: "deals" | "companies" | "contacts";
+        object: "deals" | "contacts" | "companies";
         key: string;
       };
       output: {
         data: {
-          object: "deals" | "companies" | "contacts";
+          object: "deals" | "contacts" | "companies";
           key: string;
           label: string;
-          type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
+          type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
           required: boolean;
           unique: boolean;
           default: unknown;
@@ -2218,7 +2345,7 @@ export type AppRouter = TRPCBuiltRouter<{
     update: TRPCMutationProcedure<{
       meta: object;
       input: {
-        object: "deals" | "companies" | "contacts";
+        object: "deals" | "contacts" | "companies";
         key: string;
         label?: string | undefined;
         required?: boolean | undefined;
@@ -2240,10 +2367,10 @@ export type AppRouter = TRPCBuiltRouter<{
       };
       output: {
         data: {
-          object: "deals" | "companies" | "contacts";
+          object: "deals" | "contacts" | "companies";
           key: string;
           label: string;
-          type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
+          type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
           required: boolean;
           unique: boolean;
           default: unknown;
@@ -2269,15 +2396,15 @@ export type AppRouter = TRPCBuiltRouter<{
     delete: TRPCMutationProcedure<{
       meta: object;
       input: {
-        object: "deals" | "companies" | "contacts";
+        object: "deals" | "contacts" | "companies";
         key: string;
       };
       output: {
         data: {
-          object: "deals" | "companies" | "contacts";
+          object: "deals" | "contacts" | "companies";
           key: string;
           label: string;
-          type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
+          type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
           required: boolean;
           unique: boolean;
           default: unknown;

@@ -9,6 +9,18 @@ type Big = ColumnType<string, string | number, string | number>;
  * analytics and the lists through the typed builder. Their shapes here follow the migrations.
  */
 export interface KeptTables {
+  /** Every value a record's field held, from when (migration `…field_history`, written by its trigger). */
+  field_history: {
+    id: Generated<string>;
+    org_id: string;
+    record_type: 'deal' | 'contact' | 'company';
+    record_id: string;
+    field: string;
+    value: unknown;
+    valid_from: Date;
+    actor: Record<string, unknown> | null;
+    event_id: string | null;
+  };
   /** A unique custom field's values, each claimed by its record (migration `…custom_fields`). */
   custom_unique_values: {
     org_id: string;

@@ -3,6 +3,9 @@ import { z } from 'zod';
 import { batchOf, createBatch } from '../../batch.ts';
 import { dataOf, IdParam, SuccessResponse } from '../../schemas.ts';
 import { authedProcedure, router } from '../../trpc.ts';
+import { companyHistoryProcedures } from '../history/history.router.ts';
+import { AsOf } from '../history/history.schemas.ts';
+import { asItWas, valuesAsOf } from '../history/history.service.ts';
 import {
   createCompany,
   deleteCompany,
@@ -117,14 +120,18 @@ export const companiesRouter = router({
         tags,
         summary: 'A company with its counts and newest deals and contacts',
         description:
-          'Returns the company with how many deals (and open deals) and contacts are linked to it, and the newest five of each. An unknown company is a 404.',
+          'Returns the company with how many deals (and open deals) and contacts are linked to it, and the newest five of each. An unknown company is a 404. With `as_of`, the company’s fields are as they were then (counts, deals and contacts as they are now; docs/api/history.md).',
       },
       scope: 'companies:read',
       agentHint: 'Use to read one company with the deals and people linked to it.',
     })
-    .input(IdParam)
+    .input(IdParam.extend({ as_of: AsOf }))
     .output(CompanyDetail)
-    .query(async ({ ctx, input }) => ({ data: await getCompanyDetail(ctx.em, input.id) })),
+    .query(async ({ ctx, input }) => {
+      const detail = await getCompanyDetail(ctx.em, input.id);
+      if (!input.as_of) return { data: detail };
+      return { data: asItWas(detail, await valuesAsOf(ctx.em, 'company', input.id, input.as_of)) };
+    }),
 
   update: authedProcedure
     .meta({
@@ -166,4 +173,6 @@ export const companiesRouter = router({
       await transaction(ctx.em, (tx) => deleteCompany(tx, input.id));
       return { success: true as const };
     }),
+
+  ...companyHistoryProcedures,
 });

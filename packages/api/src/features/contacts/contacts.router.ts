@@ -5,6 +5,9 @@ import { dataOf, IdParam } from '../../schemas.ts';
 import { authedProcedure, router } from '../../trpc.ts';
 import { ContactDeal } from '../deals/stakeholder.schemas.ts';
 import { contactDeals } from '../deals/stakeholders.service.ts';
+import { contactHistoryProcedures } from '../history/history.router.ts';
+import { AsOf } from '../history/history.schemas.ts';
+import { asItWas, valuesAsOf } from '../history/history.service.ts';
 import {
   Contact,
   ContactCreateInput,
@@ -124,14 +127,18 @@ export const contactsRouter = router({
         tags,
         summary: "A contact with its deal's title and company",
         description:
-          'Returns the contact with the title and company of its deal. A contact that does not exist or belongs to another organization is a 404.',
+          'Returns the contact with the title and company of its deal. A contact that does not exist or belongs to another organization is a 404. With `as_of`, the contact’s fields are as they were then (its deal’s title and company as they are now; docs/api/history.md).',
       },
       scope: 'contacts:read',
       agentHint: 'Use to read one contact by id.',
     })
-    .input(IdParam)
+    .input(IdParam.extend({ as_of: AsOf }))
     .output(ContactDetail)
-    .query(async ({ ctx, input }) => ({ data: await getContactDetail(ctx.em, input.id) })),
+    .query(async ({ ctx, input }) => {
+      const detail = await getContactDetail(ctx.em, input.id);
+      if (!input.as_of) return { data: detail };
+      return { data: asItWas(detail, await valuesAsOf(ctx.em, 'contact', input.id, input.as_of)) };
+    }),
 
   update: authedProcedure
     .meta({
@@ -210,4 +217,6 @@ export const contactsRouter = router({
     .mutation(({ ctx, input }) =>
       transaction(ctx.em, async (tx) => ({ data: await eraseContact(tx, input.id) })),
     ),
+
+  ...contactHistoryProcedures,
 });

@@ -64,6 +64,61 @@ function holdsAny(column: string, values: readonly string[]) {
 }
 
 /**
+ * The person in field history (docs/api/history.md): their contact's own rows deleted, their identifiers
+ * replaced by `[erased]` in every other value (a deal's contact fields, a custom field naming them).
+ */
+async function eraseHistory(em: EntityManager, id: string, values: readonly string[]): Promise<number> {
+  const db = orgDb(em);
+  const own = await db.deleteFrom('field_history').where('record_id', '=', id).executeTakeFirst();
+  if (values.length === 0) return Number(own.numDeletedRows);
+  const others = await db
+    .updateTable('field_history')
+    .set({ value: sql`${redacted('value', values)}::jsonb` })
+    .where(holdsAny('value', values))
+    .executeTakeFirst();
+  return Number(own.numDeletedRows) + Number(others.numUpdatedRows);
+}
+
+/**
+ * The erasure clears the person's name, e-mail and phone from their deals' contact fields without an
+ * event: the deals' history records the clearing itself, so their values now read as they are.
+ */
+async function clearedInHistory(
+  em: EntityManager,
+  contact: Contact,
+  onDeals: readonly string[],
+): Promise<void> {
+  if (onDeals.length === 0) return;
+  const held = await orgDb(em)
+    .selectFrom('deals')
+    .select([
+      'id',
+      sql<boolean>`contact_name = ${contact.name}`.as('name'),
+      sql<boolean>`contact_email = ${contact.email ?? ''}`.as('email'),
+      sql<boolean>`contact_phone = ${contact.phone ?? ''}`.as('phone'),
+    ])
+    .where('id', 'in', onDeals)
+    .execute();
+  const at = new Date();
+  const actor = currentCall()?.actor;
+  const rows = held.flatMap((d) =>
+    (['name', 'email', 'phone'] as const)
+      .filter((f) => d[f] === true)
+      .map((f) => ({
+        org_id: currentOrg(em),
+        record_type: 'deal' as const,
+        record_id: d.id,
+        field: `contact_${f}`,
+        value: sql`'null'::jsonb`,
+        valid_from: at,
+        actor: (actor ? JSON.stringify(actor) : null) as never,
+        event_id: null,
+      })),
+  );
+  if (rows.length > 0) await sqlOf(em).insertInto('field_history').values(rows).execute();
+}
+
+/**
  * `POST /contacts/{id}/erase`, in one transaction: the person is deleted (their links with them), the
  * activities about them keep their type and date but say only "Contact erased", every stored event that
  * is theirs is reduced to `{id, erased: true}`, and their name, e-mail address and phone number are
@@ -109,6 +164,7 @@ export async function eraseContact(em: EntityManager, id: string) {
       .set({ result: sql`${redacted('result', values)}::jsonb` })
       .where(holdsAny('result', values))
       .executeTakeFirst();
+    await clearedInHistory(em, contact, onDeals);
     deals = await db
       .updateTable('deals')
       .set({
@@ -126,6 +182,7 @@ export async function eraseContact(em: EntityManager, id: string) {
       )
       .executeTakeFirst();
   }
+  const history = await eraseHistory(em, id, values);
   const logged = await redactActivities(em, values);
   const answers = await redactStoredAnswers(em, id);
   await db.deleteFrom('contacts').where('id', '=', id).execute();
@@ -136,6 +193,7 @@ export async function eraseContact(em: EntityManager, id: string) {
     events_redacted: Number(ownEvents.numUpdatedRows) + Number(otherEvents.numUpdatedRows),
     analyses_redacted: Number(analyses.numUpdatedRows),
     deal_fields_cleared: Number(deals.numUpdatedRows),
+    history_values_removed: history,
     stored_answers_redacted: answers,
   };
   const receipt = {

@@ -5,6 +5,9 @@ import { dataOf, IdParam, SuccessResponse } from '../../schemas.ts';
 import { authedProcedure, router } from '../../trpc.ts';
 import { FieldKey } from '../custom-fields/custom-field.schemas.ts';
 import { upsertField } from '../custom-fields/custom-fields.service.ts';
+import { dealHistoryProcedures } from '../history/history.router.ts';
+import { AsOf } from '../history/history.schemas.ts';
+import { dealAsOf } from '../history/history.service.ts';
 import { listDeals } from './deal.list.ts';
 import {
   Deal,
@@ -145,15 +148,18 @@ export const dealsRouter = router({
         tags,
         summary: 'A deal with its stakeholders and recent activities',
         description:
-          'Returns the deal, its stakeholders (the deal’s contacts) and its 20 most recent activities, newest first. A deal that does not exist or belongs to another organization is a 404.',
+          'Returns the deal, its stakeholders (the deal’s contacts) and its 20 most recent activities, newest first. A deal that does not exist or belongs to another organization is a 404. With `as_of`, the deal’s fields are as they were then (stakeholders and activities as they are now; docs/api/history.md).',
       },
       scope: 'deals:read',
       agentHint:
         'Use before discussing or changing one deal: returns the deal, its stakeholders and its 20 latest activities.',
     })
-    .input(IdParam)
+    .input(IdParam.extend({ as_of: AsOf }))
     .output(DealDetail)
-    .query(async ({ ctx, input }) => ({ data: await getDealDetail(ctx.em, input.id) })),
+    .query(async ({ ctx, input }) => {
+      const detail = await getDealDetail(ctx.em, input.id);
+      return { data: input.as_of ? await dealAsOf(ctx.em, detail, input.id, input.as_of) : detail };
+    }),
 
   update: authedProcedure
     .meta({
@@ -242,4 +248,6 @@ export const dealsRouter = router({
       await transaction(ctx.em, (tx) => removeStakeholder(tx, input.id, input.contact_id));
       return { success: true as const };
     }),
+
+  ...dealHistoryProcedures,
 });

@@ -46,7 +46,7 @@ export const EventListQuery = z.strictObject({
 });
 export type EventListQuery = z.infer<typeof EventListQuery>;
 
-const Actor = z
+export const Actor = z
   .union([
     z.object({ type: z.literal('api_key'), api_key_id: Uuid, via: z.enum(['rest', 'trpc', 'mcp']) }),
     z.object({ type: z.literal('user'), user_id: z.string(), via: z.literal('dashboard') }),
