@@ -274,6 +274,75 @@ for (const { driver, label, skip } of DRIVERS) {
       expect(plain.body.meta).toBeUndefined();
     });
 
+    it('contacts and companies upsert too; 6 concurrent upserts of one value: one created, five updated', async () => {
+      await freshOrg();
+      await define('contacts', { key: 'crm_ref', type: 'text', unique: true });
+      await define('companies', { key: 'duns', type: 'text', unique: true });
+      const deal = (await createDeal({ title: 'Home' })).body.data;
+      const other = (await createDeal({ title: 'Elsewhere' })).body.data;
+      const held = (
+        await api('/contacts', {
+          method: 'POST',
+          json: { deal_id: deal.id, name: 'Ann', custom: { crm_ref: 'P-1' } },
+        })
+      ).body.data;
+      const contacts = await api('/contacts/batch?upsert_on=crm_ref', {
+        method: 'POST',
+        json: {
+          items: [
+            { deal_id: other.id, name: 'Ann Smith', title: 'CFO', custom: { crm_ref: 'P-1' } },
+            { deal_id: deal.id, name: 'Bob', custom: { crm_ref: 'P-2' } },
+          ],
+        },
+      });
+      expect(contacts.status, contacts.text).toBe(201);
+      expect(contacts.body.meta).toEqual({ upserted_on: 'crm_ref', results: ['updated', 'created'] });
+      // The updated contact keeps its own deal.
+      expect(contacts.body.data[0]).toMatchObject({ id: held.id, name: 'Ann Smith', deal_id: deal.id });
+      const updated = await api('/events?types=contact.updated');
+      expect(updated.body.data.map((e: { data: { id: string } }) => e.data.id)).toEqual([held.id]);
+
+      const company = (
+        await api('/companies', { method: 'POST', json: { name: 'Acme', custom: { duns: '123' } } })
+      ).body.data;
+      const companies = await s.trpc(org).companies.batch.mutate({
+        upsert_on: 'duns',
+        items: [
+          { name: 'Acme Inc', custom: { duns: '123' } },
+          { name: 'Globex', custom: { duns: '456' } },
+        ],
+      });
+      expect(companies.meta?.results).toEqual(['updated', 'created']);
+      expect(companies.data[0]).toMatchObject({ id: company.id, name: 'Acme Inc' });
+      const wrongField = await api('/companies/batch?upsert_on=crm_ref', {
+        method: 'POST',
+        json: { items: [{ name: 'x' }] },
+      });
+      expect(wrongField.body.error).toBe(
+        'upsert_on: "crm_ref" is not a unique custom field of companies (its unique fields: duns)',
+      );
+
+      // Concurrent upserts of one new value take turns on its lock: the first creates, the others find it.
+      const racers = await Promise.all(
+        Array.from({ length: 6 }, (_, i) =>
+          api('/companies/batch?upsert_on=duns', {
+            method: 'POST',
+            json: { items: [{ name: `Racer ${i}`, custom: { duns: 'RACE' } }] },
+          }),
+        ),
+      );
+      expect(racers.map((r) => r.status)).toEqual([201, 201, 201, 201, 201, 201]);
+      expect(racers.map((r) => r.body.meta.results[0]).sort()).toEqual([
+        'created',
+        'updated',
+        'updated',
+        'updated',
+        'updated',
+        'updated',
+      ]);
+      expect(new Set(racers.map((r) => r.body.data[0].id)).size).toBe(1);
+    });
+
     it('edge values: a long unique text, a number PostgreSQL writes otherwise, deep JSON, a key named constructor', async () => {
       await freshOrg();
       await define('deals', { key: 'long_id', type: 'text', unique: true });

@@ -195,7 +195,7 @@ export interface paths {
         put?: never;
         /**
          * Add up to 100 stakeholders at once
-         * @description Adds every contact of `items` (each the body of POST /contacts) in one transaction: all or nothing. Each records its `contact_added` activity and emits `contact.created`, as a single create does; an item that fails fails the call with its index (`items[2].deal_id: …`, a 404 for a deal that is not the organization’s). Each item counts as one API call against the monthly quota; a batch the quota cannot take answers 429 and adds nothing. Send `Idempotency-Key` to retry safely. Returns the contacts with 201, in the order given.
+         * @description Adds every contact of `items` (each the body of POST /contacts) in one transaction: all or nothing. Each records its `contact_added` activity and emits `contact.created`, as a single create does; an item that fails fails the call with its index (`items[2].deal_id: …`, a 404 for a deal that is not the organization’s). Each item counts as one API call against the monthly quota; a batch the quota cannot take answers 429 and adds nothing. Send `Idempotency-Key` to retry safely. Returns the contacts with 201, in the order given. With `?upsert_on=<a unique custom field of contacts>`, an item whose value of that field a contact holds changes that contact instead (its fields sent, as a PATCH, with `contact.updated`; the contact keeps its own deal, whatever `deal_id` says), and `meta.results` says for each item whether it was `created` or `updated`.
          *
          *     Needs an API key with the scope `contacts:write` (or `*`).
          */
@@ -361,7 +361,7 @@ export interface paths {
         put?: never;
         /**
          * Create up to 100 companies at once
-         * @description Creates every company of `items` (each the body of POST /companies) in one transaction: all or nothing, each emitting `company.created`. An item that fails fails the call with its index (`items[2].domain: …`). Each item counts as one API call against the monthly quota. Send `Idempotency-Key` to retry safely. Returns the companies with 201, in the order given.
+         * @description Creates every company of `items` (each the body of POST /companies) in one transaction: all or nothing, each emitting `company.created`. An item that fails fails the call with its index (`items[2].domain: …`). Each item counts as one API call against the monthly quota. Send `Idempotency-Key` to retry safely. Returns the companies with 201, in the order given. With `?upsert_on=<a unique custom field of companies>`, an item whose value of that field a company holds changes that company instead (its fields sent, as a PATCH, with `company.updated`), and `meta.results` says for each item whether it was `created` or `updated`.
          *
          *     Needs an API key with the scope `companies:write` (or `*`).
          */
@@ -2424,7 +2424,7 @@ export interface operations {
     "deals-batch": {
         parameters: {
             query?: {
-                /** @description A unique custom field: an item whose value of it a deal holds changes that deal (only the fields sent), the others are created; `meta.results` says which */
+                /** @description A unique custom field: an item whose value of it a deal holds changes that record (only the fields sent), the others are created; `meta.results` says which */
                 upsert_on?: string;
             };
             header?: {
@@ -3555,7 +3555,10 @@ export interface operations {
     };
     "contacts-batch": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description A unique custom field: an item whose value of it a contact holds changes that record (only the fields sent), the others are created; `meta.results` says which */
+                upsert_on?: string;
+            };
             header?: {
                 /** @description Retry safely: the same key with the same input within 24 hours returns the first answer instead of doing it again; with another input, 422. */
                 "Idempotency-Key"?: string;
@@ -3593,6 +3596,12 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: components["schemas"]["Contact"][];
+                        /** @description With upsert_on only */
+                        meta?: {
+                            upserted_on: string;
+                            /** @description What became of each item, in order */
+                            results: ("created" | "updated")[];
+                        };
                     };
                 };
             };
@@ -4607,7 +4616,10 @@ export interface operations {
     };
     "companies-batch": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description A unique custom field: an item whose value of it a company holds changes that record (only the fields sent), the others are created; `meta.results` says which */
+                upsert_on?: string;
+            };
             header?: {
                 /** @description Retry safely: the same key with the same input within 24 hours returns the first answer instead of doing it again; with another input, 422. */
                 "Idempotency-Key"?: string;
@@ -4644,6 +4656,12 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: components["schemas"]["Company"][];
+                        /** @description With upsert_on only */
+                        meta?: {
+                            upserted_on: string;
+                            /** @description What became of each item, in order */
+                            results: ("created" | "updated")[];
+                        };
                     };
                 };
             };

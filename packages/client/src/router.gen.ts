@@ -504,6 +504,7 @@ export type AppRouter = TRPCBuiltRouter<{
           company_id?: string | undefined;
           custom?: Record<string, unknown> | undefined;
         }[];
+        upsert_on?: string | undefined;
       };
       output: {
         data: {
@@ -525,6 +526,10 @@ export type AppRouter = TRPCBuiltRouter<{
           updated_at: string | null;
           custom: Record<string, unknown>;
         }[];
+        meta?: {
+          upserted_on: string;
+          results: ("created" | "updated")[];
+        } | undefined;
       };
     }>;
     get: TRPCQueryProcedure<{
@@ -803,6 +808,7 @@ export type AppRouter = TRPCBuiltRouter<{
           size?: "1-10" | "11-50" | "51-200" | "201-500" | "501-1000" | "1001-5000" | "5001-10000" | "10001+" | undefined;
           website?: string | undefined;
         }[];
+        upsert_on?: string | undefined;
       };
       output: {
         data: {
@@ -816,6 +822,10 @@ export type AppRouter = TRPCBuiltRouter<{
           updated_at: string | null;
           custom: Record<string, unknown>;
         }[];
+        meta?: {
+          upserted_on: string;
+          results: ("created" | "updated")[];
+        } | undefined;
       };
     }>;
     get: TRPCQueryProcedure<{
