@@ -1059,11 +1059,33 @@ export interface paths {
         head?: never;
         /**
          * Change a custom field’s label, rules or options
-         * @description Changes what is sent. `options` is the whole list: an option left out is archived (values holding it stay readable; writes refuse it). Making a field `required` needs every record to hold a value, making it `unique` needs the values held to be unique already: otherwise 409 with the count and the first ids. The key and the type do not change.
+         * @description Changes what is sent. `options` is the whole list: an option left out is archived (values holding it stay readable; writes refuse it). Making a field `required` needs every record to hold a value, making it `unique` needs the values held to be unique already: otherwise 409 with the count and the first ids. The key does not change; the type changes by POST /custom-fields/{object}/{key}/convert.
          *
          *     Needs an API key with the scope `schema:write` (or `*`).
          */
         patch: operations["customFields-update"];
+        trace?: never;
+    };
+    "/custom-fields/{object}/{key}/convert": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Change a custom field’s type, converting its values (with a dry run)
+         * @description Changes the field’s `type` (with the new type’s `options` and `validation`) and converts every value records hold: a numeric text to its number, "yes"/"no"/"true"/"false"/"1"/"0" to a boolean, a date-time to its UTC day, a value to its text, a text of comma-separated options to a multi_select, …, each then checked by the new type’s rules. `dry_run: true` changes nothing and answers how many values convert, how many of them change, and the first ids (with value and reason) of those that do not. Applied, all or nothing: values that do not convert make it a 409 naming their count and the first ids, unless `clear_unconvertible: true` clears them; two values that become one on a unique field are a 409 too. A default that does not convert is a 400.
+         *
+         *     Needs an API key with the scope `schema:write` (or `*`).
+         */
+        post: operations["customFields-convert"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
 }
@@ -1979,6 +2001,34 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             updated_at: string | null;
+        };
+        CustomFieldConversion: {
+            /** @enum {string} */
+            object: "deals" | "contacts" | "companies";
+            key: string;
+            /** @enum {string} */
+            from: "text" | "long_text" | "number" | "currency" | "boolean" | "date" | "datetime" | "select" | "multi_select" | "email" | "url" | "phone" | "json";
+            /** @enum {string} */
+            to: "text" | "long_text" | "number" | "currency" | "boolean" | "date" | "datetime" | "select" | "multi_select" | "email" | "url" | "phone" | "json";
+            dry_run: boolean;
+            /** @description Whether the field and its values were changed */
+            applied: boolean;
+            /** @description Records holding a value of the field */
+            records: number;
+            /** @description Values that convert (those already the new type’s included) */
+            converted: number;
+            /** @description Values whose stored form the conversion changes */
+            changed: number;
+            /** @description Values that do not convert (cleared when applied with clear_unconvertible) */
+            failed: number;
+            /** @description The first records (by id, at most 10) whose value does not convert, and why */
+            failures: {
+                id: string;
+                value: unknown;
+                reason: string;
+            }[];
+            /** @description The field as it is after the conversion (applied only) */
+            field?: components["schemas"]["CustomField"];
         };
         Error: {
             /** @description What went wrong, naming the field for invalid input */
@@ -9036,6 +9086,160 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: components["schemas"]["CustomField"];
+                    };
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected. `invalid_json`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `conflict`: The write conflicts with the data as it is (a unique custom field’s value another record holds, a rule the records break, a stage deals are in, the default pipeline): the message says with what and how to proceed; `conflicting_id` names the record that holds a value */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large`: The body is over 1 MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type`: The body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "customFields-convert": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The records the field is on */
+                object: "deals" | "contacts" | "companies";
+                key: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "number",
+                 *       "dry_run": true
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description The type the field and its values become
+                     * @enum {string}
+                     */
+                    type: "text" | "long_text" | "number" | "currency" | "boolean" | "date" | "datetime" | "select" | "multi_select" | "email" | "url" | "phone" | "json";
+                    /** @description select, multi_select: the allowed values (default: the field’s own options, or none) */
+                    options?: {
+                        value: string;
+                        /** @description Shown to people; the value when left out */
+                        label?: string;
+                        /** @description An archived option stays readable but is refused in writes */
+                        archived?: boolean;
+                    }[];
+                    /** @description The new type’s rules (default: the field’s own where they still apply, else none) */
+                    validation?: {
+                        /** @description number, currency: the smallest value */
+                        min?: number;
+                        /** @description number, currency: the largest value */
+                        max?: number;
+                        max_length?: number;
+                        /** @description text-like types: a regular expression (RE2 syntax, run in linear time) the value must match */
+                        pattern?: string;
+                    };
+                    /** @description Only report what would convert and what would not; change nothing (default false) */
+                    dry_run?: boolean;
+                    /** @description Apply even when some values do not convert: those values are cleared (default false: a 409 naming them) */
+                    clear_unconvertible?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["CustomFieldConversion"];
                     };
                 };
             };

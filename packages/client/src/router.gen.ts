@@ -2142,6 +2142,71 @@ export type AppRouter = TRPCBuiltRouter<{
         };
       };
     }>;
+    convert: TRPCMutationProcedure<{
+      meta: object;
+      input: {
+        type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
+        object: "deals" | "companies" | "contacts";
+        key: string;
+        options?: {
+          value: string;
+          label?: string | undefined;
+          archived?: boolean | undefined;
+        }[] | undefined;
+        validation?: {
+          min?: number | undefined;
+          max?: number | undefined;
+          max_length?: number | undefined;
+          pattern?: string | undefined;
+        } | undefined;
+        dry_run?: boolean | undefined;
+        clear_unconvertible?: boolean | undefined;
+      };
+      output: {
+        data: {
+          object: "deals" | "companies" | "contacts";
+          key: string;
+          from: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
+          to: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
+          dry_run: boolean;
+          applied: boolean;
+          records: number;
+          converted: number;
+          changed: number;
+          failed: number;
+          failures: {
+            id: string;
+            value: unknown;
+            reason: string;
+          }[];
+          field?: {
+            object: "deals" | "companies" | "contacts";
+            key: string;
+            label: string;
+            type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
+            required: boolean;
+            unique: boolean;
+            default: unknown;
+            options: {
+              value: string;
+              label: string;
+              archived: boolean;
+            }[];
+            validation: {
+              min?: number | undefined;
+              max?: number | undefined;
+              max_length?: number | undefined;
+              pattern?: string | undefined;
+            };
+            description: string | null;
+            ai_hint: "economic_buyer" | "champion" | "metrics" | "decision_criteria" | "decision_process" | "paper_process" | "identify_pain" | "competition" | null;
+            archived: boolean;
+            created_at: string;
+            updated_at: string | null;
+          } | undefined;
+        };
+      };
+    }>;
     delete: TRPCMutationProcedure<{
       meta: object;
       input: {
