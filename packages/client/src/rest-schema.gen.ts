@@ -1932,13 +1932,30 @@ export interface components {
                 object: "deals" | "contacts" | "companies";
                 key: string;
                 /** @enum {string} */
-                action: "add" | "change" | "archive";
-                /** @description change: each attribute that changes */
+                action: "add" | "change" | "convert" | "archive";
+                /** @description change, convert: each attribute that changes (a convert is a change of `type`) */
                 changes?: {
                     [key: string]: {
                         from: unknown;
                         to: unknown;
                     };
+                };
+                /** @description convert: what a dry run of the conversion found (POST /custom-fields/{object}/{key}/convert) */
+                conversion?: {
+                    /** @description Records holding a value of the field */
+                    records: number;
+                    /** @description Values that convert (those already the new type’s included) */
+                    converted: number;
+                    /** @description Values whose stored form the conversion changes */
+                    changed: number;
+                    /** @description Values that do not convert (cleared when applied with clear_unconvertible) */
+                    failed: number;
+                    /** @description The first records (by id, at most 10) whose value does not convert, and why */
+                    failures: {
+                        id: string;
+                        value: unknown;
+                        reason: string;
+                    }[];
                 };
                 /** @description archive: how many records hold a value (they keep it, readable) */
                 records_with_values?: number;
@@ -1954,13 +1971,30 @@ export interface components {
                 object: "deals" | "contacts" | "companies";
                 key: string;
                 /** @enum {string} */
-                action: "add" | "change" | "archive";
-                /** @description change: each attribute that changes */
+                action: "add" | "change" | "convert" | "archive";
+                /** @description change, convert: each attribute that changes (a convert is a change of `type`) */
                 changes?: {
                     [key: string]: {
                         from: unknown;
                         to: unknown;
                     };
+                };
+                /** @description convert: what a dry run of the conversion found (POST /custom-fields/{object}/{key}/convert) */
+                conversion?: {
+                    /** @description Records holding a value of the field */
+                    records: number;
+                    /** @description Values that convert (those already the new type’s included) */
+                    converted: number;
+                    /** @description Values whose stored form the conversion changes */
+                    changed: number;
+                    /** @description Values that do not convert (cleared when applied with clear_unconvertible) */
+                    failed: number;
+                    /** @description The first records (by id, at most 10) whose value does not convert, and why */
+                    failures: {
+                        id: string;
+                        value: unknown;
+                        reason: string;
+                    }[];
                 };
                 /** @description archive: how many records hold a value (they keep it, readable) */
                 records_with_values?: number;

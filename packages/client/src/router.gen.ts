@@ -1847,11 +1847,22 @@ export type AppRouter = TRPCBuiltRouter<{
           steps: {
             object: "deals" | "companies" | "contacts";
             key: string;
-            action: "add" | "change" | "archive";
+            action: "add" | "change" | "convert" | "archive";
             changes?: Record<string, {
               from: unknown;
               to: unknown;
             }> | undefined;
+            conversion?: {
+              failed: number;
+              records: number;
+              converted: number;
+              changed: number;
+              failures: {
+                id: string;
+                value: unknown;
+                reason: string;
+              }[];
+            } | undefined;
             records_with_values?: number | undefined;
             problem?: string | undefined;
           }[];
@@ -1934,11 +1945,22 @@ export type AppRouter = TRPCBuiltRouter<{
           steps: {
             object: "deals" | "companies" | "contacts";
             key: string;
-            action: "add" | "change" | "archive";
+            action: "add" | "change" | "convert" | "archive";
             changes?: Record<string, {
               from: unknown;
               to: unknown;
             }> | undefined;
+            conversion?: {
+              failed: number;
+              records: number;
+              converted: number;
+              changed: number;
+              failures: {
+                id: string;
+                value: unknown;
+                reason: string;
+              }[];
+            } | undefined;
             records_with_values?: number | undefined;
             problem?: string | undefined;
           }[];
