@@ -308,6 +308,26 @@ for (const { driver, label, skip } of DRIVERS) {
         }),
       ]);
       expect((await call('/events?types=activity.created')).body.data).toHaveLength(1);
+      // Contacts: each on its deal (a deal elsewhere names deal_id), by POST /contacts' own code.
+      const people = path.join(dir, 'contacts.ndjson');
+      await writeFile(
+        people,
+        [
+          { deal_id: fresh.id, name: 'Jane Roe', role_type: 'champion' },
+          { deal_id: UUID_ELSEWHERE, name: 'Nobody' },
+        ]
+          .map((r) => JSON.stringify(r))
+          .join('\n'),
+      );
+      const added = await run(people, '--object', 'contacts');
+      expect(added.lines[0]).toMatchObject({ imported: 1, rejected: 1 });
+      expect(JSON.parse((await readFile(`${people}.rejected.ndjson`, 'utf8')).trim())).toMatchObject({
+        line: 2,
+        error: 'deal_id: no such deal in the organization',
+      });
+      expect((await call(`/deals/${fresh.id}`)).body.data.stakeholders).toEqual([
+        expect.objectContaining({ name: 'Jane Roe', role_type: 'champion' }),
+      ]);
       const refused = await run(activities, '--object', 'activities', '--upsert-on', 'x');
       expect(refused.stderr).toContain('--upsert-on: activities have no custom fields');
     }, 60_000);

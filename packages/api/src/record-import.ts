@@ -2,7 +2,7 @@ import { type EntityManager, savepoint, transaction } from '@crm/db';
 import type { z } from 'zod';
 import { lockUpsertValues, type UpsertResult, upsertValue } from './batch.ts';
 import type { AuthedContext } from './context.ts';
-import { describeZodIssues, toApiError } from './errors.ts';
+import { ApiError, describeZodIssues, toApiError } from './errors.ts';
 import { createActivity } from './features/activities/activities.service.ts';
 import { ActivityCreateInput } from './features/activities/activity.schemas.ts';
 import { createCompany, updateCompany } from './features/companies/companies.service.ts';
@@ -38,7 +38,7 @@ interface RecordImport<I> {
 const RECORDS: Record<Exclude<ImportObject, 'deals'>, RecordImport<never>> = {
   contacts: {
     row: ContactCreateInput,
-    create: (ctx, tx, row: ContactCreateInput) => createContact(ctx, tx, row),
+    create: (ctx, tx, row: ContactCreateInput) => namingFields(createContact(ctx, tx, row)),
     // A PATCH does not move a contact: an updated one keeps its deal (as the batch upsert).
     update: (tx, id, { deal_id: _deal, ...row }: ContactCreateInput) => updateContact(tx, id, row),
   } as RecordImport<ContactCreateInput> as RecordImport<never>,
@@ -52,6 +52,23 @@ const RECORDS: Record<Exclude<ImportObject, 'deals'>, RecordImport<never>> = {
     create: (ctx, tx, row: ActivityCreateInput) => createActivity(ctx, tx, row),
   } as RecordImport<ActivityCreateInput> as RecordImport<never>,
 };
+
+/** The creates' 404s ("Deal not found") as a reject names them: by the row's field. */
+const FIELD_OF_MISSING: Record<string, string> = { Deal: 'deal_id', Company: 'company_id' };
+
+async function namingFields<T>(write: Promise<T>): Promise<T> {
+  try {
+    return await write;
+  } catch (err) {
+    const what =
+      err instanceof ApiError && err.code === 'not_found'
+        ? /^(\w+) not found$/.exec(err.message)?.[1]
+        : undefined;
+    const field = what ? FIELD_OF_MISSING[what] : undefined;
+    if (!field) throw err;
+    throw new ApiError('not_found', `${field}: no such ${what?.toLowerCase()} in the organization`);
+  }
+}
 
 /** Whether `crm import --object <object> --upsert-on` can be asked: objects with custom fields. */
 export const upsertable = (object: ImportObject): object is CustomObject =>
