@@ -195,6 +195,8 @@ async function writeChunk(
           }
           try {
             outcome[await savepoint(tx, (sp) => write(sp, row))]++;
+            // A unit of work holding the chunk's records would compare them all at each flush (see writeChunk of deal-import.ts).
+            tx.clear();
           } catch (err) {
             const failure = toApiError(err);
             if (failure.status >= 500) throw err;

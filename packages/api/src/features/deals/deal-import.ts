@@ -292,7 +292,12 @@ async function writeChunk(
               .values(rows.slice(i, i + per) as never)
               .execute();
         }
-        for (const { id, item } of updates) await updateDeal(tx, id, updateOf(item));
+        for (const { id, item } of updates) {
+          await updateDeal(tx, id, updateOf(item));
+          // The PATCH's entities, done with: a unit of work holding a chunk's thousand deals compares them
+          // all at each flush (5,000 updated deals took 533 s instead of seconds).
+          tx.clear();
+        }
         return { created: created.length, updated: updates.length };
       });
     } catch (err) {
