@@ -6,7 +6,9 @@ import { DRIVERS, startTestServer, type TestOrg, type TestServer } from '../../s
 import { crmProcess } from './cli-process.ts';
 import { crm } from './crm.ts';
 
-const VALID = 2_500; // more than two chunks of the import's transactions
+const VALID = 2_500;
+/** A uuid no organization holds. */
+const UUID_ELSEWHERE = '019a0000-0000-7000-8000-0000000000ff'; // more than two chunks of the import's transactions
 
 /** `crm import` beside a running server: on PGlite the server holds the data directory and runs it. */
 for (const { driver, label, skip } of DRIVERS) {
@@ -179,6 +181,163 @@ for (const { driver, label, skip } of DRIVERS) {
       expect(result.stderr).toBe('');
       expect(result.lines[0]).toMatchObject({ imported: 400, rejected: 0 });
       expect((await s.api('/contacts?limit=1', { key: many.apiKey })).body.meta.total).toBe(8_000);
+    }, 60_000);
+
+    it('imports companies and activities (--object), and upserts deals and companies on a unique field (--upsert-on)', async () => {
+      const own = await s.newOrg('Graph importer');
+      const call = (p: string, init: Parameters<TestServer['api']>[1] = {}) =>
+        s.api(p, { key: own.apiKey, ...init });
+      const run = (file: string, ...more: string[]) =>
+        crm({ LOG_LEVEL: 'silent', ...dbEnv }, 'import', file, '--org', own.orgId, ...more);
+      for (const [object, key] of [
+        ['companies', 'duns'],
+        ['deals', 'sf_id'],
+      ])
+        expect(
+          (
+            await call(`/custom-fields/${object}`, {
+              method: 'POST',
+              json: { key, type: 'text', unique: true },
+            })
+          ).status,
+        ).toBe(201);
+      const held = (
+        await call('/companies', { method: 'POST', json: { name: 'Acme', custom: { duns: 'D-1' } } })
+      ).body.data;
+      await call('/companies', { method: 'POST', json: { name: 'Taken', domain: 'taken.test' } });
+
+      // Companies: a row the schema refuses and one the database refuses (a held domain) are rejected
+      // with their line; the others commit; one row updates the company holding its value.
+      const companies = path.join(dir, 'companies.ndjson');
+      await writeFile(
+        companies,
+        [
+          { name: 'Acme Corporation', industry: 'Tools', custom: { duns: 'D-1' } },
+          { name: 'Globex', domain: 'globex.test', custom: { duns: 'D-2' } },
+          { domain: 'nameless.test' },
+          { name: 'Copycat', domain: 'taken.test' },
+        ]
+          .map((r) => JSON.stringify(r))
+          .join('\n'),
+      );
+      const imported = await run(companies, '--object', 'companies', '--upsert-on', 'duns');
+      expect(imported.code, imported.stderr).toBe(0);
+      expect(imported.lines[0]).toMatchObject({
+        object: 'companies',
+        read: 4,
+        imported: 2,
+        created: 1,
+        updated: 1,
+        rejected: 2,
+      });
+      const rejects = (await readFile(`${companies}.rejected.ndjson`, 'utf8'))
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
+      expect(rejects.map((r) => [r.line, r.error.split(':')[0]])).toEqual([
+        [3, 'name'],
+        [4, 'domain'],
+      ]);
+      expect((await call(`/companies/${held.id}`)).body.data).toMatchObject({
+        name: 'Acme Corporation',
+        industry: 'Tools',
+      });
+      const companyEvents = await call('/events?types=company.created,company.updated');
+      expect(companyEvents.body.data.map((e: { type: string }) => e.type).sort()).toEqual([
+        'company.created',
+        'company.created',
+        'company.created',
+        'company.updated',
+      ]);
+      const globex = (await call('/companies?q=Globex')).body.data.find(
+        (c: { name: string }) => c.name === 'Globex',
+      );
+
+      // Deals upserted: a held value updates its deal (its stage only when the row names one), a new
+      // one is created, and a second row of that new value updates the first's deal.
+      const deal = (
+        await call('/deals', { method: 'POST', json: { title: 'Old', custom: { sf_id: 'S-1' } } })
+      ).body.data;
+      const deals = path.join(dir, 'upsert-deals.ndjson');
+      await writeFile(
+        deals,
+        [
+          { title: 'Renamed', value: 10, custom: { sf_id: 'S-1' } },
+          { title: 'New one', stage: 'Proposal', custom: { sf_id: 'S-2' } },
+          { title: 'New one, again', custom: { sf_id: 'S-2' } },
+        ]
+          .map((r) => JSON.stringify(r))
+          .join('\n'),
+      );
+      const upserted = await run(deals, '--upsert-on', 'sf_id');
+      expect(upserted.code, upserted.stderr).toBe(0);
+      expect(upserted.lines[0]).toMatchObject({ imported: 3, created: 1, updated: 2, rejected: 0 });
+      const listed = (await call('/deals')).body;
+      expect(listed.meta.total).toBe(2);
+      expect((await call(`/deals/${deal.id}`)).body.data.deal).toMatchObject({
+        title: 'Renamed',
+        value: 10,
+        stage_name: deal.stage_name,
+      });
+      const fresh = listed.data.find((d: { id: string }) => d.id !== deal.id);
+      expect(fresh).toMatchObject({ title: 'New one, again', stage_name: 'Proposal' });
+      const notUnique = await run(deals, '--upsert-on', 'nope');
+      expect(notUnique.code).toBe(1);
+      expect(notUnique.stderr).toContain('--upsert-on: "nope" is not a unique custom field of deals');
+
+      // Activities from CSV: links.<type> columns of ids; a link outside the organization rejects its row.
+      const activities = path.join(dir, 'activities.csv');
+      await writeFile(
+        activities,
+        [
+          'type,subject,occurred_at,links.deal,links.company,participants',
+          `call,Discovery call,2026-11-20T15:00:00Z,${deal.id} ${fresh.id},${globex.id},`,
+          `note,Stray note,,${UUID_ELSEWHERE},,`,
+          'meeting,,,,,',
+        ].join('\n'),
+      );
+      const logged = await run(activities, '--object', 'activities');
+      expect(logged.code, logged.stderr).toBe(0);
+      expect(logged.lines[0]).toMatchObject({ read: 3, imported: 1, created: 1, rejected: 2 });
+      const activityRejects = (await readFile(`${activities}.rejected.ndjson`, 'utf8'))
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
+      expect(activityRejects.map((r) => [r.line, r.error.split(':')[0]])).toEqual([
+        [3, 'links[0].id'],
+        [4, 'subject'],
+      ]);
+      const timeline = await call(`/activities?deal_id=${fresh.id}`);
+      expect(timeline.body.data).toEqual([
+        expect.objectContaining({
+          type: 'call',
+          subject: 'Discovery call',
+          occurred_at: '2026-11-20T15:00:00.000Z',
+        }),
+      ]);
+      expect((await call('/events?types=activity.created')).body.data).toHaveLength(1);
+      // Contacts: each on its deal (a deal elsewhere names deal_id), by POST /contacts' own code.
+      const people = path.join(dir, 'contacts.ndjson');
+      await writeFile(
+        people,
+        [
+          { deal_id: fresh.id, name: 'Jane Roe', role_type: 'champion' },
+          { deal_id: UUID_ELSEWHERE, name: 'Nobody' },
+        ]
+          .map((r) => JSON.stringify(r))
+          .join('\n'),
+      );
+      const added = await run(people, '--object', 'contacts');
+      expect(added.lines[0]).toMatchObject({ imported: 1, rejected: 1 });
+      expect(JSON.parse((await readFile(`${people}.rejected.ndjson`, 'utf8')).trim())).toMatchObject({
+        line: 2,
+        error: 'deal_id: no such deal in the organization',
+      });
+      expect((await call(`/deals/${fresh.id}`)).body.data.stakeholders).toEqual([
+        expect.objectContaining({ name: 'Jane Roe', role_type: 'champion' }),
+      ]);
+      const refused = await run(activities, '--object', 'activities', '--upsert-on', 'x');
+      expect(refused.stderr).toContain('--upsert-on: activities have no custom fields');
     }, 60_000);
 
     it('reads CSV with a contact per row from contact.* columns, and names each rejected record by its first line', async () => {

@@ -175,6 +175,7 @@ for (const { driver, label, skip } of DRIVERS) {
 
     it('a step the data forbids makes the plan not applicable; apply changes nothing and says why', async () => {
       await api('/deals', { title: 'No region yet' });
+      await api('/deals', { title: 'Has an ARR', custom: { arr: 1200 } });
       const file = {
         version: 1,
         objects: {
@@ -190,22 +191,54 @@ for (const { driver, label, skip } of DRIVERS) {
       expect(
         plan.steps.map((s: { key: string; problem?: string }) => [s.key, s.problem?.split(':')[0]]),
       ).toEqual([
-        ['arr', 'the type cannot change (number to text)'],
+        ['arr', undefined],
         ['region', 'required'],
         ['legacy_code', 'legacy_code was archived; a key is never used again'],
       ]);
+      // A type change is a convert step, with its dry run's counts.
+      expect(plan.steps[0]).toEqual({
+        object: 'deals',
+        key: 'arr',
+        action: 'convert',
+        changes: { type: { from: 'number', to: 'text' }, validation: { from: { min: 0 }, to: null } },
+        conversion: { records: 1, converted: 1, changed: 1, failed: 0, failures: [] },
+      });
       const refused = await api('/custom-fields/apply', file);
       expect(refused.status).toBe(409);
-      expect(refused.body.error).toMatch(/^objects\.deals\.arr: the type cannot change/);
+      expect(refused.body.error).toMatch(/^objects\.deals\.region: required/);
       const at = path.join(dir, 'bad.schema.json');
       await writeFile(at, JSON.stringify(file));
       const cli = await schema('apply', at);
       expect(cli.code).toBe(1);
-      expect(cli.stderr).toMatch(/objects\.deals\.region: required: 2 deals have no value for region/);
+      expect(cli.stderr).toMatch(/objects\.deals\.region: required: 3 deals have no value for region/);
       expect((await api('/custom-fields/deals')).body.data.map((f: { key: string }) => f.key)).toEqual([
         'arr',
         'region',
       ]);
+      // Without the broken steps, apply converts: arr is text and so is its value; back to number refuses
+      // a value that is not one, naming it.
+      await writeFile(at, JSON.stringify({ version: 1, objects: { deals: [file.objects.deals[0]] } }));
+      const converted = await schema('apply', at);
+      expect(converted.code, converted.stderr).toBe(0);
+      expect((await api('/custom-fields/deals/arr')).body.data.type).toBe('text');
+      const held = (await api('/deals?limit=50')).body.data.find(
+        (d: { title: string }) => d.title === 'Has an ARR',
+      );
+      expect(held.custom).toEqual({ arr: '1200' });
+      await s.api(`/deals/${held.id}`, {
+        key: org.apiKey,
+        method: 'PATCH',
+        json: { custom: { arr: 'lots' } },
+      });
+      await writeFile(
+        at,
+        JSON.stringify({ version: 1, objects: { deals: [{ key: 'arr', type: 'number', label: 'ARR' }] } }),
+      );
+      const back = await schema('apply', at);
+      expect(back.code).toBe(1);
+      expect(back.stderr).toContain(
+        `objects.deals.arr: 1 values do not convert to number (first: ${held.id} "lots"`,
+      );
       // A file that is not a schema file is named as such.
       await writeFile(at, JSON.stringify({ version: 2, objects: {} }));
       const wrong = await schema('plan', at);

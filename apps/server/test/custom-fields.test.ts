@@ -279,6 +279,75 @@ for (const { driver, label, skip } of DRIVERS) {
       expect(plain.body.meta).toBeUndefined();
     });
 
+    it('contacts and companies upsert too; 6 concurrent upserts of one value: one created, five updated', async () => {
+      await freshOrg();
+      await define('contacts', { key: 'crm_ref', type: 'text', unique: true });
+      await define('companies', { key: 'duns', type: 'text', unique: true });
+      const deal = (await createDeal({ title: 'Home' })).body.data;
+      const other = (await createDeal({ title: 'Elsewhere' })).body.data;
+      const held = (
+        await api('/contacts', {
+          method: 'POST',
+          json: { deal_id: deal.id, name: 'Ann', custom: { crm_ref: 'P-1' } },
+        })
+      ).body.data;
+      const contacts = await api('/contacts/batch?upsert_on=crm_ref', {
+        method: 'POST',
+        json: {
+          items: [
+            { deal_id: other.id, name: 'Ann Smith', title: 'CFO', custom: { crm_ref: 'P-1' } },
+            { deal_id: deal.id, name: 'Bob', custom: { crm_ref: 'P-2' } },
+          ],
+        },
+      });
+      expect(contacts.status, contacts.text).toBe(201);
+      expect(contacts.body.meta).toEqual({ upserted_on: 'crm_ref', results: ['updated', 'created'] });
+      // The updated contact keeps its own deal.
+      expect(contacts.body.data[0]).toMatchObject({ id: held.id, name: 'Ann Smith', deal_id: deal.id });
+      const updated = await api('/events?types=contact.updated');
+      expect(updated.body.data.map((e: { data: { id: string } }) => e.data.id)).toEqual([held.id]);
+
+      const company = (
+        await api('/companies', { method: 'POST', json: { name: 'Acme', custom: { duns: '123' } } })
+      ).body.data;
+      const companies = await s.trpc(org).companies.batch.mutate({
+        upsert_on: 'duns',
+        items: [
+          { name: 'Acme Inc', custom: { duns: '123' } },
+          { name: 'Globex', custom: { duns: '456' } },
+        ],
+      });
+      expect(companies.meta?.results).toEqual(['updated', 'created']);
+      expect(companies.data[0]).toMatchObject({ id: company.id, name: 'Acme Inc' });
+      const wrongField = await api('/companies/batch?upsert_on=crm_ref', {
+        method: 'POST',
+        json: { items: [{ name: 'x' }] },
+      });
+      expect(wrongField.body.error).toBe(
+        'upsert_on: "crm_ref" is not a unique custom field of companies (its unique fields: duns)',
+      );
+
+      // Concurrent upserts of one new value take turns on its lock: the first creates, the others find it.
+      const racers = await Promise.all(
+        Array.from({ length: 6 }, (_, i) =>
+          api('/companies/batch?upsert_on=duns', {
+            method: 'POST',
+            json: { items: [{ name: `Racer ${i}`, custom: { duns: 'RACE' } }] },
+          }),
+        ),
+      );
+      expect(racers.map((r) => r.status)).toEqual([201, 201, 201, 201, 201, 201]);
+      expect(racers.map((r) => r.body.meta.results[0]).sort()).toEqual([
+        'created',
+        'updated',
+        'updated',
+        'updated',
+        'updated',
+        'updated',
+      ]);
+      expect(new Set(racers.map((r) => r.body.data[0].id)).size).toBe(1);
+    });
+
     it('edge values: a long unique text, a number PostgreSQL writes otherwise, deep JSON, a key named constructor', async () => {
       await freshOrg();
       await define('deals', { key: 'long_id', type: 'text', unique: true });
@@ -341,6 +410,94 @@ for (const { driver, label, skip } of DRIVERS) {
       const dup = await api(`/deals/${c.id}`, { method: 'PATCH', json: { custom: { code: 'Y' } } });
       expect(dup.status).toBe(409);
       expect(dup.body.conflicting_id).toBe(b.id);
+    });
+
+    it('a type change is a convert: a dry run names what would not convert, applying is all or nothing (or clears them)', async () => {
+      await freshOrg();
+      await define('deals', { key: 'seats', type: 'text', unique: true });
+      const ok = (await createDeal({ title: 'A', custom: { seats: ' 40 ' } })).body.data;
+      const same = (await createDeal({ title: 'B', custom: { seats: '7' } })).body.data;
+      const bad = (await createDeal({ title: 'C', custom: { seats: 'many' } })).body.data;
+      await createDeal({ title: 'None' });
+      const convert = (json: Record<string, unknown>) =>
+        api('/custom-fields/deals/seats/convert', { method: 'POST', json });
+
+      const dry = await convert({ type: 'number', dry_run: true });
+      expect(dry.status, dry.text).toBe(200);
+      expect(dry.body.data).toEqual({
+        object: 'deals',
+        key: 'seats',
+        from: 'text',
+        to: 'number',
+        dry_run: true,
+        applied: false,
+        records: 3,
+        converted: 2,
+        changed: 2,
+        failed: 1,
+        failures: [{ id: bad.id, value: 'many', reason: 'expected number, got string' }],
+      });
+      expect((await api('/custom-fields/deals/seats')).body.data.type).toBe('text');
+
+      const refused = await convert({ type: 'number' });
+      expect(refused.status).toBe(409);
+      expect(refused.body.error).toBe(
+        `type: 1 deals hold values of seats that do not convert to number (first: ${bad.id} "many": expected number, got string); change or clear them, or send clear_unconvertible: true to clear them`,
+      );
+      expect(refused.body.conflicting_id).toBe(bad.id);
+      expect((await api(`/deals/${ok.id}`)).body.data.deal.custom).toEqual({ seats: ' 40 ' });
+      // Not a type a unique field can have, nor a select without options: 400s naming the rule.
+      expect((await convert({ type: 'json', dry_run: true })).body.error).toMatch(
+        /^unique: a json field cannot be unique/,
+      );
+      expect((await convert({ type: 'select', dry_run: true })).body.error).toBe(
+        'options: a select field needs at least one option',
+      );
+
+      // Over tRPC, told to clear what does not convert: the field is a number, the values numbers.
+      const applied = await s.trpc(org).customFields.convert.mutate({
+        object: 'deals',
+        key: 'seats',
+        type: 'number',
+        validation: { min: 0 },
+        clear_unconvertible: true,
+      });
+      expect(applied.data).toMatchObject({ applied: true, converted: 2, failed: 1 });
+      expect(applied.data.field).toMatchObject({ type: 'number', unique: true, validation: { min: 0 } });
+      expect((await api(`/deals/${ok.id}`)).body.data.deal.custom).toEqual({ seats: 40 });
+      expect((await api(`/deals/${same.id}`)).body.data.deal.custom).toEqual({ seats: 7 });
+      expect((await api(`/deals/${bad.id}`)).body.data.deal.custom).toEqual({});
+      // The unique claims follow the converted values; new writes take numbers only.
+      const dup = await createDeal({ title: 'Dup', custom: { seats: 40 } });
+      expect(dup.status).toBe(409);
+      expect(dup.body.conflicting_id).toBe(ok.id);
+      expect((await createDeal({ title: 'Text', custom: { seats: '41' } })).status).toBe(400);
+
+      // Two values that become one on a unique field: the unique rule's 409, nothing changed.
+      await define('deals', { key: 'ref', type: 'text', unique: true });
+      await createDeal({ title: 'R1', custom: { ref: '1' } });
+      const r2 = (await createDeal({ title: 'R2', custom: { ref: '1.0' } })).body.data;
+      const collide = await api('/custom-fields/deals/ref/convert', {
+        method: 'POST',
+        json: { type: 'number' },
+      });
+      expect(collide.status).toBe(409);
+      expect(collide.body.error).toMatch(/^custom\.ref: the value is already held by deal /);
+      expect((await api('/custom-fields/deals/ref')).body.data.type).toBe('text');
+      expect((await api(`/deals/${r2.id}`)).body.data.deal.custom).toEqual({ ref: '1.0' });
+
+      // MCP: the tool, as any operation.
+      const mcp = await mcpClient(s.url, org.apiKey);
+      try {
+        const viaMcp = (await mcp.callTool({
+          name: 'customFields-convert',
+          arguments: { object: 'deals', key: 'seats', type: 'text', dry_run: true },
+        })) as CallToolResult;
+        expect(viaMcp.isError).toBeFalsy();
+        expect(viaMcp.structuredContent).toMatchObject({ data: { records: 2, converted: 2, changed: 2 } });
+      } finally {
+        await mcp.close();
+      }
     });
 
     it('archiving keeps values readable, refuses new ones, and the key is never reused; options left out are archived', async () => {

@@ -494,12 +494,20 @@ for (const { driver, label, skip } of DRIVERS) {
             .getByRole('alert')
             .getByText(/^not JSON: /)
             .waitFor();
+          // A type change is a convert: its dry run names a value that would not convert.
+          const emea = await s.api('/deals', {
+            method: 'POST',
+            json: { title: 'In EMEA', custom: { region: 'emea' } },
+          });
+          expect(emea.status, emea.text).toBe(201);
           await fileText.fill(
-            JSON.stringify({ version: 1, objects: { deals: [{ key: 'region', type: 'text' }] } }),
+            JSON.stringify({ version: 1, objects: { deals: [{ key: 'region', type: 'number' }] } }),
           );
           await schema.getByRole('button', { name: 'Show plan' }).click();
-          await schema.getByText(/Cannot apply: the type cannot change \(select to text\)/).waitFor();
+          await schema.getByText(/Cannot apply: 1 values do not convert to number \(first: /).waitFor();
+          await schema.getByText('0 of 1 values convert (0 change); 1 do not.').waitFor();
           expect(await schema.getByRole('button', { name: 'Apply' }).isDisabled()).toBe(true);
+          await s.api(`/deals/${emea.body.data.id}`, { method: 'DELETE' });
 
           // The current fields as the CLI exports them, edited: one field added to each object, code left out.
           await fileText.fill('');

@@ -175,6 +175,7 @@ describe('the server process', () => {
         'POST /custom-fields/{object}',
         'GET /custom-fields/{object}/{key}',
         'PATCH /custom-fields/{object}/{key}',
+        'POST /custom-fields/{object}/{key}/convert',
         'DELETE /custom-fields/{object}/{key}',
         'POST /custom-fields/plan',
         'POST /custom-fields/apply',

@@ -117,6 +117,7 @@ describe('the OpenAPI document', () => {
       'POST /custom-fields/apply',
       'POST /custom-fields/plan',
       'POST /custom-fields/{object}',
+      'POST /custom-fields/{object}/{key}/convert',
       'POST /deals',
       'POST /deals/batch',
       'POST /deals/query',

@@ -239,7 +239,7 @@ export interface paths {
         put?: never;
         /**
          * Add up to 100 stakeholders at once
-         * @description Adds every contact of `items` (each the body of POST /contacts) in one transaction: all or nothing. Each records its `contact_added` activity and emits `contact.created`, as a single create does; an item that fails fails the call with its index (`items[2].deal_id: …`, a 404 for a deal that is not the organization’s). Each item counts as one API call against the monthly quota; a batch the quota cannot take answers 429 and adds nothing. Send `Idempotency-Key` to retry safely. Returns the contacts with 201, in the order given.
+         * @description Adds every contact of `items` (each the body of POST /contacts) in one transaction: all or nothing. Each records its `contact_added` activity and emits `contact.created`, as a single create does; an item that fails fails the call with its index (`items[2].deal_id: …`, a 404 for a deal that is not the organization’s). Each item counts as one API call against the monthly quota; a batch the quota cannot take answers 429 and adds nothing. Send `Idempotency-Key` to retry safely. Returns the contacts with 201, in the order given. With `?upsert_on=<a unique custom field of contacts>`, an item whose value of that field a contact holds changes that contact instead (its fields sent, as a PATCH, with `contact.updated`; the contact keeps its own deal, whatever `deal_id` says), and `meta.results` says for each item whether it was `created` or `updated`.
          *
          *     Needs an API key with the scope `contacts:write` (or `*`).
          */
@@ -427,7 +427,7 @@ export interface paths {
         put?: never;
         /**
          * Create up to 100 companies at once
-         * @description Creates every company of `items` (each the body of POST /companies) in one transaction: all or nothing, each emitting `company.created`. An item that fails fails the call with its index (`items[2].domain: …`). Each item counts as one API call against the monthly quota. Send `Idempotency-Key` to retry safely. Returns the companies with 201, in the order given.
+         * @description Creates every company of `items` (each the body of POST /companies) in one transaction: all or nothing, each emitting `company.created`. An item that fails fails the call with its index (`items[2].domain: …`). Each item counts as one API call against the monthly quota. Send `Idempotency-Key` to retry safely. Returns the companies with 201, in the order given. With `?upsert_on=<a unique custom field of companies>`, an item whose value of that field a company holds changes that company instead (its fields sent, as a PATCH, with `company.updated`), and `meta.results` says for each item whether it was `created` or `updated`.
          *
          *     Needs an API key with the scope `companies:write` (or `*`).
          */
@@ -1197,11 +1197,33 @@ export interface paths {
         head?: never;
         /**
          * Change a custom field’s label, rules or options
-         * @description Changes what is sent. `options` is the whole list: an option left out is archived (values holding it stay readable; writes refuse it). Making a field `required` needs every record to hold a value, making it `unique` needs the values held to be unique already: otherwise 409 with the count and the first ids. The key and the type do not change.
+         * @description Changes what is sent. `options` is the whole list: an option left out is archived (values holding it stay readable; writes refuse it). Making a field `required` needs every record to hold a value, making it `unique` needs the values held to be unique already: otherwise 409 with the count and the first ids. The key does not change; the type changes by POST /custom-fields/{object}/{key}/convert.
          *
          *     Needs an API key with the scope `schema:write` (or `*`).
          */
         patch: operations["customFields-update"];
+        trace?: never;
+    };
+    "/custom-fields/{object}/{key}/convert": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Change a custom field’s type, converting its values (with a dry run)
+         * @description Changes the field’s `type` (with the new type’s `options` and `validation`) and converts every value records hold: a numeric text to its number, "yes"/"no"/"true"/"false"/"1"/"0" to a boolean, a date-time to its UTC day, a value to its text, a text of comma-separated options to a multi_select, …, each then checked by the new type’s rules. `dry_run: true` changes nothing and answers how many values convert, how many of them change, and the first ids (with value and reason) of those that do not. Applied, all or nothing: values that do not convert make it a 409 naming their count and the first ids, unless `clear_unconvertible: true` clears them; two values that become one on a unique field are a 409 too. A default that does not convert is a 400.
+         *
+         *     Needs an API key with the scope `schema:write` (or `*`).
+         */
+        post: operations["customFields-convert"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
 }
@@ -2257,13 +2279,30 @@ export interface components {
                 object: "deals" | "contacts" | "companies";
                 key: string;
                 /** @enum {string} */
-                action: "add" | "change" | "archive";
-                /** @description change: each attribute that changes */
+                action: "add" | "change" | "convert" | "archive";
+                /** @description change, convert: each attribute that changes (a convert is a change of `type`) */
                 changes?: {
                     [key: string]: {
                         from: unknown;
                         to: unknown;
                     };
+                };
+                /** @description convert: what a dry run of the conversion found (POST /custom-fields/{object}/{key}/convert) */
+                conversion?: {
+                    /** @description Records holding a value of the field */
+                    records: number;
+                    /** @description Values that convert (those already the new type’s included) */
+                    converted: number;
+                    /** @description Values whose stored form the conversion changes */
+                    changed: number;
+                    /** @description Values that do not convert (cleared when applied with clear_unconvertible) */
+                    failed: number;
+                    /** @description The first records (by id, at most 10) whose value does not convert, and why */
+                    failures: {
+                        id: string;
+                        value: unknown;
+                        reason: string;
+                    }[];
                 };
                 /** @description archive: how many records hold a value (they keep it, readable) */
                 records_with_values?: number;
@@ -2279,13 +2318,30 @@ export interface components {
                 object: "deals" | "contacts" | "companies";
                 key: string;
                 /** @enum {string} */
-                action: "add" | "change" | "archive";
-                /** @description change: each attribute that changes */
+                action: "add" | "change" | "convert" | "archive";
+                /** @description change, convert: each attribute that changes (a convert is a change of `type`) */
                 changes?: {
                     [key: string]: {
                         from: unknown;
                         to: unknown;
                     };
+                };
+                /** @description convert: what a dry run of the conversion found (POST /custom-fields/{object}/{key}/convert) */
+                conversion?: {
+                    /** @description Records holding a value of the field */
+                    records: number;
+                    /** @description Values that convert (those already the new type’s included) */
+                    converted: number;
+                    /** @description Values whose stored form the conversion changes */
+                    changed: number;
+                    /** @description Values that do not convert (cleared when applied with clear_unconvertible) */
+                    failed: number;
+                    /** @description The first records (by id, at most 10) whose value does not convert, and why */
+                    failures: {
+                        id: string;
+                        value: unknown;
+                        reason: string;
+                    }[];
                 };
                 /** @description archive: how many records hold a value (they keep it, readable) */
                 records_with_values?: number;
@@ -2326,6 +2382,34 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             updated_at: string | null;
+        };
+        CustomFieldConversion: {
+            /** @enum {string} */
+            object: "deals" | "contacts" | "companies";
+            key: string;
+            /** @enum {string} */
+            from: "text" | "long_text" | "number" | "currency" | "boolean" | "date" | "datetime" | "select" | "multi_select" | "email" | "url" | "phone" | "json";
+            /** @enum {string} */
+            to: "text" | "long_text" | "number" | "currency" | "boolean" | "date" | "datetime" | "select" | "multi_select" | "email" | "url" | "phone" | "json";
+            dry_run: boolean;
+            /** @description Whether the field and its values were changed */
+            applied: boolean;
+            /** @description Records holding a value of the field */
+            records: number;
+            /** @description Values that convert (those already the new type’s included) */
+            converted: number;
+            /** @description Values whose stored form the conversion changes */
+            changed: number;
+            /** @description Values that do not convert (cleared when applied with clear_unconvertible) */
+            failed: number;
+            /** @description The first records (by id, at most 10) whose value does not convert, and why */
+            failures: {
+                id: string;
+                value: unknown;
+                reason: string;
+            }[];
+            /** @description The field as it is after the conversion (applied only) */
+            field?: components["schemas"]["CustomField"];
         };
         Error: {
             /** @description What went wrong, naming the field for invalid input */
@@ -2771,7 +2855,7 @@ export interface operations {
     "deals-batch": {
         parameters: {
             query?: {
-                /** @description A unique custom field: an item whose value of it a deal holds changes that deal (only the fields sent), the others are created; `meta.results` says which */
+                /** @description A unique custom field: an item whose value of it a deal holds changes that record (only the fields sent), the others are created; `meta.results` says which */
                 upsert_on?: string;
             };
             header?: {
@@ -4080,7 +4164,10 @@ export interface operations {
     };
     "contacts-batch": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description A unique custom field: an item whose value of it a contact holds changes that record (only the fields sent), the others are created; `meta.results` says which */
+                upsert_on?: string;
+            };
             header?: {
                 /** @description Retry safely: the same key with the same input within 24 hours returns the first answer instead of doing it again; with another input, 422. */
                 "Idempotency-Key"?: string;
@@ -4118,6 +4205,12 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: components["schemas"]["Contact"][];
+                        /** @description With upsert_on only */
+                        meta?: {
+                            upserted_on: string;
+                            /** @description What became of each item, in order */
+                            results: ("created" | "updated")[];
+                        };
                     };
                 };
             };
@@ -5224,7 +5317,10 @@ export interface operations {
     };
     "companies-batch": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description A unique custom field: an item whose value of it a company holds changes that record (only the fields sent), the others are created; `meta.results` says which */
+                upsert_on?: string;
+            };
             header?: {
                 /** @description Retry safely: the same key with the same input within 24 hours returns the first answer instead of doing it again; with another input, 422. */
                 "Idempotency-Key"?: string;
@@ -5261,6 +5357,12 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: components["schemas"]["Company"][];
+                        /** @description With upsert_on only */
+                        meta?: {
+                            upserted_on: string;
+                            /** @description What became of each item, in order */
+                            results: ("created" | "updated")[];
+                        };
                     };
                 };
             };
@@ -10114,6 +10216,160 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: components["schemas"]["CustomField"];
+                    };
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected. `invalid_json`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `conflict`: The write conflicts with the data as it is (a unique custom field’s value another record holds, a rule the records break, a stage deals are in, the default pipeline): the message says with what and how to proceed; `conflicting_id` names the record that holds a value */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large`: The body is over 1 MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type`: The body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "customFields-convert": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The records the field is on */
+                object: "deals" | "contacts" | "companies";
+                key: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "number",
+                 *       "dry_run": true
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description The type the field and its values become
+                     * @enum {string}
+                     */
+                    type: "text" | "long_text" | "number" | "currency" | "boolean" | "date" | "datetime" | "select" | "multi_select" | "email" | "url" | "phone" | "json";
+                    /** @description select, multi_select: the allowed values (default: the field’s own options, or none) */
+                    options?: {
+                        value: string;
+                        /** @description Shown to people; the value when left out */
+                        label?: string;
+                        /** @description An archived option stays readable but is refused in writes */
+                        archived?: boolean;
+                    }[];
+                    /** @description The new type’s rules (default: the field’s own where they still apply, else none) */
+                    validation?: {
+                        /** @description number, currency: the smallest value */
+                        min?: number;
+                        /** @description number, currency: the largest value */
+                        max?: number;
+                        max_length?: number;
+                        /** @description text-like types: a regular expression (RE2 syntax, run in linear time) the value must match */
+                        pattern?: string;
+                    };
+                    /** @description Only report what would convert and what would not; change nothing (default false) */
+                    dry_run?: boolean;
+                    /** @description Apply even when some values do not convert: those values are cleared (default false: a 409 naming them) */
+                    clear_unconvertible?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["CustomFieldConversion"];
                     };
                 };
             };

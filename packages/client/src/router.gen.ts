@@ -598,6 +598,7 @@ export type AppRouter = TRPCBuiltRouter<{
           company_id?: string | undefined;
           custom?: Record<string, unknown> | undefined;
         }[];
+        upsert_on?: string | undefined;
       };
       output: {
         data: {
@@ -619,6 +620,10 @@ export type AppRouter = TRPCBuiltRouter<{
           updated_at: string | null;
           custom: Record<string, unknown>;
         }[];
+        meta?: {
+          upserted_on: string;
+          results: ("created" | "updated")[];
+        } | undefined;
       };
     }>;
     get: TRPCQueryProcedure<{
@@ -929,6 +934,7 @@ export type AppRouter = TRPCBuiltRouter<{
           size?: "1-10" | "11-50" | "51-200" | "201-500" | "501-1000" | "1001-5000" | "5001-10000" | "10001+" | undefined;
           website?: string | undefined;
         }[];
+        upsert_on?: string | undefined;
       };
       output: {
         data: {
@@ -942,6 +948,10 @@ export type AppRouter = TRPCBuiltRouter<{
           updated_at: string | null;
           custom: Record<string, unknown>;
         }[];
+        meta?: {
+          upserted_on: string;
+          results: ("created" | "updated")[];
+        } | undefined;
       };
     }>;
     get: TRPCQueryProcedure<{
@@ -2098,11 +2108,22 @@ export type AppRouter = TRPCBuiltRouter<{
           steps: {
             object: "deals" | "contacts" | "companies";
             key: string;
-            action: "add" | "change" | "archive";
+            action: "add" | "change" | "convert" | "archive";
             changes?: Record<string, {
               from: unknown;
               to: unknown;
             }> | undefined;
+            conversion?: {
+              failed: number;
+              records: number;
+              converted: number;
+              changed: number;
+              failures: {
+                id: string;
+                value: unknown;
+                reason: string;
+              }[];
+            } | undefined;
             records_with_values?: number | undefined;
             problem?: string | undefined;
           }[];
@@ -2185,11 +2206,22 @@ export type AppRouter = TRPCBuiltRouter<{
           steps: {
             object: "deals" | "contacts" | "companies";
             key: string;
-            action: "add" | "change" | "archive";
+            action: "add" | "change" | "convert" | "archive";
             changes?: Record<string, {
               from: unknown;
               to: unknown;
             }> | undefined;
+            conversion?: {
+              failed: number;
+              records: number;
+              converted: number;
+              changed: number;
+              failures: {
+                id: string;
+                value: unknown;
+                reason: string;
+              }[];
+            } | undefined;
             records_with_values?: number | undefined;
             problem?: string | undefined;
           }[];
@@ -2390,6 +2422,71 @@ export type AppRouter = TRPCBuiltRouter<{
           archived: boolean;
           created_at: string;
           updated_at: string | null;
+        };
+      };
+    }>;
+    convert: TRPCMutationProcedure<{
+      meta: object;
+      input: {
+        type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
+        object: "deals" | "contacts" | "companies";
+        key: string;
+        options?: {
+          value: string;
+          label?: string | undefined;
+          archived?: boolean | undefined;
+        }[] | undefined;
+        validation?: {
+          min?: number | undefined;
+          max?: number | undefined;
+          max_length?: number | undefined;
+          pattern?: string | undefined;
+        } | undefined;
+        dry_run?: boolean | undefined;
+        clear_unconvertible?: boolean | undefined;
+      };
+      output: {
+        data: {
+          object: "deals" | "contacts" | "companies";
+          key: string;
+          from: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
+          to: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
+          dry_run: boolean;
+          applied: boolean;
+          records: number;
+          converted: number;
+          changed: number;
+          failed: number;
+          failures: {
+            id: string;
+            value: unknown;
+            reason: string;
+          }[];
+          field?: {
+            object: "deals" | "contacts" | "companies";
+            key: string;
+            label: string;
+            type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
+            required: boolean;
+            unique: boolean;
+            default: unknown;
+            options: {
+              value: string;
+              label: string;
+              archived: boolean;
+            }[];
+            validation: {
+              min?: number | undefined;
+              max?: number | undefined;
+              max_length?: number | undefined;
+              pattern?: string | undefined;
+            };
+            description: string | null;
+            ai_hint: "economic_buyer" | "champion" | "metrics" | "decision_criteria" | "decision_process" | "paper_process" | "identify_pain" | "competition" | null;
+            archived: boolean;
+            created_at: string;
+            updated_at: string | null;
+          } | undefined;
         };
       };
     }>;

@@ -579,3 +579,11 @@ export function sqlOf(em: EntityManager): Kysely<Tables> {
 export function transaction<T>(em: EntityManager, fn: (tx: EntityManager) => Promise<T>): Promise<T> {
   return em.transactional(fn, { propagation: TransactionPropagation.REQUIRED });
 }
+
+/**
+ * Runs `fn` in a savepoint of the caller's transaction: a failure of `fn` undoes its own writes only, and
+ * the transaction goes on (an import rejects one row of a chunk and commits the others).
+ */
+export function savepoint<T>(em: EntityManager, fn: (tx: EntityManager) => Promise<T>): Promise<T> {
+  return em.transactional(fn, { propagation: TransactionPropagation.NESTED });
+}

@@ -141,7 +141,7 @@ const SchemaFileText = z.object({ text: z.string().max(MAX_BODY_BYTES) });
 
 /** An applied plan in a line of the audit log: "added deals.region; changed deals.arr (label)". */
 function describeSteps(steps: readonly SchemaStep[]): string {
-  const verbs = { add: 'added', change: 'changed', archive: 'archived' } as const;
+  const verbs = { add: 'added', change: 'changed', convert: 'converted', archive: 'archived' } as const;
   return steps
     .map((step) => {
       const changed = step.changes ? Object.keys(step.changes) : [];

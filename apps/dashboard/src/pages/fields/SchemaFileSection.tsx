@@ -14,6 +14,7 @@ import { objectLabel } from './labels.ts';
 const ACTIONS: Record<SchemaStep['action'], { label: string; badge: string }> = {
   add: { label: 'Add', badge: 'badge-success' },
   change: { label: 'Change', badge: 'badge-info' },
+  convert: { label: 'Convert', badge: 'badge-info' },
   archive: { label: 'Archive', badge: 'badge-warning' },
 };
 
@@ -23,6 +24,12 @@ function StepDetails({ step }: { step: SchemaStep }) {
     <>
       {step.problem && <p className="text-danger step-problem">Cannot apply: {step.problem}</p>}
       {step.action === 'add' && !step.problem && <span className="muted">A new field</span>}
+      {step.conversion && (
+        <p className="muted">
+          {`${formatNumber(step.conversion.converted)} of ${formatNumber(step.conversion.records)} values convert (${formatNumber(step.conversion.changed)} change)`}
+          {step.conversion.failed > 0 ? `; ${formatNumber(step.conversion.failed)} do not.` : '.'}
+        </p>
+      )}
       {changes.length > 0 && (
         <ul className="change-list">
           {changes.map(([attribute, { from, to }]) => (

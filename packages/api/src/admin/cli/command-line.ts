@@ -34,11 +34,14 @@ export function usage(): string {
  * The command line as another process (the server holding the embedded database) must read it: the
  * file paths of `import` made absolute, since that process has its own working directory.
  */
+/** The options of `import` whose values are no file paths. */
+const NOT_PATHS = new Set(['--org', '--object', '--upsert-on']);
+
 export function portableArgv(argv: string[]): string[] {
   if (argv[0] !== 'import') return argv;
   return argv.map((word, i) => {
     if (word.startsWith('--rejects=')) return `--rejects=${userPath(word.slice('--rejects='.length))}`;
-    return i === 0 || word.startsWith('-') || argv[i - 1] === '--org' ? word : userPath(word);
+    return i === 0 || word.startsWith('-') || NOT_PATHS.has(argv[i - 1] ?? '') ? word : userPath(word);
   });
 }
 

@@ -13,6 +13,7 @@ import {
 import { schemaTypes } from '../../features/custom-fields/schema-types.ts';
 import { orgQuotaReport, setOrgQuota, UnknownOrganizationError } from '../../limits/org-quotas.ts';
 import { orgFork, unscopedDb } from '../../org-scope.ts';
+import { IMPORT_OBJECTS, type ImportObject, upsertable } from '../../record-import.ts';
 import { parseScopes } from '../../scopes.ts';
 import { issueApiKey, listApiKeys, listEveryApiKey, revokeApiKey, rotateApiKey } from '../api-keys.ts';
 import { CLI_ACTOR } from '../audit.ts';
@@ -206,14 +207,32 @@ export const COMMANDS: CommandSpec[] = [
     options: {
       org: { type: 'string', required: true, description: 'org_id' },
       rejects: { type: 'string', description: 'file for rejected rows, default <file>.rejected.ndjson' },
+      object: {
+        type: 'string',
+        description: `what the rows are: ${IMPORT_OBJECTS.join('|')} (default deals)`,
+      },
+      'upsert-on': {
+        type: 'string',
+        description: 'a unique custom field: a row whose value a record holds updates it',
+      },
     },
     summary:
-      'Import deals (and their contacts) from a .csv or .ndjson file, with progress and a report of rejected rows',
+      'Import deals (and their contacts), contacts, companies or activities from a .csv or .ndjson file, with progress and a report of rejected rows',
     prepare({ positionals, options }) {
       const file = userPath(positionals[0] ?? '');
       const orgId = uuidArg(options.org ?? '', '--org');
       const rejectsPath = options.rejects ? userPath(options.rejects) : `${file}.rejected.ndjson`;
-      return async (em, _config, io) => [await runImport(em, { file, orgId, rejectsPath }, io)];
+      const object = (options.object ?? 'deals') as ImportObject;
+      if (!IMPORT_OBJECTS.includes(object))
+        throw new CliError(
+          `--object must be one of ${IMPORT_OBJECTS.join(', ')}; got ${JSON.stringify(options.object)}`,
+        );
+      const upsertOn = options['upsert-on'];
+      if (upsertOn !== undefined && !upsertable(object))
+        throw new CliError(`--upsert-on: ${object} have no custom fields, so none is unique to upsert on`);
+      return async (em, _config, io) => [
+        await runImport(em, { file, orgId, rejectsPath, object, upsertOn }, io),
+      ];
     },
   },
   {

@@ -5,6 +5,7 @@ import { PassThrough, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { parse } from 'csv-parse';
 import type { SourceRow } from '../../features/deals/deal-import.ts';
+import type { ImportObject } from '../../record-import.ts';
 import { CliError } from './errors.ts';
 import { describeBadUtf8, Utf8Check } from './utf8-check.ts';
 
@@ -19,6 +20,8 @@ export interface ImportFile {
 const NUMBER_COLUMNS = new Set(['value']);
 /** CSV columns `contact.<field>` give the deal one contact. */
 const CONTACT_PREFIX = 'contact.';
+/** An activity's CSV columns `links.deal`, `links.contact`, `links.company`: ids, separated by spaces. */
+const LINKS_PREFIX = 'links.';
 
 /**
  * Opens an import file: `.ndjson` / `.jsonl` (one JSON object per line, the API's own field names) or
@@ -27,7 +30,7 @@ const CONTACT_PREFIX = 'contact.';
  * memory. A line that is not JSON is a row the import rejects with the parser's reason, and a row with bytes
  * that are not UTF-8 one it rejects naming the first (see Utf8Check).
  */
-export async function openImportFile(path: string): Promise<ImportFile> {
+export async function openImportFile(path: string, object: ImportObject = 'deals'): Promise<ImportFile> {
   const format = /\.(ndjson|jsonl)$/i.test(path) ? 'ndjson' : /\.csv$/i.test(path) ? 'csv' : undefined;
   if (!format) throw new CliError(`${path}: give a .csv, .ndjson or .jsonl file`);
   let totalBytes: number;
@@ -48,7 +51,7 @@ export async function openImportFile(path: string): Promise<ImportFile> {
       },
     });
   return {
-    rows: format === 'ndjson' ? ndjsonRows(path, counter()) : csvRows(path, counter()),
+    rows: format === 'ndjson' ? ndjsonRows(path, counter()) : csvRows(path, counter(), object),
     totalBytes,
     bytesRead: () => read,
   };
@@ -112,7 +115,7 @@ const lineBreaks = (text: string) => text.match(/\r\n|\r|\n/g)?.length ?? 0;
  * fields than the header, bytes that are not UTF-8) is a row the import rejects with the reason, and the
  * reading goes on. A header that is not UTF-8 stops it: its columns cannot be known.
  */
-async function* csvRows(path: string, counter: Transform): AsyncIterable<SourceRow> {
+async function* csvRows(path: string, counter: Transform, object: ImportObject): AsyncIterable<SourceRow> {
   const lines = new CsvLines();
   const utf8 = new Utf8Check();
   const skipped: SourceRow[] = [];
@@ -136,7 +139,7 @@ async function* csvRows(path: string, counter: Transform): AsyncIterable<SourceR
         const bad = utf8.badByteIn(first, last);
         return bad
           ? { line: first, value: raw, unreadable: describeBadUtf8(bad) }
-          : { line: first, value: fromCsv(record) };
+          : { line: first, value: object === 'activities' ? activityFromCsv(record) : fromCsv(record) };
       },
       on_skip: (err: { message: string } | undefined, raw?: string) => {
         const { first, last } = lines.next(raw ?? '');
@@ -173,5 +176,24 @@ function fromCsv(record: Record<string, string>): Record<string, unknown> {
     else row[column] = value;
   }
   if (Object.keys(contact).length > 0) row.contacts = [contact];
+  return row;
+}
+
+/**
+ * An activity's CSV record as its JSON row: `links.deal`, `links.contact`, `links.company` hold ids (several
+ * separated by spaces) that become `links`, in that order; `participants` holds contact ids likewise.
+ */
+function activityFromCsv(record: Record<string, string>): Record<string, unknown> {
+  const row: Record<string, unknown> = {};
+  const links: Array<{ type: string; id: string }> = [];
+  const ids = (cell: string) => cell.split(/\s+/).filter(Boolean);
+  for (const [column, cell] of Object.entries(record)) {
+    if (cell === '' || cell === undefined) continue;
+    if (column.startsWith(LINKS_PREFIX))
+      for (const id of ids(cell)) links.push({ type: column.slice(LINKS_PREFIX.length), id });
+    else if (column === 'participants') row.participants = ids(cell);
+    else row[column] = cell;
+  }
+  if (links.length > 0) row.links = links;
   return row;
 }

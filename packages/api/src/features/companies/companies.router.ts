@@ -1,6 +1,5 @@
 import { transaction } from '@crm/db';
-import { z } from 'zod';
-import { batchOf, createBatch } from '../../batch.ts';
+import { upsertBatch, upsertBatchAnswer, upsertBatchOf } from '../../batch.ts';
 import { dataOf, IdParam, SuccessResponse } from '../../schemas.ts';
 import { authedProcedure, router } from '../../trpc.ts';
 import { companyHistoryProcedures } from '../history/history.router.ts';
@@ -98,7 +97,7 @@ export const companiesRouter = router({
         tags,
         summary: 'Create up to 100 companies at once',
         description:
-          'Creates every company of `items` (each the body of POST /companies) in one transaction: all or nothing, each emitting `company.created`. An item that fails fails the call with its index (`items[2].domain: …`). Each item counts as one API call against the monthly quota. Send `Idempotency-Key` to retry safely. Returns the companies with 201, in the order given.',
+          'Creates every company of `items` (each the body of POST /companies) in one transaction: all or nothing, each emitting `company.created`. An item that fails fails the call with its index (`items[2].domain: …`). Each item counts as one API call against the monthly quota. Send `Idempotency-Key` to retry safely. Returns the companies with 201, in the order given. With `?upsert_on=<a unique custom field of companies>`, an item whose value of that field a company holds changes that company instead (its fields sent, as a PATCH, with `company.updated`), and `meta.results` says for each item whether it was `created` or `updated`.',
         successDescription: 'Created',
       },
       scope: 'companies:write',
@@ -107,10 +106,16 @@ export const companiesRouter = router({
       errors: ['conflict'],
       successStatus: 201,
       rateLimit: 'crud',
+      query: ['upsert_on'],
     })
-    .input(batchOf(CompanyCreateInput))
-    .output(dataOf(z.array(Company)))
-    .mutation(({ ctx, input }) => createBatch(ctx, input, (em, item) => createCompany(ctx, em, item))),
+    .input(upsertBatchOf(CompanyCreateInput, 'a company'))
+    .output(upsertBatchAnswer(Company))
+    .mutation(({ ctx, input }) =>
+      upsertBatch(ctx, 'companies', input, {
+        create: (em, item) => createCompany(ctx, em, item),
+        update: (em, id, item) => updateCompany(em, id, item),
+      }),
+    ),
 
   get: authedProcedure
     .meta({

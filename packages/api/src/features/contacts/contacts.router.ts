@@ -1,6 +1,6 @@
 import { transaction } from '@crm/db';
 import { z } from 'zod';
-import { batchOf, createBatch } from '../../batch.ts';
+import { upsertBatch, upsertBatchAnswer, upsertBatchOf } from '../../batch.ts';
 import { dataOf, IdParam } from '../../schemas.ts';
 import { authedProcedure, router } from '../../trpc.ts';
 import { ContactDeal } from '../deals/stakeholder.schemas.ts';
@@ -102,7 +102,7 @@ export const contactsRouter = router({
         tags,
         summary: 'Add up to 100 stakeholders at once',
         description:
-          'Adds every contact of `items` (each the body of POST /contacts) in one transaction: all or nothing. Each records its `contact_added` activity and emits `contact.created`, as a single create does; an item that fails fails the call with its index (`items[2].deal_id: …`, a 404 for a deal that is not the organization’s). Each item counts as one API call against the monthly quota; a batch the quota cannot take answers 429 and adds nothing. Send `Idempotency-Key` to retry safely. Returns the contacts with 201, in the order given.',
+          'Adds every contact of `items` (each the body of POST /contacts) in one transaction: all or nothing. Each records its `contact_added` activity and emits `contact.created`, as a single create does; an item that fails fails the call with its index (`items[2].deal_id: …`, a 404 for a deal that is not the organization’s). Each item counts as one API call against the monthly quota; a batch the quota cannot take answers 429 and adds nothing. Send `Idempotency-Key` to retry safely. Returns the contacts with 201, in the order given. With `?upsert_on=<a unique custom field of contacts>`, an item whose value of that field a contact holds changes that contact instead (its fields sent, as a PATCH, with `contact.updated`; the contact keeps its own deal, whatever `deal_id` says), and `meta.results` says for each item whether it was `created` or `updated`.',
         successDescription: 'Created',
       },
       scope: 'contacts:write',
@@ -112,11 +112,17 @@ export const contactsRouter = router({
       errors: ['not_found', 'conflict'],
       successStatus: 201,
       rateLimit: 'crud',
+      query: ['upsert_on'],
     })
-    .input(batchOf(ContactCreateInput))
-    .output(dataOf(z.array(Contact)))
+    .input(upsertBatchOf(ContactCreateInput, 'a contact'))
+    .output(upsertBatchAnswer(Contact))
     .mutation(({ ctx, input }) =>
-      createBatch(ctx, input, async (em, item) => toContactDto(await createContact(ctx, em, item))),
+      upsertBatch(ctx, 'contacts', input, {
+        create: async (em, item) => toContactDto(await createContact(ctx, em, item)),
+        // The contact keeps its deal: `deal_id` is no field of a PATCH (stakeholder links add others).
+        update: async (em, id, { deal_id: _deal, ...fields }) =>
+          toContactDto((await updateContact(em, id, fields)).contact),
+      }),
     ),
 
   get: authedProcedure

@@ -164,6 +164,55 @@ export const CustomField = z
   .meta({ id: 'CustomField' });
 export type CustomFieldDto = z.infer<typeof CustomField>;
 
+export const CustomFieldConvertInput = z
+  .strictObject({
+    type: z.enum(FIELD_TYPES).describe('The type the field and its values become'),
+    options: DefinitionFields.options
+      .optional()
+      .describe('select, multi_select: the allowed values (default: the field’s own options, or none)'),
+    validation: DefinitionFields.validation
+      .optional()
+      .describe('The new type’s rules (default: the field’s own where they still apply, else none)'),
+    dry_run: z
+      .boolean()
+      .optional()
+      .describe('Only report what would convert and what would not; change nothing (default false)'),
+    clear_unconvertible: z
+      .boolean()
+      .optional()
+      .describe(
+        'Apply even when some values do not convert: those values are cleared (default false: a 409 naming them)',
+      ),
+  })
+  .meta({
+    id: 'CustomFieldConvertRequest',
+    examples: [{ type: 'number', dry_run: true }],
+  });
+export type CustomFieldConvertInput = z.infer<typeof CustomFieldConvertInput>;
+
+export const CustomFieldConversion = z
+  .object({
+    object: z.enum(CUSTOM_OBJECTS),
+    key: z.string(),
+    from: z.enum(FIELD_TYPES),
+    to: z.enum(FIELD_TYPES),
+    dry_run: z.boolean(),
+    applied: z.boolean().describe('Whether the field and its values were changed'),
+    records: z.number().int().describe('Records holding a value of the field'),
+    converted: z.number().int().describe('Values that convert (those already the new type’s included)'),
+    changed: z.number().int().describe('Values whose stored form the conversion changes'),
+    failed: z
+      .number()
+      .int()
+      .describe('Values that do not convert (cleared when applied with clear_unconvertible)'),
+    failures: z
+      .array(z.object({ id: z.string(), value: z.unknown(), reason: z.string() }))
+      .describe('The first records (by id, at most 10) whose value does not convert, and why'),
+    field: CustomField.optional().describe('The field as it is after the conversion (applied only)'),
+  })
+  .meta({ id: 'CustomFieldConversion' });
+export type CustomFieldConversionDto = z.infer<typeof CustomFieldConversion>;
+
 export const CustomFieldListQuery = z.strictObject({
   object: ObjectParam,
   include_archived: z

@@ -3,6 +3,8 @@ import { dataOf } from '../../schemas.ts';
 import { authedProcedure, router } from '../../trpc.ts';
 import {
   CustomField,
+  CustomFieldConversion,
+  CustomFieldConvertInput,
   CustomFieldCreateInput,
   CustomFieldListQuery,
   CustomFieldUpdateInput,
@@ -11,6 +13,7 @@ import {
 } from './custom-field.schemas.ts';
 import {
   archiveCustomField,
+  convertCustomField,
   createCustomField,
   getCustomField,
   listCustomFields,
@@ -126,7 +129,7 @@ export const customFieldsRouter = router({
         tags,
         summary: 'Change a custom field’s label, rules or options',
         description:
-          'Changes what is sent. `options` is the whole list: an option left out is archived (values holding it stay readable; writes refuse it). Making a field `required` needs every record to hold a value, making it `unique` needs the values held to be unique already: otherwise 409 with the count and the first ids. The key and the type do not change.',
+          'Changes what is sent. `options` is the whole list: an option left out is archived (values holding it stay readable; writes refuse it). Making a field `required` needs every record to hold a value, making it `unique` needs the values held to be unique already: otherwise 409 with the count and the first ids. The key does not change; the type changes by POST /custom-fields/{object}/{key}/convert.',
       },
       scope: 'schema:write',
       agentHint: 'Use only when asked to change a custom field.',
@@ -140,6 +143,31 @@ export const customFieldsRouter = router({
     .output(dataOf(CustomField))
     .mutation(async ({ ctx, input: { object, key, ...changes } }) => ({
       data: await updateCustomField(ctx.em, object, key, changes),
+    })),
+
+  convert: authedProcedure
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/custom-fields/{object}/{key}/convert',
+        tags,
+        summary: 'Change a custom field’s type, converting its values (with a dry run)',
+        description:
+          'Changes the field’s `type` (with the new type’s `options` and `validation`) and converts every value records hold: a numeric text to its number, "yes"/"no"/"true"/"false"/"1"/"0" to a boolean, a date-time to its UTC day, a value to its text, a text of comma-separated options to a multi_select, …, each then checked by the new type’s rules. `dry_run: true` changes nothing and answers how many values convert, how many of them change, and the first ids (with value and reason) of those that do not. Applied, all or nothing: values that do not convert make it a 409 naming their count and the first ids, unless `clear_unconvertible: true` clears them; two values that become one on a unique field are a 409 too. A default that does not convert is a 400.',
+      },
+      scope: 'schema:write',
+      agentHint:
+        'Use only when asked to change a custom field’s type; run it with dry_run first and show what would not convert.',
+      errors: ['conflict'],
+    })
+    .input(
+      CustomFieldConvertInput.extend(FieldPath.shape).meta({
+        examples: CustomFieldConvertInput.meta()?.examples,
+      }),
+    )
+    .output(dataOf(CustomFieldConversion))
+    .mutation(async ({ ctx, input: { object, key, ...conversion } }) => ({
+      data: await convertCustomField(ctx.em, object, key, conversion),
     })),
 
   delete: authedProcedure

@@ -6,15 +6,19 @@ import { currentOrg, lockForOrg, orgDb, orgQuery } from '../../org-scope.ts';
 import { asJson, isoOf } from '../../read-model.ts';
 import {
   CUSTOM_LIMITS,
+  type CustomFieldConversionDto,
+  type CustomFieldConvertInput,
   type CustomFieldCreateInput,
   type CustomFieldDto,
   type CustomFieldOption,
   type CustomFieldUpdateInput,
   type CustomObject,
+  type FieldType,
 } from './custom-field.schemas.ts';
 import {
   checkedValue,
   compilePattern,
+  convertedValue,
   type FieldRule,
   RANGED_TYPES,
   SELECT_TYPES,
@@ -475,4 +479,156 @@ export async function holderOf(
     )
     .executeTakeFirst();
   return row?.record_id;
+}
+
+/** How many records a conversion reads, and writes, per statement. */
+const CONVERT_PAGE = 1_000;
+/** How many of the values that do not convert a conversion's answer shows. */
+const FIRST_FAILURES = 10;
+
+/** The rules of the field's validation that still apply to `type` (min/max to numbers, …). */
+function keptValidation(validation: FieldRule['validation'], type: FieldType): FieldRule['validation'] {
+  const { min, max, max_length, pattern } = validation;
+  return {
+    ...(RANGED_TYPES.has(type) ? { min, max } : {}),
+    ...(TEXT_TYPES.has(type) ? { max_length, pattern } : {}),
+  };
+}
+
+/**
+ * `POST /custom-fields/{object}/{key}/convert` (docs/api/custom-fields.md: Converting a field): a type
+ * change, with every value held converted by `convertedValue`. A dry run reports what would convert and the
+ * first values that would not, and changes nothing. Applied, it is all or nothing: values that do not
+ * convert refuse it (409 with their count and the first ids) unless `clear_unconvertible` clears them; the
+ * definition changes, then the changed values are written a page at a time (the unique claims follow by
+ * their trigger: two values that become one are the unique rule's 409). The schema and the records are
+ * held still meanwhile, as other schema changes hold them. No record events: a conversion is a change of
+ * the schema, as an archived option is.
+ */
+export async function convertCustomField(
+  em: EntityManager,
+  object: CustomObject,
+  key: string,
+  input: CustomFieldConvertInput,
+): Promise<CustomFieldConversionDto> {
+  return schemaChange(em, async (tx) => {
+    await lockSchema(tx, object);
+    const row = await findDefinition(tx, object, key);
+    if (row.archived_at) throw conflict(`${object}.${key} is archived: it changes no more`);
+    const before = toDto(row);
+    const rule: FieldRule = {
+      key,
+      type: input.type,
+      required: before.required,
+      unique: before.unique,
+      default: null,
+      options: input.options
+        ? storedOptions(input.options)
+        : SELECT_TYPES.has(input.type) && SELECT_TYPES.has(before.type)
+          ? before.options
+          : [],
+      validation: input.validation ?? keptValidation(before.validation, input.type),
+      archived: false,
+    };
+    if (before.default !== null) {
+      const converted = convertedValue(before.default, rule);
+      if ('reason' in converted)
+        throw invalid(
+          `default: ${JSON.stringify(before.default)} does not convert to ${input.type} (${converted.reason}); remove the default first (PATCH with default: null)`,
+        );
+      rule.default = converted.value;
+    }
+    checkDefinition(rule);
+    if (!input.dry_run) await lockRecords(tx, object);
+
+    const report = {
+      records: 0,
+      converted: 0,
+      failures: [] as Array<{ id: string; value: unknown; reason: string }>,
+    };
+    const changed = new Map<string, unknown>();
+    const failed: string[] = [];
+    for (let after: string | undefined; ; ) {
+      let page = orgDb(tx)
+        .selectFrom(object)
+        .select(['id', sql<unknown>`jsonb_build_array(custom -> ${key})`.as('held')])
+        .where(HELD(key));
+      if (after) page = page.where('id', '>', after);
+      const rows = await page.orderBy('id').limit(CONVERT_PAGE).execute();
+      for (const { id, held } of rows) {
+        const [value] = asJson<unknown[]>(held);
+        report.records++;
+        const converted = convertedValue(value, rule);
+        if ('reason' in converted) {
+          failed.push(id);
+          if (report.failures.length < FIRST_FAILURES)
+            report.failures.push({ id, value, reason: converted.reason });
+          continue;
+        }
+        report.converted++;
+        if (JSON.stringify(converted.value) !== JSON.stringify(value)) changed.set(id, converted.value);
+      }
+      after = rows.at(-1)?.id;
+      if (rows.length < CONVERT_PAGE) break;
+    }
+    const answer = {
+      object,
+      key,
+      from: before.type,
+      to: input.type,
+      dry_run: input.dry_run ?? false,
+      applied: false,
+      records: report.records,
+      converted: report.converted,
+      changed: changed.size,
+      failed: failed.length,
+      failures: report.failures,
+    };
+    if (input.dry_run) return answer;
+    if (failed.length > 0 && !input.clear_unconvertible)
+      throw conflict(
+        `type: ${failed.length} ${object} hold values of ${key} that do not convert to ${input.type} (first: ${report.failures
+          .slice(0, 5)
+          .map((f) => `${f.id} ${JSON.stringify(f.value)}: ${f.reason}`)
+          .join('; ')}); change or clear them, or send clear_unconvertible: true to clear them`,
+        failed[0],
+      );
+    if (failed.length > 0 && rule.required)
+      throw conflict(
+        `required: clearing the ${failed.length} values that do not convert would leave ${object} without a value of the required field ${key} (first: ${failed.slice(0, 5).join(', ')})`,
+        failed[0],
+      );
+    await orgDb(tx)
+      .updateTable('custom_fields')
+      .set({
+        type: rule.type,
+        default_value: rule.default === null ? null : jsonb(rule.default),
+        options: jsonb(rule.options),
+        validation: jsonb(rule.validation),
+        updated_at: new Date(),
+      })
+      .where('object', '=', object)
+      .where('key', '=', key)
+      .execute();
+    const ids = [...changed.keys()];
+    for (let i = 0; i < ids.length; i += CONVERT_PAGE) {
+      const pageIds = ids.slice(i, i + CONVERT_PAGE);
+      const values = Object.fromEntries(pageIds.map((id) => [id, changed.get(id)]));
+      // Each record's new value looked up by its id in one JSON object: one statement per page.
+      await orgDb(tx)
+        .updateTable(object)
+        .set({
+          custom: sql`jsonb_set(custom, array[${key}]::text[], ${JSON.stringify(values)}::jsonb -> id::text)`,
+        } as never)
+        .where('id', 'in', pageIds)
+        .execute();
+    }
+    for (let i = 0; i < failed.length; i += CONVERT_PAGE)
+      await orgDb(tx)
+        .updateTable(object)
+        .set({ custom: sql`custom - ${key}` } as never)
+        .where('id', 'in', failed.slice(i, i + CONVERT_PAGE))
+        .execute();
+    return { ...answer, applied: true, field: toDto(await findDefinition(tx, object, key)) };
+  });
 }

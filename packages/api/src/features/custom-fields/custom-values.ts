@@ -250,3 +250,66 @@ export function customChanges(
   }
   return changes;
 }
+
+const NUMERIC = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?$/i;
+const TRUE_WORDS = new Set(['true', 'yes', '1']);
+const FALSE_WORDS = new Set(['false', 'no', '0']);
+
+/** A value's plain text, as a text field would hold it (a list joined by commas, JSON as its text). */
+function textOf(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (Array.isArray(value) && value.every((v) => typeof v === 'string')) return value.join(', ');
+  return typeof value === 'number' || typeof value === 'boolean' ? String(value) : JSON.stringify(value);
+}
+
+/** The value a stored `value` becomes under another type, before that type's rules check it. */
+function recast(value: unknown, type: FieldType): unknown {
+  switch (type) {
+    case 'text':
+    case 'long_text':
+    case 'email':
+    case 'url':
+    case 'phone':
+    case 'select':
+      return typeof value === 'string' ? value.trim() : textOf(value);
+    case 'number':
+    case 'currency':
+      return typeof value === 'string' && NUMERIC.test(value.trim()) ? Number(value.trim()) : value;
+    case 'boolean': {
+      const word =
+        typeof value === 'string' || typeof value === 'number' ? String(value).trim().toLowerCase() : '';
+      return TRUE_WORDS.has(word) ? true : FALSE_WORDS.has(word) ? false : value;
+    }
+    case 'date':
+      // A date-time's day in UTC.
+      return typeof value === 'string' && /^\d{4}-\d{2}-\d{2}T/.test(value)
+        ? new Date(value).toISOString().slice(0, 10)
+        : value;
+    case 'datetime':
+      // A day is its midnight, UTC.
+      return typeof value === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(value) ? `${value}T00:00:00Z` : value;
+    case 'multi_select':
+      return typeof value === 'string'
+        ? value
+            .split(',')
+            .map((v) => v.trim())
+            .filter(Boolean)
+        : value;
+    case 'json':
+      return value;
+  }
+}
+
+/**
+ * A stored value converted to `rule`'s type (docs/api/custom-fields.md: Converting a field): recast (a
+ * numeric text to its number, "yes"/"no" to a boolean, a list to its text joined by commas, …) and then
+ * checked by the new type's own rules, so a converted value is one a write could have stored. Or why not.
+ */
+export function convertedValue(value: unknown, rule: FieldRule): { value: unknown } | { reason: string } {
+  try {
+    return { value: checkedValue(rule, recast(value, rule.type), 'value') };
+  } catch (err) {
+    if (err instanceof ApiError) return { reason: err.message.replace(/^value: /, '') };
+    throw err;
+  }
+}

@@ -6,12 +6,14 @@ import {
   CUSTOM_LIMITS,
   CUSTOM_OBJECTS,
   CustomField,
+  CustomFieldConversion,
   CustomFieldCreateInput,
   type CustomFieldDto,
   type CustomObject,
 } from './custom-field.schemas.ts';
 import {
   archiveCustomField,
+  convertCustomField,
   createCustomField,
   duplicateValues,
   listCustomFields,
@@ -81,8 +83,20 @@ const Attribute = z.object({ from: z.unknown(), to: z.unknown() });
 export const SchemaStep = z.object({
   object: z.enum(CUSTOM_OBJECTS),
   key: z.string(),
-  action: z.enum(['add', 'change', 'archive']),
-  changes: z.record(z.string(), Attribute).optional().describe('change: each attribute that changes'),
+  action: z.enum(['add', 'change', 'convert', 'archive']),
+  changes: z
+    .record(z.string(), Attribute)
+    .optional()
+    .describe('change, convert: each attribute that changes (a convert is a change of `type`)'),
+  conversion: CustomFieldConversion.pick({
+    records: true,
+    converted: true,
+    changed: true,
+    failed: true,
+    failures: true,
+  })
+    .optional()
+    .describe('convert: what a dry run of the conversion found (POST /custom-fields/{object}/{key}/convert)'),
   records_with_values: z
     .number()
     .int()
@@ -180,9 +194,10 @@ export async function planSchema(em: EntityManager, file: SchemaFile): Promise<S
         ? { object, key: field.key, action: 'change', changes: changedAttributes(current, field) }
         : { object, key: field.key, action: 'add' };
       if (current?.archived) step.problem = `${field.key} was archived; a key is never used again`;
-      else if (current && current.type !== field.type)
-        step.problem = `the type cannot change (${current.type} to ${field.type}): add a field under a new key`;
-      else {
+      else if (current && current.type !== field.type) {
+        step.action = 'convert';
+        step.problem = await convertProblem(em, step, field);
+      } else {
         const newlyRequired = rule.required && rule.default === null && !current?.required;
         const newlyUnique = rule.unique && !current?.unique;
         const broken =
@@ -206,6 +221,42 @@ export async function planSchema(em: EntityManager, file: SchemaFile): Promise<S
       }
   }
   return { steps, applicable: steps.every((s) => !s.problem) };
+}
+
+/**
+ * A type change's dry run, kept on its step (`conversion`), and why it cannot be applied: values that do
+ * not convert (apply refuses them; the convert operation can clear them) or a definition the new type
+ * cannot have.
+ */
+async function convertProblem(
+  em: EntityManager,
+  step: SchemaStep,
+  field: CustomFieldCreateInput,
+): Promise<string | undefined> {
+  try {
+    const { records, converted, changed, failed, failures } = await convertCustomField(
+      em,
+      step.object,
+      step.key,
+      {
+        type: field.type,
+        options: field.options ?? [],
+        validation: field.validation ?? {},
+        dry_run: true,
+      },
+    );
+    step.conversion = { records, converted, changed, failed, failures };
+    if (failed === 0) return undefined;
+    return `${failed} values do not convert to ${field.type} (first: ${failures
+      .slice(0, 5)
+      .map((f) => `${f.id} ${JSON.stringify(f.value)}: ${f.reason}`)
+      .join(
+        '; ',
+      )}); change them, or convert with clear_unconvertible (POST /custom-fields/${step.object}/${step.key}/convert)`;
+  } catch (err) {
+    if (err instanceof ApiError) return err.message;
+    throw err;
+  }
 }
 
 /** A field of the file checked as a create checks it, its errors named by where they are in the file. */
@@ -242,7 +293,13 @@ export async function applySchema(em: EntityManager, file: SchemaFile) {
     for (const step of plan.steps) {
       const field = file.objects[step.object]?.find((f) => f.key === step.key);
       if (step.action === 'add' && field) await createCustomField(tx, step.object, field);
-      if (step.action === 'change' && field) {
+      if (step.action === 'convert' && field)
+        await convertCustomField(tx, step.object, step.key, {
+          type: field.type,
+          options: field.options ?? [],
+          validation: field.validation ?? {},
+        });
+      if ((step.action === 'change' || step.action === 'convert') && field) {
         const { key: _key, type: _type, ...rest } = field;
         const shape = toDtoShape(field);
         await updateCustomField(tx, step.object, step.key, {

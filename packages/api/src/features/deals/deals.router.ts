@@ -1,10 +1,7 @@
 import { transaction } from '@crm/db';
-import { z } from 'zod';
-import { batchOf, createBatch } from '../../batch.ts';
+import { upsertBatch, upsertBatchAnswer, upsertBatchOf } from '../../batch.ts';
 import { dataOf, IdParam, SuccessResponse } from '../../schemas.ts';
 import { authedProcedure, router } from '../../trpc.ts';
-import { FieldKey } from '../custom-fields/custom-field.schemas.ts';
-import { upsertField } from '../custom-fields/custom-fields.service.ts';
 import { dealHistoryProcedures } from '../history/history.router.ts';
 import { AsOf } from '../history/history.schemas.ts';
 import { dealAsOf } from '../history/history.service.ts';
@@ -18,7 +15,7 @@ import {
   DealQueryBody,
   DealUpdateInput,
 } from './deal.schemas.ts';
-import { createDeal, deleteDeal, getDealDetail, updateDeal, upsertDeal } from './deals.service.ts';
+import { createDeal, deleteDeal, getDealDetail, updateDeal } from './deals.service.ts';
 import { StakeholderLink, StakeholderLinkInput, StakeholderPath } from './stakeholder.schemas.ts';
 import { putStakeholder, removeStakeholder } from './stakeholders.service.ts';
 
@@ -108,37 +105,14 @@ export const dealsRouter = router({
       errors: ['conflict'],
       query: ['upsert_on'],
     })
-    .input(
-      batchOf(DealCreateInput)
-        .extend({
-          upsert_on: FieldKey.optional().describe(
-            'A unique custom field: an item whose value of it a deal holds changes that deal (only the fields sent), the others are created; `meta.results` says which',
-          ),
-        })
-        .meta({ examples: batchOf(DealCreateInput).meta()?.examples }),
-    )
-    .output(
-      dataOf(z.array(Deal)).extend({
-        meta: z
-          .object({
-            upserted_on: z.string(),
-            results: z.array(z.enum(['created', 'updated'])).describe('What became of each item, in order'),
-          })
-          .optional()
-          .describe('With upsert_on only'),
+    .input(upsertBatchOf(DealCreateInput, 'a deal'))
+    .output(upsertBatchAnswer(Deal))
+    .mutation(({ ctx, input }) =>
+      upsertBatch(ctx, 'deals', input, {
+        create: (em, item) => createDeal(ctx, em, item),
+        update: (em, id, item) => updateDeal(em, id, item),
       }),
-    )
-    .mutation(async ({ ctx, input: { upsert_on, ...batch } }) => {
-      if (upsert_on === undefined) return createBatch(ctx, batch, (em, item) => createDeal(ctx, em, item));
-      const rule = await upsertField(ctx.em, 'deals', upsert_on);
-      const results: Array<'created' | 'updated'> = [];
-      const done = await createBatch(ctx, batch, async (em, item) => {
-        const { deal, action } = await upsertDeal(ctx, em, rule, item);
-        results.push(action);
-        return deal;
-      });
-      return { ...done, meta: { upserted_on: upsert_on, results } };
-    }),
+    ),
 
   get: authedProcedure
     .meta({

@@ -15,13 +15,8 @@ import { notFound } from '../../errors.ts';
 import { outboxRow } from '../../events.ts';
 import { prepareQuery } from '../../prepared-query.ts';
 import { linkedCompany } from '../companies/companies.service.ts';
-import { fieldRules, holderOf } from '../custom-fields/custom-fields.service.ts';
-import {
-  checkedValue,
-  customChanges,
-  customValuesOf,
-  type FieldRule,
-} from '../custom-fields/custom-values.ts';
+import { fieldRules } from '../custom-fields/custom-fields.service.ts';
+import { customChanges, customValuesOf } from '../custom-fields/custom-values.ts';
 import {
   lifecycleForStage,
   pipelineStages,
@@ -307,24 +302,4 @@ export async function deleteDeal(em: EntityManager, id: string): Promise<void> {
   // The org filter scopes the delete too; contacts and activities go with it (ON DELETE CASCADE).
   const deleted = await em.nativeDelete(Deal, { id });
   if (deleted === 0) throw notFound('Deal');
-}
-
-/**
- * One item of a batch that upserts on the unique field `rule`: the deal holding the item's value is
- * changed by the item's fields (as a PATCH: only those sent), else a deal is created. An item without a
- * value for the field is created.
- */
-export async function upsertDeal(
-  ctx: AuthedContext,
-  em: EntityManager,
-  rule: FieldRule,
-  item: DealCreateInput,
-): Promise<{ deal: DealDto; action: 'created' | 'updated' }> {
-  const value = item.custom?.[rule.key];
-  const holder =
-    value === undefined || value === null
-      ? undefined
-      : await holderOf(em, 'deals', rule.key, checkedValue(rule, value));
-  if (!holder) return { deal: await createDeal(ctx, em, item), action: 'created' };
-  return { deal: await updateDeal(em, holder, item), action: 'updated' };
 }
