@@ -21,6 +21,7 @@ import {
   since,
   stagesOfType,
 } from '../pipeline/open-pipeline.sql.ts';
+import { overdueTasks, withAttention } from './attention.queries.ts';
 import { asDateOrNull } from './rows.ts';
 import { aiRuntime } from './runtime.ts';
 
@@ -146,7 +147,8 @@ const pipelineFactsQuery = orgQuery((db, a: { stale: number; risk: number }) =>
     ]),
 );
 
-async function pipelineFacts(em: EntityManager, staleDays: number) {
+/** The open pipeline's totals and lists, each listed deal with what the graph says of it (attention.queries.ts). */
+export async function pipelineFacts(em: EntityManager, staleDays: number) {
   const [row] = await pipelineFactsQuery(em, { stale: staleDays, risk: 2 * staleDays });
   const rows = (v: unknown): BriefingDealRow[] =>
     asJson<ListRow[]>(v ?? '[]').map((r) => ({
@@ -154,15 +156,17 @@ async function pipelineFacts(em: EntityManager, staleDays: number) {
       value: r.value == null ? null : Number(r.value),
       expected_close_date: asDateOrNull(r.expected_close_date),
     }));
+  const lists = { closing: rows(row?.closing), stale: rows(row?.stale), risky: rows(row?.risky) };
+  await withAttention(em, [...lists.closing, ...lists.stale, ...lists.risky]);
   return {
     summary: {
       total_pipeline_value: Number(row?.total_value ?? 0),
       active_deals: Number(row?.active ?? 0),
       at_risk_deals: Number(row?.at_risk ?? 0),
     },
-    closingThisWeek: rows(row?.closing),
-    stale: rows(row?.stale),
-    atRisk: rows(row?.risky),
+    closingThisWeek: lists.closing,
+    stale: lists.stale,
+    atRisk: lists.risky,
   };
 }
 
@@ -226,12 +230,17 @@ async function signalFacts(em: EntityManager): Promise<BriefingFacts['signals']>
 /** GET /briefing. */
 export async function dailyBriefing(ctx: AuthedContext): Promise<BriefingResult> {
   const staleAfterDays = ctx.services.config.staleThresholdDays;
-  const [pipeline, signals] = await Promise.all([pipelineFacts(ctx.em, staleAfterDays), signalFacts(ctx.em)]);
+  const [pipeline, signals, overdue] = await Promise.all([
+    pipelineFacts(ctx.em, staleAfterDays),
+    signalFacts(ctx.em),
+    overdueTasks(ctx.em),
+  ]);
   const { result } = await aiRuntime(ctx.services).briefing.invoke({
     now: new Date(),
     staleAfterDays,
     ...pipeline,
     signals,
+    overdueTasks: overdue,
   });
   return result;
 }
