@@ -7,11 +7,11 @@ import type { SyntheticDeal } from './scenario.ts';
  * with and without the features read from them (docs/ai.md: Quality).
  *
  * `helpful`: the way real pipelines are said to behave, stated here as the process. A deal that will be
- * won keeps its calls and meetings going until its close, with more of its people taking part; one that
- * will be lost has its calls stop after the first 30-60% of its open life, with one person on them, and
- * leaves a task open past its due date in 60% of cases (20% when won). A custom select `segment`
- * (enterprise / mid-market / smb) is enterprise for 45% of won and 20% of lost deals; a custom number
- * `budget` is log-normal, 1.6x higher on average for won deals. Drawn from the outcome, on top of what the
+ * won keeps its calls and meetings going until its close, each of its people taking part in one with
+ * chance 0.5 (0.3 when it will be lost); one that will be lost has its calls stop after the first 30-60% of
+ * its open life and leaves a task open past its due date in 60% of cases (20% when won). A custom select
+ * `segment` (enterprise / mid-market / smb) is enterprise for 45% of won and 20% of lost deals; a custom
+ * number `budget` is log-normal (σ 0.8), e^0.7 ≈ 2x higher for won deals. Drawn from the outcome, on top of what the
  * deal already shows (so the "true probability" of these deals is no longer the generator's).
  *
  * `noise`: the same shapes drawn without looking at the outcome: a model should gain nothing from them.
@@ -32,7 +32,7 @@ export function withGraph(deals: SyntheticDeal[], seed: number, mode: 'helpful' 
     let t = start + r.between(1, 6) * DAY_MS;
     let n = 0;
     while (t < quietFrom && t < end) {
-      const takingPart = won ? people.filter(() => r.chance(0.6)) : people.slice(0, 1);
+      const takingPart = people.filter(() => r.chance(won ? 0.5 : 0.3));
       logged.push({
         id: `g${i}-${n++}`,
         type: r.chance(0.5) ? 'call' : 'meeting',
@@ -62,7 +62,7 @@ export function withGraph(deals: SyntheticDeal[], seed: number, mode: 'helpful' 
         participants: [],
       });
     const segment = r.chance(won ? 0.45 : 0.2) ? 'enterprise' : r.chance(0.5) ? 'mid-market' : 'smb';
-    const budget = Math.round(20_000 * Math.exp(0.8 * r.normal() + (won ? 0.47 : 0)));
+    const budget = Math.round(20_000 * Math.exp(0.8 * r.normal() + (won ? 0.7 : 0)));
     const history: DealHistory = {
       ...h,
       deal: { ...h.deal, custom: { segment, budget } },

@@ -278,8 +278,8 @@ out(
   '\n## The graph and custom-field features: with and without them\n\n' +
     'Features: met_stakeholders (stakeholders who took part in a logged call or meeting), two_way_idle (days since the ' +
     'last call or meeting), overdue_tasks; each number custom field, each frequent option of a select one. A group ' +
-    'is learned only when at least 10 deals of the history differ on it and it lowers the log-loss of the 30% of the ' +
-    'history that closed last, fitted on the rest.\n\n' +
+    'is learned only when at least 10 deals of the history differ on it and, fitted on the rest on top of the groups ' +
+    'kept before it, it lowers the log-loss of the 30% of the history that closed last by more than two standard errors.\n\n' +
     '| data | with: AUC / Brier / ECE | without: AUC / Brier / ECE | change AUC / Brier | candidates (held-out log-loss without → with; coefficients) |\n|---|---|---|---|---|\n' +
     `${effects.join('\n')}\n`,
 );

@@ -166,20 +166,23 @@ describe('graph and custom-field features are learned only when the history show
     const model = fitWinModel(closed(deals), now);
     if (!model) throw new Error('no model');
     const kept = Object.fromEntries(model.candidates.map((c) => [c.group, c.kept]));
-    // The budget's effect (1.6x) is too weak for 400 deals to show; the graph and the segment are not.
-    expect(kept).toMatchObject({ graph: true, 'custom.segment': true });
+    // The segment's effect is too weak for 400 deals to show beyond the graph (the eval's 2,500 show it).
+    expect(kept).toMatchObject({ graph: true, 'custom.segment': false, 'custom.budget': true });
     for (const c of model.candidates.filter((c) => c.kept)) expect(c.loss).toBeLessThan(c.baseLoss);
     expect(coefficient(model, 'met_stakeholders')).toBeGreaterThan(0);
     expect(coefficient(model, 'overdue_tasks')).toBeLessThanOrEqual(0);
     expect(coefficient(model, 'two_way_idle')).toBeLessThanOrEqual(0);
-    expect(coefficient(model, 'custom:segment=enterprise')).toBeGreaterThan(0);
+    expect(coefficient(model, 'custom:budget')).toBeGreaterThan(0);
+    expect(coefficient(model, 'custom:segment=enterprise')).toBe(0);
     // A deal's explanation names the custom field by its label and key.
     const h = deals[450]?.history as DealHistory;
     const p = predictSnapshot(snapshotAt(h, new Date(h.deal.createdAt.getTime() + 86_400_000)), {
       staleAfterDays: 14,
       winModel: model,
     });
-    expect(p.factors.map((f) => f.description).join(' ')).toMatch(/Segment \(custom\.segment\)/);
+    expect(p.factors.map((f) => f.description).join(' ')).toMatch(
+      /Budget \(custom\.budget\) [\d,]+ against the typical [\d,]+/,
+    );
   });
 
   it('not kept where they are noise, nor where the history has none of them', () => {

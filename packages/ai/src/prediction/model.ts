@@ -44,7 +44,7 @@ export interface FittedWinModel {
   fittedAt: Date;
   /**
    * The candidate groups (the graph's features; each number or select custom field) the history varied on,
-   * whether held-out deals showed they help (kept) and the held-out log-loss without and with each.
+   * whether held-out deals showed they help (kept), and the held-out log-loss before and with each.
    */
   candidates: CandidateResult[];
 }
@@ -210,8 +210,8 @@ const MIN_HOLD_OUT_PER_OUTCOME = 10;
 const GAIN_STANDARD_ERRORS = 2;
 
 /**
- * Which candidate groups the history shows help: each is fitted with the model's other features on the
- * deals that closed first, and kept when it lowers the log-loss of the HOLD_OUT_SHARE that closed last (a
+ * Which candidate groups the history shows help: each is fitted with the model's other features (and the
+ * groups kept before it) on the deals that closed first, and kept when it lowers the log-loss of the HOLD_OUT_SHARE that closed last (a
  * temporal split, as the model is used: fitted on the past, asked about later deals) by more than
  * GAIN_STANDARD_ERRORS standard errors of the held-out deals' gains (each deal's mean over its snapshots,
  * so a long deal counts once). Groups the history does not vary on are not tried and cost no fit: an
@@ -250,16 +250,28 @@ function selectCandidates(
     return new Map([...sums].map(([d, e]) => [d, e.sum / e.n]));
   };
   const mean = (v: number[]) => v.reduce((a, b) => a + b, 0) / v.length;
-  const baseLosses = lossByDeal(fit(train, base));
-  const baseLoss = mean([...baseLosses.values()]);
+  // Forward, one group at a time in order (the graph's first, then the fields as defined): each is
+  // tried on top of those already kept, so a field is judged by what it adds to them.
+  let current = [...base];
+  let currentLosses = lossByDeal(fit(train, current));
   return [...groups].map(([group, indices]) => {
-    const fixed = [...base];
+    const fixed = [...current];
     for (const j of indices) fixed[j] = false;
     const losses = lossByDeal(fit(train, fixed));
-    const gains = [...losses].map(([d, l]) => (baseLosses.get(d) as number) - l);
+    const gains = [...losses].map(([d, l]) => (currentLosses.get(d) as number) - l);
     const g = mean(gains);
     const se = Math.sqrt(gains.reduce((a, x) => a + (x - g) ** 2, 0) / (gains.length - 1) / gains.length);
-    return { group, kept: g > GAIN_STANDARD_ERRORS * se, baseLoss, loss: mean([...losses.values()]) };
+    const result = {
+      group,
+      kept: g > GAIN_STANDARD_ERRORS * se,
+      baseLoss: mean([...currentLosses.values()]),
+      loss: mean([...losses.values()]),
+    };
+    if (result.kept) {
+      current = fixed;
+      currentLosses = losses;
+    }
+    return result;
   });
 }
 
