@@ -128,22 +128,24 @@ export async function seedAiOrganization(database: DatabaseConfig, deals: number
     // people and 20 tasks, 5 of them overdue.
     await conn.execute(
       `create temporary table bench_logged as
-       select gen_random_uuid() as id, d.id as deal_id, (select c.id from contacts c where c.deal_id = d.id order by c.id limit 1) as contact_id,
+       select gen_random_uuid() as id, d.id as deal_id, f.contact_id,
               n, d.rn, least(now() - interval '1 hour', d.created_at + (5 + n * 3) * interval '1 day') as at
          from (select id, created_at, row_number() over (order by id) as rn from deals where org_id = ?) d
+         left join (select distinct on (deal_id) deal_id, id as contact_id from contacts where org_id = ?
+                     order by deal_id, id) f on f.deal_id = d.id
          cross join generate_series(1, 2) n`,
-      [org],
+      [org, org],
     );
     await conn.execute(
       `insert into bench_logged
-       select gen_random_uuid(), ?::uuid, (select c.id from contacts c where c.deal_id = ?::uuid order by c.id offset (n % 20) limit 1),
-              case when n <= 20 then 2 else 1 end, n, now() - (240 - n) * interval '11 hours'
-         from generate_series(1, 220) n`,
+       select gen_random_uuid(), ?::uuid, c.id, case when n <= 20 then 2 else 1 end, n, now() - (240 - n) * interval '11 hours'
+         from generate_series(1, 220) n
+         join (select id, row_number() over (order by id) - 1 as k from contacts where deal_id = ?::uuid) c on c.k = n % 20`,
       [big.id, big.id],
     );
     await conn.execute(
       `insert into engagements (id, org_id, type, subject, body, occurred_at, due_at, status, completed_at, created_at)
-       select id, ?, case when n = 2 then 'task' when rn % 2 = 0 then 'call' else 'meeting' end,
+       select id, ?::uuid, case when n = 2 then 'task' when rn % 2 = 0 then 'call' else 'meeting' end,
               case when n = 2 then 'Send the proposal' else 'Check-in' end,
               case when n = 2 then null else ${pick(NOTES, 'rn')} end,
               at, case when n = 2 then at + interval '7 days' end,
@@ -154,9 +156,9 @@ export async function seedAiOrganization(database: DatabaseConfig, deals: number
     );
     await conn.execute(
       `insert into engagement_links (engagement_id, org_id, target_type, target_id, participant, occurred_at)
-       select id, ?, 'deal', deal_id, false, at from bench_logged
+       select id, ?::uuid, 'deal', deal_id, false, at from bench_logged
        union all
-       select id, ?, 'contact', contact_id, true, at from bench_logged where n = 1 and contact_id is not null`,
+       select id, ?::uuid, 'contact', contact_id, true, at from bench_logged where n = 1 and contact_id is not null`,
       [org, org],
     );
     await conn.execute('drop table bench_logged');

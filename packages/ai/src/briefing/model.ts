@@ -128,7 +128,10 @@ export function buildBriefing(f: BriefingFacts): BuiltInBriefing {
   const named: string[] = [];
   if (single.length > 0)
     named.push(
-      `Single-threaded: ${single.map((row) => `${row.title} (only ${row.attention?.single_threaded_with})`).join(', ')}.`,
+      `Single-threaded: ${single
+        .slice(0, 5)
+        .map((row) => `${row.title} (only ${row.attention?.single_threaded_with})`)
+        .join(', ')}${single.length > 5 ? ` and ${single.length - 5} more` : ''}.`,
     );
   if (overdue && overdue.oldest.length > 0)
     named.push(`Oldest overdue: ${overdue.oldest.map(taskNamed).join('; ')}.`);

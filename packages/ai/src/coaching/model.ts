@@ -64,6 +64,9 @@ export interface CoachingFacts {
   attention?: CoachingAttention;
 }
 
+/** How many single-threaded deals a tip names (the count says how many there are). */
+const NAMED_DEALS = 5;
+
 /** Tips about open deals now: multi-thread the single-threaded ones, clear the overdue tasks. */
 function attentionTips(a: CoachingAttention | undefined): string[] {
   if (!a) return [];
@@ -72,7 +75,10 @@ function attentionTips(a: CoachingAttention | undefined): string[] {
   if (n > 0)
     tips.push(
       `Multi-thread ${n} open deal${n === 1 ? '' : 's'} with 1 engaged contact${n === 1 ? '' : ' each'}: ` +
-        `${a.singleThreaded.map((d) => `${d.title} (only ${d.with})`).join(', ')}.`,
+        `${a.singleThreaded
+          .slice(0, NAMED_DEALS)
+          .map((d) => `${d.title} (only ${d.with})`)
+          .join(', ')}${n > NAMED_DEALS ? ` and ${n - NAMED_DEALS} more` : ''}.`,
     );
   const o = a.overdueTasks;
   if (o.count > 0)
