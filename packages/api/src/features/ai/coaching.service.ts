@@ -3,7 +3,7 @@ import { type SqlBool, sql } from 'kysely';
 import type { AuthedContext } from '../../context.ts';
 import { orgQuery } from '../../org-scope.ts';
 import { overdueTasks } from './attention.queries.ts';
-import { pipelineFacts } from './briefing.service.ts';
+import { listedDeals } from './briefing.service.ts';
 import { aiRuntime } from './runtime.ts';
 
 /** Coaching looks at the deals closed in this many past days. */
@@ -79,7 +79,7 @@ const closeSums = orgQuery((db) =>
 export async function coaching(ctx: AuthedContext): Promise<CoachingResult> {
   const [rows, pipeline, overdue] = await Promise.all([
     closeSums(ctx.em, {}) as Promise<Record<string, unknown>[]>,
-    pipelineFacts(ctx.em, ctx.services.config.staleThresholdDays),
+    listedDeals(ctx.em, ctx.services.config.staleThresholdDays),
     overdueTasks(ctx.em),
   ]);
   // The open deals the briefing lists (closing this week, stale, at risk): the single-threaded among them.
