@@ -224,13 +224,16 @@ export function supportView(s: DealSnapshot): { snapshot: DealSnapshot; setAside
     if (kept === null) return [];
     return [{ ...a, description: kept }];
   });
-  // A logged note, call or e-mail that only records bad news is no support (and its people are not engaged by it).
+  // A logged note, call or e-mail whose body (or subject, without one) only records bad news is no support
+  // and no activity here; one that voices some keeps its other sentences, and its people get no
+  // engagement from it (taking part in a call of bad news is no support).
   const logged = s.logged.flatMap((a) => {
     if (a.type === 'task') return [a];
-    const text = loggedText(a);
-    const kept = keep(text);
-    if (kept === text) return [a];
-    return kept === null ? [] : [{ ...a, subject: kept, body: null }];
+    const subject = keep(a.subject);
+    const body = a.body === null ? null : keep(a.body);
+    if (subject === a.subject && body === a.body) return [a];
+    if ((a.body === null ? subject : body) === null) return [];
+    return [{ ...a, subject: subject ?? '', body, participants: [] }];
   });
   return {
     snapshot: {
