@@ -36,7 +36,8 @@ const pick = (list: readonly string[], expr: string) => `(${words(list)})[1 + ((
 /**
  * One organization with `deals` deals in set-based SQL: 60% open across the four open stages, 20% won and
  * 20% lost (each with its closing stage move), two contacts each, a creation activity and three notes
- * changes per deal spread over the last months; plus one deal with 20 stakeholders and 200 activities.
+ * changes per deal spread over the last months, a logged call and a task (open past due for one deal in ten);
+ * plus one deal with 20 stakeholders, 200 activities and 220 logged ones.
  */
 export async function seedAiOrganization(database: DatabaseConfig, deals: number): Promise<AiSeed> {
   const db = await openDatabase(database, 'bench-seed');
@@ -122,6 +123,45 @@ export async function seedAiOrganization(database: DatabaseConfig, deals: number
          from generate_series(1, 200) n`,
       [org, big.id],
     );
+    // Logged activities (the relationship graph the AI reads): per deal a call its first contact took part
+    // in and a task, open and past due for one deal in ten; the big deal 200 calls and meetings with its
+    // people and 20 tasks, 5 of them overdue.
+    await conn.execute(
+      `create temporary table bench_logged as
+       select gen_random_uuid() as id, d.id as deal_id, f.contact_id,
+              n, d.rn, least(now() - interval '1 hour', d.created_at + (5 + n * 3) * interval '1 day') as at
+         from (select id, created_at, row_number() over (order by id) as rn from deals where org_id = ?) d
+         left join (select distinct on (deal_id) deal_id, id as contact_id from contacts where org_id = ?
+                     order by deal_id, id) f on f.deal_id = d.id
+         cross join generate_series(1, 2) n`,
+      [org, org],
+    );
+    await conn.execute(
+      `insert into bench_logged
+       select gen_random_uuid(), ?::uuid, c.id, case when n <= 20 then 2 else 1 end, n, now() - (240 - n) * interval '11 hours'
+         from generate_series(1, 220) n
+         join (select id, row_number() over (order by id) - 1 as k from contacts where deal_id = ?::uuid) c on c.k = n % 20`,
+      [big.id, big.id],
+    );
+    await conn.execute(
+      `insert into engagements (id, org_id, type, subject, body, occurred_at, due_at, status, completed_at, created_at)
+       select id, ?::uuid, case when n = 2 then 'task' when rn % 2 = 0 then 'call' else 'meeting' end,
+              case when n = 2 then 'Send the proposal' else 'Check-in' end,
+              case when n = 2 then null else ${pick(NOTES, 'rn')} end,
+              at, case when n = 2 then at + interval '7 days' end,
+              case when n = 2 then case when rn % 10 = 0 then 'open' else 'done' end end,
+              case when n = 2 and rn % 10 <> 0 then at + interval '6 days' end, at
+         from bench_logged`,
+      [org],
+    );
+    await conn.execute(
+      `insert into engagement_links (engagement_id, org_id, target_type, target_id, participant, occurred_at)
+       select id, ?::uuid, 'deal', deal_id, false, at from bench_logged
+       union all
+       select id, ?::uuid, 'contact', contact_id, true, at from bench_logged where n = 1 and contact_id is not null`,
+      [org, org],
+    );
+    await conn.execute('drop table bench_logged');
     await conn.execute('analyze');
     return { apiKey: created.api_key, bigDealId: big.id, deals: deals + 1, closed: Math.round(deals * 0.4) };
   } finally {

@@ -3,7 +3,8 @@
  * time through HTTP: POST /deals/{id}/analyze and /predict on a deal with 20 stakeholders and 200
  * activities, GET /briefing and /coaching on an organization with 10,000 deals, on the embedded database
  * and on PostgreSQL (BENCH_DATABASE_URL or TEST_DATABASE_URL, admin URL; skipped when unreachable).
- * Targets: analyze and predict p99 < 50 ms; briefing and coaching < 300 ms. BENCH_AI_REQUESTS (default 200).
+ * Targets: analyze and predict p99 < 50 ms; briefing and coaching < 300 ms. BENCH_AI_REQUESTS (default 200),
+ * BENCH_AI_DATABASES (`pglite,postgresql`, the default, or one of them).
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -15,6 +16,8 @@ import { seedAiOrganization } from './ai-seed.ts';
 import { startServerProcess } from './processes.ts';
 
 const DEALS = 10_000;
+/** Which databases to run on (`pglite,postgresql`, the default, or one of them). */
+const DATABASES = (process.env.BENCH_AI_DATABASES ?? 'pglite,postgresql').split(',');
 const REQUESTS = Number(process.env.BENCH_AI_REQUESTS ?? 200);
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const SERVER_SCRIPT = path.join(ROOT, 'apps/server/src/main.ts');
@@ -110,17 +113,23 @@ function print(label: string, results: Timing[]) {
   );
 }
 
-const dir = mkdtempSync(path.join(os.tmpdir(), 'crm-bench-ai-'));
-try {
-  print('embedded PGlite', await benchOne('PGlite', { CRM_DATA_DIR: dir }, { kind: 'pglite', dataDir: dir }));
-} finally {
-  rmSync(dir, { recursive: true, force: true });
+if (DATABASES.includes('pglite')) {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'crm-bench-ai-'));
+  try {
+    print(
+      'embedded PGlite',
+      await benchOne('PGlite', { CRM_DATA_DIR: dir }, { kind: 'pglite', dataDir: dir }),
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 const name = `crm_bench_ai_${randomBytes(5).toString('hex')}`;
 const admin = new pg.Client({ connectionString: ADMIN_URL, connectionTimeoutMillis: 5_000 });
 let created = false;
 try {
+  if (!DATABASES.includes('postgresql')) throw new Error('not in BENCH_AI_DATABASES');
   await admin.connect();
   await admin.query(`create database ${name}`);
   created = true;

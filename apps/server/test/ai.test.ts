@@ -197,6 +197,84 @@ for (const { driver, label, skip } of DRIVERS) {
       });
     });
 
+    describe('the relationship graph and custom fields (issues 29 and 30)', () => {
+      it('takes roles from the deal’s links, cites logged activities and ai_hint fields, names overdue tasks', async () => {
+        const field = await s.api('/custom-fields/deals', {
+          method: 'POST',
+          json: { key: 'arr', label: 'ARR', type: 'currency', ai_hint: 'metrics' },
+        });
+        expect(field.status, field.text).toBe(201);
+        const deal = await fx.post('/deals', {
+          title: 'Graph deal',
+          company_name: 'Initrode',
+          value: 10_000,
+          expected_close_date: fx.inDays(30),
+          custom: { arr: 120_000 },
+        });
+        const other = await fx.post('/deals', { title: 'Graph deal, other' });
+        // Her own deal is another one: she is this deal's economic buyer through a link.
+        const buyer = await fx.post('/contacts', {
+          name: 'Lin Ledger',
+          title: 'CFO',
+          deal_id: other.id,
+          role_type: 'end_user',
+        });
+        const put = await s.api(`/deals/${deal.id}/stakeholders/${buyer.id}`, {
+          method: 'PUT',
+          json: { role_type: 'economic_buyer' },
+        });
+        expect(put.status, put.text).toBe(200);
+        await fx.post('/contacts', { name: 'Cy Champion', deal_id: deal.id, role_type: 'champion' });
+        const call = await fx.post('/activities', {
+          type: 'call',
+          subject: 'Discovery call',
+          body: 'Pain: month-end close is manual and slow.',
+          participants: [buyer.id],
+          links: [{ type: 'deal', id: deal.id }],
+        });
+        const task = await fx.post('/activities', {
+          type: 'task',
+          subject: 'Send the order form',
+          due_at: fx.inDays(-3),
+          links: [{ type: 'deal', id: deal.id }],
+        });
+        const res = await s.api(`/deals/${deal.id}/analyze`, { method: 'POST' });
+        expect(res.status, res.text).toBe(200);
+        const data = res.body.data;
+        const pillar = (name: string) => data.pillar_analyses.find((p: Body) => p.pillar === name);
+        const day = (d: unknown) => String(d).slice(0, 10);
+        // Present (4) and engaged by taking part in a logged call (+3), cited by the call's id.
+        expect(pillar('economic_buyer').evidence).toEqual([
+          `Economic buyer: Lin Ledger (CFO), engagement not recorded, took part in call ${call.id} on ${day(call.occurred_at)}`,
+        ]);
+        expect(pillar('economic_buyer').score).toBe(7);
+        expect(pillar('champion').evidence.join(' ')).toContain('Champion: Cy Champion');
+        expect(pillar('identified_pain').evidence.join(' ')).toContain(`(call ${call.id} on `);
+        // The deal value (5) and the ai_hint field as the written measurable outcome (5), cited by key.
+        expect(pillar('metrics').score).toBe(10);
+        expect(pillar('metrics').evidence).toContain('Custom field ARR (custom.arr): 120,000');
+        expect(data.risk_factors).toContain(
+          'Single-threaded: Lin Ledger is the only engaged one of 2 stakeholders',
+        );
+        expect(data.risk_factors).toContain(
+          `Overdue task: “Send the order form” was due ${day(task.due_at)} (task ${task.id} on ${day(task.occurred_at)})`,
+        );
+        expect(data.recommended_actions).toContain(
+          'Complete or reschedule 1 overdue task, first “Send the order form”',
+        );
+        expect(data.breakdown).toMatchObject({
+          engaged_stakeholders: 1,
+          logged_activities: 2,
+          overdue_tasks: 1,
+        });
+        // Done, the task is no risk any more.
+        await fx.patch(`/activities/${task.id}`, { status: 'done' });
+        const again = (await s.api(`/deals/${deal.id}/analyze`, { method: 'POST' })).body.data;
+        expect(again.breakdown.overdue_tasks).toBe(0);
+        expect(again.risk_factors.join(' ')).not.toContain('Overdue task');
+      });
+    });
+
     describe('POST /deals/{id}/predict', () => {
       it('answers the contract’s prediction and stores win_probability on the deal', async () => {
         const deal = await fx.deal('Predict me', true);
@@ -332,6 +410,17 @@ for (const { driver, label, skip } of DRIVERS) {
         await b.patch(`/deals/${closing.id}`, {
           notes: 'They are excited; competitor Globex is also evaluating.',
         });
+        // The graph: one engaged contact on the deal closing soon; an open task past due on the overdue one.
+        await b.post('/contacts', { name: 'Olga Only', deal_id: closing.id, role_type: 'champion' });
+        const olga = (await s.api(`/deals/${closing.id}`, { key: s.orgB.apiKey })).body.data.stakeholders[0];
+        await b.patch(`/contacts/${olga.id}`, { engagement_level: 'high' });
+        const task = await b.post('/activities', {
+          type: 'task',
+          subject: 'Chase the signature',
+          due_at: b.inDays(-4),
+          links: [{ type: 'deal', id: overdue.id }],
+        });
+        const dueDay = String(task.due_at).slice(0, 10);
 
         const res = await s.api('/briefing', { key: s.orgB.apiKey });
         expect(res.status, res.text).toBe(200);
@@ -354,6 +443,23 @@ for (const { driver, label, skip } of DRIVERS) {
           for (const k of ['id', 'title', 'company', 'value', 'reason']) expect(item).toHaveProperty(k);
         expect(data.signals_last_7_days).toEqual({ positive: 1, negative: 1, competitor_mentions: 1 });
         expect(data.greeting).toContain('3 deals active');
+        expect(data.closing_this_week[0].reason).toContain(
+          'single-threaded: Olga Only is the only engaged contact',
+        );
+        expect(data.at_risk_deals[0].reason).toContain(
+          `1 overdue task, the oldest “Chase the signature” due ${dueDay} (task ${task.id})`,
+        );
+        expect(data.greeting).toContain('1 of the listed deals single-threaded; 1 overdue task');
+        expect(data.greeting).toContain(
+          `Oldest overdue: “Chase the signature” on Overdue due ${dueDay} (task ${task.id}).`,
+        );
+        const coaching = (await s.api('/coaching', { key: s.orgB.apiKey })).body.data;
+        expect(coaching.coaching_tips).toContain(
+          'Multi-thread 1 open deal with 1 engaged contact: Closing soon (only Olga Only).',
+        );
+        expect(coaching.coaching_tips).toContain(
+          `Clear the overdue tasks: 1 open task is past due, the oldest “Chase the signature” on Overdue due ${dueDay} (task ${task.id}).`,
+        );
         expect(data.closing_this_week[0].id).toMatch(UUID);
       });
     });

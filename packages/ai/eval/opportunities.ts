@@ -19,6 +19,10 @@ export function opportunityHistory(dir: string): DealHistory[] {
   const prices = new Map(
     read(dir, 'products.csv').map((p) => [p.product?.replace(/\s+/g, ''), Number(p.sales_price)]),
   );
+  // The account's and the sales team's attributes, as an organization would keep them in custom fields
+  // (number and select): candidate features of the win model (docs/ai.md: Quality).
+  const accounts = new Map(read(dir, 'accounts.csv').map((a) => [a.account, a]));
+  const teams = new Map(read(dir, 'sales_teams.csv').map((t) => [t.sales_agent, t]));
   const out: DealHistory[] = [];
   for (const row of read(dir, 'sales_pipeline.csv')) {
     if (!row.engage_date) continue;
@@ -46,7 +50,9 @@ export function opportunityHistory(dir: string): DealHistory[] {
         notes: null,
         expectedCloseDate: null,
         createdAt: created,
+        custom: customOf(accounts.get(row.account ?? ''), teams.get(row.sales_agent ?? '')),
       },
+      customFields: CUSTOM_FIELDS,
       stages: DEFAULT_STAGES,
       stageName: outcome ?? 'Qualified',
       contacts: [],
@@ -54,4 +60,23 @@ export function opportunityHistory(dir: string): DealHistory[] {
     });
   }
   return out;
+}
+
+const CUSTOM_FIELDS: NonNullable<DealHistory['customFields']> = [
+  { key: 'sector', label: 'Sector', type: 'select', aiHint: null },
+  { key: 'revenue', label: 'Account revenue (millions)', type: 'number', aiHint: null },
+  { key: 'employees', label: 'Employees', type: 'number', aiHint: null },
+  { key: 'regional_office', label: 'Regional office', type: 'select', aiHint: null },
+  { key: 'manager', label: 'Manager', type: 'select', aiHint: null },
+];
+
+/** The custom values of a deal: its account's sector, revenue and head count, its agent's office and manager. */
+function customOf(account: Row | undefined, team: Row | undefined): Record<string, unknown> {
+  const custom: Record<string, unknown> = {};
+  if (account?.sector) custom.sector = account.sector;
+  if (account?.revenue) custom.revenue = Number(account.revenue);
+  if (account?.employees) custom.employees = Number(account.employees);
+  if (team?.regional_office) custom.regional_office = team.regional_office;
+  if (team?.manager) custom.manager = team.manager;
+  return custom;
 }

@@ -38,6 +38,37 @@ export interface ActivityFacts {
   changes: Changes | null;
 }
 
+/**
+ * An activity a person logged on the deal (`POST /activities`, table `engagements`): a note, a task, a call,
+ * a meeting or an e-mail, with the contacts who took part. Its id is what the analysis cites.
+ */
+export interface LoggedActivityFacts {
+  id: string;
+  type: string;
+  subject: string;
+  body: string | null;
+  /** When it happened; a task's is its creation. */
+  at: Date;
+  dueAt: Date | null;
+  /** A task's status now (a snapshot reads it as of its moment from `completedAt`). */
+  status: 'open' | 'done' | null;
+  completedAt: Date | null;
+  /** Contacts who took part. */
+  participants: string[];
+}
+
+/** Logged activity types with the customer on the line: a call or a meeting (an e-mail's direction is not recorded). */
+export const TWO_WAY_TYPES = new Set(['call', 'meeting']);
+
+/** A custom field of the organization's deals the AI may read (docs/ai.md). */
+export interface CustomFieldFacts {
+  key: string;
+  label: string;
+  type: string;
+  /** The MEDDPICC pillar the field is evidence for (`ai_hint`), if any. */
+  aiHint: string | null;
+}
+
 export interface DealFacts {
   id: string;
   title: string;
@@ -51,6 +82,8 @@ export interface DealFacts {
    * model that never uses it.
    */
   leadSource?: string | null;
+  /** The deal's custom field values by key (`custom`); optional like the lead source. */
+  custom?: Record<string, unknown>;
   createdAt: Date;
 }
 
@@ -62,6 +95,10 @@ export interface DealHistory {
   stageName: string;
   contacts: ContactFacts[];
   activities: ActivityFacts[];
+  /** Activities people logged on the deal (optional: a caller without them gets a model that never uses them). */
+  logged?: LoggedActivityFacts[];
+  /** The organization's active custom fields on deals (the same list for every deal of one organization). */
+  customFields?: CustomFieldFacts[];
 }
 
 /** Activity types the API writes itself; any other type is a person's own entry (a call, a note). */
@@ -91,6 +128,9 @@ export interface DealSnapshot {
   contacts: ContactFacts[];
   /** Customer-facing activities before `asOf`, oldest first. */
   activities: ActivityFacts[];
+  /** Activities people logged up to `asOf`, oldest first; a task's status as it was then. */
+  logged: LoggedActivityFacts[];
+  customFields: CustomFieldFacts[];
   /** Stage moves before `asOf`: to a later or an earlier open stage. */
   stageMoves: { forward: number; back: number };
 }
@@ -125,6 +165,7 @@ function restored(field: keyof DealFacts | keyof ContactFacts, from: unknown): u
 export function snapshotAt(history: DealHistory, asOf: Date): DealSnapshot {
   const t = asOf.getTime();
   const deal: DealFacts = { ...history.deal };
+  const custom: Record<string, unknown> = { ...(history.deal.custom ?? {}) };
   const contacts = new Map(history.contacts.map((c) => [c.id, { ...c }]));
   let stageName = history.stageName;
   const later = history.activities.filter((a) => a.at.getTime() > t).sort((a, b) => +b.at - +a.at);
@@ -137,6 +178,12 @@ export function snapshotAt(history: DealHistory, asOf: Date): DealSnapshot {
       for (const [field, change] of Object.entries(a.changes)) {
         const prop = DEAL_FIELDS[field];
         if (prop) (deal as unknown as Record<string, unknown>)[prop] = restored(prop, change.from);
+        // A custom value set later (say, a loss reason filled in at the close) is no part of the past.
+        else if (field.startsWith('custom.')) {
+          const key = field.slice('custom.'.length);
+          if (change.from == null) delete custom[key];
+          else custom[key] = change.from;
+        }
       }
     } else if (a.type === 'contact_updated' && a.contactId) {
       const contact = contacts.get(a.contactId);
@@ -169,6 +216,17 @@ export function snapshotAt(history: DealHistory, asOf: Date): DealSnapshot {
       else stageMoves.back++;
     }
   }
+  if (history.deal.custom) deal.custom = custom;
+  const logged = (history.logged ?? [])
+    .filter((a) => a.at.getTime() <= t)
+    .map((a) => {
+      if (a.type !== 'task') return a;
+      const done = a.completedAt !== null && a.completedAt.getTime() <= t;
+      return done === (a.status === 'done')
+        ? a
+        : { ...a, status: done ? ('done' as const) : ('open' as const) };
+    })
+    .sort((x, y) => +x.at - +y.at || x.id.localeCompare(y.id));
   return {
     asOf,
     deal,
@@ -176,9 +234,23 @@ export function snapshotAt(history: DealHistory, asOf: Date): DealSnapshot {
     stages,
     contacts: [...contacts.values()].filter((c) => c.createdAt.getTime() <= t),
     activities,
+    logged,
+    customFields: history.customFields ?? [],
     stageMoves,
   };
 }
+
+/** A logged activity's text as a person wrote it: its subject and body. */
+export const loggedText = (a: Pick<LoggedActivityFacts, 'subject' | 'body'>): string =>
+  [a.subject, a.body].filter(Boolean).join('. ');
+
+/** Open tasks whose due date passed at the snapshot, oldest due first. */
+export const overdueTasks = (s: Pick<DealSnapshot, 'logged' | 'asOf'>): LoggedActivityFacts[] =>
+  s.logged
+    .filter(
+      (a) => a.type === 'task' && a.status === 'open' && a.dueAt && a.dueAt.getTime() < s.asOf.getTime(),
+    )
+    .sort((x, y) => +(x.dueAt as Date) - +(y.dueAt as Date));
 
 /** When a closed deal closed: its last move into a won or lost stage, else its creation (created closed). */
 export function closedAt(history: DealHistory): Date {

@@ -8,10 +8,19 @@ export {
   type BriefingDealRow,
   type BriefingFacts,
   CLOSING_WITHIN_DAYS,
+  type DealAttention,
+  type OverdueTask,
+  type OverdueTasks,
 } from './briefing/model.ts';
 export * from './briefing/schema.ts';
 export * from './coaching/chain.ts';
-export { type CoachingFacts, TRAITS, type TraitCount, type TraitKey } from './coaching/model.ts';
+export {
+  type CoachingAttention,
+  type CoachingFacts,
+  TRAITS,
+  type TraitCount,
+  type TraitKey,
+} from './coaching/model.ts';
 export * from './coaching/schema.ts';
 export * from './history.ts';
 export { SIGNAL_STEMS, signalRegexSql } from './lexicon.ts';

@@ -15,6 +15,7 @@ function added(s: DealSnapshot, change: (copy: DealSnapshot, at: Date) => void):
     deal: { ...s.deal },
     contacts: s.contacts.map((c) => ({ ...c })),
     activities: [...s.activities],
+    logged: [...s.logged],
   };
   change(copy, new Date(s.asOf.getTime() - HOUR));
   copy.activities.sort((a, b) => +a.at - +b.at);
@@ -76,6 +77,36 @@ const BAD_NEWS: Array<[string, (copy: DealSnapshot, at: Date) => void]> = [
       }),
   ],
   ['concerns in the notes', (c, at) => note(c, at, 'Concerns about price; they want to postpone.')],
+  [
+    'a logged call voicing concerns, a stakeholder taking part',
+    (c, at) =>
+      c.logged.push({
+        id: `call-${++n}`,
+        type: 'call',
+        subject: 'Discovery call',
+        body: 'They are also evaluating Hooli. Concerns about price.',
+        at,
+        dueAt: null,
+        status: null,
+        completedAt: null,
+        participants: c.contacts.filter((x) => x.engagement !== 'high').map((x) => x.id),
+      }),
+  ],
+  [
+    'a logged note of competition with evidence words',
+    (c, at) =>
+      c.logged.push({
+        id: `note-${++n}`,
+        type: 'note',
+        subject: 'Competing RFP: Initech pitches ROI and a pilot',
+        body: null,
+        at,
+        dueAt: null,
+        status: null,
+        completedAt: null,
+        participants: [],
+      }),
+  ],
   ['a blocker', (c, at) => contact(c, at, { role: 'blocker', title: 'Head of Procurement' })],
   [
     'a blocker with negative sentiment',

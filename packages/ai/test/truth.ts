@@ -423,6 +423,14 @@ export function checkPredictionFactor(
       (m) => withSignal(s, 'negative').length === Number(m[1]) && quoted(s, 'negative', m[2] as string),
       -1,
     ],
+    // Logged activities: none in these generated histories, so the graph factors can only say so.
+    [
+      'Calls and meetings',
+      /^No call or meeting logged$/,
+      () => !s.logged.some((a) => a.type === 'call' || a.type === 'meeting'),
+      -1,
+    ],
+    ['Overdue tasks', /^No overdue task$/, () => !s.logged.some((a) => a.type === 'task'), 1],
   ];
   const rule = rules.find(([label, re]) => label === f.factor && re.test(claim));
   if (!rule) return [...problems, `unknown wording for ${f.factor}: ${claim}`];
@@ -463,6 +471,14 @@ export function checkAnalysisFactor(
     [/^No expected close date$/, () => !close, 'risk'],
     [/^No stakeholders recorded$/, () => s.contacts.length === 0, 'risk'],
     [/^Single-threaded: one stakeholder$/, () => s.contacts.length === 1, 'risk'],
+    [
+      /^Single-threaded: (.+) is the only engaged one of (\d+) stakeholders$/,
+      (m) =>
+        engagedCount === 1 &&
+        s.contacts.length === Number(m[2]) &&
+        s.contacts.some((c) => engaged(c) && c.name === m[1]),
+      'risk',
+    ],
     [
       /^Multi-threaded: (\d+) of (\d+) stakeholders engaged$/,
       (m) => engagedCount === Number(m[1]) && s.contacts.length === Number(m[2]),

@@ -1,5 +1,7 @@
-import { type DealSnapshot, daysBetween } from '../history.ts';
+import { type DealSnapshot, daysBetween, overdueTasks } from '../history.ts';
 import {
+  citeLogged,
+  engagedContacts,
   idleDays,
   PILLAR_LABELS,
   PILLAR_MAX,
@@ -99,8 +101,7 @@ function stageReadiness(s: DealSnapshot, pillars: Map<Pillar, PillarScore>): Sta
     const line = `${PILLAR_LABELS[need.pillar]} at least ${need.min}/${PILLAR_MAX} (now ${got})`;
     (got >= need.min ? met : missing).push(line);
   }
-  if (s.contacts.some((c) => c.engagement === 'high' || c.engagement === 'medium'))
-    met.push('At least one engaged stakeholder');
+  if (engagedContacts(s).length > 0) met.push('At least one engaged stakeholder');
   else missing.push('At least one engaged stakeholder');
   return { current_stage: current, next_stage: next.name, ready: missing.length === 0, met, missing };
 }
@@ -134,7 +135,9 @@ export function analyzeSnapshot(s: DealSnapshot, options: AnalysisOptions): Buil
   const close = s.deal.expectedCloseDate;
   const pastClose = close !== null && close.getTime() < s.asOf.getTime();
   const signals = textSignals(s);
-  const engagedCount = s.contacts.filter((c) => c.engagement === 'high' || c.engagement === 'medium').length;
+  const engagedPeople = engagedContacts(s);
+  const engagedCount = engagedPeople.length;
+  const overdue = s.stage.type === 'open' ? overdueTasks(s) : [];
 
   let health: DealHealth;
   if (s.stage.type === 'won') health = 'won';
@@ -156,12 +159,21 @@ export function analyzeSnapshot(s: DealSnapshot, options: AnalysisOptions): Buil
   }
   if (s.contacts.length <= 1)
     risks.push(s.contacts.length === 0 ? 'No stakeholders recorded' : 'Single-threaded: one stakeholder');
+  else if (engagedCount === 1)
+    risks.push(
+      `Single-threaded: ${engagedPeople[0]?.name} is the only engaged one of ${s.contacts.length} stakeholders`,
+    );
   else if (engagedCount >= 3)
     wins.push(`Multi-threaded: ${engagedCount} of ${s.contacts.length} stakeholders engaged`);
   for (const c of s.contacts) {
     if (c.role === 'blocker') risks.push(`Blocker involved: ${c.name}${c.title ? ` (${c.title})` : ''}`);
     else if (c.sentiment === 'negative') risks.push(`${c.name} (${c.role.replaceAll('_', ' ')}) is negative`);
   }
+  for (const task of overdue.slice(0, 3))
+    risks.push(
+      `Overdue task: “${task.subject}” was due ${task.dueAt?.toISOString().slice(0, 10)} (${citeLogged(task)})`,
+    );
+  if (overdue.length > 3) risks.push(`${overdue.length - 3} more overdue tasks`);
   if (signals.competitor > 0)
     risks.push(`Competition mentioned in ${notes(signals.competitor)}: ${quoteOf(s, 'competitor')}`);
   if (signals.negative > 0)
@@ -186,6 +198,12 @@ export function analyzeSnapshot(s: DealSnapshot, options: AnalysisOptions): Buil
   if (s.stage.type === 'open') {
     if (idle > stale) actions.push(`Re-engage now: no activity for ${Math.floor(idle)} days`);
     if (pastClose) actions.push('Confirm a new expected close date with the customer');
+    if (overdue.length > 0)
+      actions.push(
+        `Complete or reschedule ${overdue.length} overdue task${overdue.length === 1 ? '' : 's'}, first “${overdue[0]?.subject}”`,
+      );
+    if (s.contacts.length >= 2 && engagedCount === 1)
+      actions.push(`Multi-thread: engage a second stakeholder besides ${engagedPeople[0]?.name}`);
     const weakest = [...pillars].filter((p) => p.score < 7).sort((a, b) => a.score - b.score);
     for (const p of weakest.slice(0, 3)) actions.push(ACTIONS[p.pillar]);
   }
@@ -217,6 +235,8 @@ export function analyzeSnapshot(s: DealSnapshot, options: AnalysisOptions): Buil
       stakeholders: s.contacts.length,
       engaged_stakeholders: engagedCount,
       activities: s.activities.length,
+      logged_activities: s.logged.length,
+      overdue_tasks: overdue.length,
       signals,
     },
     pillar_analyses: pillars.map((p) => ({

@@ -1,4 +1,13 @@
-import { activityText, type ContactFacts, type DealSnapshot, daysBetween } from '../history.ts';
+import {
+  activityText,
+  type ContactFacts,
+  type CustomFieldFacts,
+  type DealSnapshot,
+  daysBetween,
+  type LoggedActivityFacts,
+  loggedText,
+  TWO_WAY_TYPES,
+} from '../history.ts';
 import { type EvidenceKind, evidences, mentions, type SignalKind } from '../lexicon.ts';
 
 /** The eight MEDDPICC pillars, in the order of the acronym. */
@@ -40,7 +49,77 @@ export interface PillarScore {
   lacking: string[];
 }
 
-const engaged = (c: ContactFacts) => c.engagement === 'high' || c.engagement === 'medium';
+/** Engagement recorded on the contact's link: high or medium. */
+export const engagedLevel = (c: ContactFacts) => c.engagement === 'high' || c.engagement === 'medium';
+
+/** Logged activities whose text a person wrote about the deal: notes, calls, meetings, e-mails (a task is an intent). */
+export const writtenLogged = (s: DealSnapshot): LoggedActivityFacts[] =>
+  s.logged.filter((a) => a.type !== 'task');
+
+/** The last call or meeting logged on the deal that each contact took part in (up to the snapshot). */
+export function lastMet(s: DealSnapshot): Map<string, LoggedActivityFacts> {
+  const met = new Map<string, LoggedActivityFacts>();
+  // Oldest first, so the latest stays.
+  for (const a of s.logged) if (TWO_WAY_TYPES.has(a.type)) for (const id of a.participants) met.set(id, a);
+  return met;
+}
+
+/**
+ * The deal's engaged stakeholders: engagement recorded high or medium, or a part in a call or meeting
+ * logged on the deal. One definition for the analysis, the win model, the briefing and coaching (SQL:
+ * briefing.service.ts).
+ */
+export function engagedContacts(s: DealSnapshot): ContactFacts[] {
+  const met = lastMet(s);
+  return s.contacts.filter((c) => engagedLevel(c) || met.has(c.id));
+}
+
+/** The last call or meeting logged on the deal, up to the snapshot (null when none). */
+export const lastTwoWay = (s: DealSnapshot): LoggedActivityFacts | null =>
+  s.logged.filter((a) => TWO_WAY_TYPES.has(a.type)).at(-1) ?? null;
+
+const day = (d: Date) => d.toISOString().slice(0, 10);
+/** How a logged activity is cited: its type, id and date. */
+export const citeLogged = (a: LoggedActivityFacts) => `${a.type} ${a.id} on ${day(a.at)}`;
+
+/** The MEDDPICC pillar a custom field's `ai_hint` names (the hint `identify_pain` is the pillar identified_pain). */
+export const pillarOfHint = (hint: string | null): Pillar | null => {
+  const pillar = hint === 'identify_pain' ? 'identified_pain' : hint;
+  return (PILLARS as readonly string[]).includes(pillar ?? '') ? (pillar as Pillar) : null;
+};
+
+/** Whether a custom value says something: set, and not empty, false or zero. */
+const hasValue = (v: unknown) =>
+  v !== null &&
+  v !== undefined &&
+  v !== '' &&
+  v !== false &&
+  v !== 0 &&
+  !(Array.isArray(v) && v.length === 0);
+
+function shown(v: unknown): string {
+  const text =
+    typeof v === 'number'
+      ? v.toLocaleString('en-US')
+      : Array.isArray(v)
+        ? v.map(String).join(', ')
+        : typeof v === 'object'
+          ? JSON.stringify(v)
+          : String(v);
+  return text.length > 80 ? `${text.slice(0, 79)}…` : text;
+}
+
+/** The deal's custom fields whose `ai_hint` names this pillar and that hold a value, with how each is cited. */
+export function hintedFields(
+  s: DealSnapshot,
+  pillar: Pillar,
+): Array<{ field: CustomFieldFacts; text: string }> {
+  const custom = s.deal.custom ?? {};
+  return s.customFields
+    .filter((f) => pillarOfHint(f.aiHint) === pillar && hasValue(custom[f.key]))
+    .map((field) => ({ field, text: `${field.label} (custom.${field.key}): ${shown(custom[field.key])}` }));
+}
+
 const who = (c: ContactFacts) => (c.title ? `${c.name} (${c.title})` : c.name);
 const clamp = (v: number) => Math.max(0, Math.min(PILLAR_MAX, v));
 
@@ -53,6 +132,7 @@ export function dealTexts(s: DealSnapshot): string[] {
     s.deal.notes ?? '',
     ...s.contacts.map((c) => c.notes ?? ''),
     ...s.activities.map(activityText),
+    ...writtenLogged(s).map(loggedText),
   ].filter(Boolean);
 }
 
@@ -144,9 +224,21 @@ export function supportView(s: DealSnapshot): { snapshot: DealSnapshot; setAside
     if (kept === null) return [];
     return [{ ...a, description: kept }];
   });
+  // A logged note, call or e-mail whose body (or subject, without one) only records bad news is no support
+  // and no activity here; one that voices some keeps its other sentences, and its people get no
+  // engagement from it (taking part in a call of bad news is no support).
+  const logged = s.logged.flatMap((a) => {
+    if (a.type === 'task') return [a];
+    const subject = keep(a.subject);
+    const body = a.body === null ? null : keep(a.body);
+    if (subject === a.subject && body === a.body) return [a];
+    if ((a.body === null ? subject : body) === null) return [];
+    return [{ ...a, subject: subject ?? '', body, participants: [] }];
+  });
   return {
     snapshot: {
       ...s,
+      logged,
       deal: { ...s.deal, notes: keep(s.deal.notes) },
       contacts: s.contacts.filter((c) => !adverse.has(c.id)).map((c) => ({ ...c, notes: keep(c.notes) })),
       activities,
@@ -159,6 +251,7 @@ export function supportView(s: DealSnapshot): { snapshot: DealSnapshot; setAside
 function rolePillar(
   people: ContactFacts[],
   roleName: string,
+  met: Map<string, LoggedActivityFacts>,
   setAside: ContactFacts[] = [],
 ): { score: number; evidence: string[] } {
   if (people.length === 0) {
@@ -178,10 +271,16 @@ function rolePillar(
   for (const c of people) {
     let score = 4;
     const e = [`${roleName[0]?.toUpperCase()}${roleName.slice(1)}: ${who(c)}`];
-    if (engaged(c)) {
+    const lastCall = met.get(c.id);
+    if (engagedLevel(c)) {
       score += 3;
       e.push(`engagement ${c.engagement}`);
     } else e.push(`engagement ${c.engagement ?? 'not recorded'}`);
+    // A part in a logged call or meeting is engagement too (cited by the activity's id).
+    if (lastCall) {
+      if (!engagedLevel(c)) score += 3;
+      e.push(`took part in ${citeLogged(lastCall)}`);
+    }
     if (c.sentiment === 'positive') {
       score += 2;
       e.push('sentiment positive');
@@ -224,6 +323,8 @@ function pillarsOf(s: DealSnapshot, setAside: SetAside | null): PillarScore[] {
   const text = dealText(s);
   const asideText = setAside?.sentences.join('\n') ?? '';
   const byRole = (role: string) => s.contacts.filter((c) => c.role === role);
+  const met = lastMet(s);
+  const engaged = (c: ContactFacts) => engagedLevel(c) || met.has(c.id);
   const out: PillarScore[] = [];
   const push = (
     pillar: Pillar,
@@ -243,8 +344,27 @@ function pillarsOf(s: DealSnapshot, setAside: SetAside | null): PillarScore[] {
   };
   const role = (r: { score: number; evidence: string[] }): Array<[Kind, string]> =>
     r.evidence.map((e) => [r.score > 0 ? 'gave' : 'lacks', e]);
-  const notes = (kind: EvidenceKind, label: string): [Kind, string] | null =>
-    evidences(text, kind) ? ['gave', `Notes mention ${label}`] : null;
+  /** Written evidence: the notes (citing the logged activities that carry it), or a custom field hinted at the pillar. */
+  const notes = (kind: EvidenceKind, label: string, pillar?: Pillar): [Kind, string] | null => {
+    const fields = pillar ? hintedFields(s, pillar).map((f) => f.text) : [];
+    if (!evidences(text, kind))
+      return fields.length > 0 ? ['gave', `Custom field ${fields.join('; ')}`] : null;
+    const ids = writtenLogged(s)
+      .filter((a) => evidences(loggedText(a), kind))
+      .map(citeLogged);
+    const cited = ids.length > 0 ? ` (${ids.slice(0, 3).join('; ')}${ids.length > 3 ? '; …' : ''})` : '';
+    return [
+      'gave',
+      `Notes mention ${label}${cited}${fields.length > 0 ? `; custom field ${fields.join('; ')}` : ''}`,
+    ];
+  };
+  /** Hinted custom fields of a pillar whose points come from people (the buyer, the champion): +2, cited. */
+  const hinted = (pillar: Pillar): { points: number; evidence: Array<[Kind, string]> } => {
+    const fields = hintedFields(s, pillar);
+    return fields.length === 0
+      ? { points: 0, evidence: [] }
+      : { points: 2, evidence: [['gave', `Custom field ${fields.map((f) => f.text).join('; ')}`]] };
+  };
   /** What the notes lack, said so that it stays true when sentences of bad news were set aside. */
   const missing = (kind: EvidenceKind, sentence: string): [Kind, string] =>
     evidences(asideText, kind)
@@ -259,7 +379,7 @@ function pillarsOf(s: DealSnapshot, setAside: SetAside | null): PillarScore[] {
       score += 5;
       e.push(['gave', `Deal value ${s.deal.value.toLocaleString('en-US')} ${s.deal.currency ?? ''}`.trim()]);
     } else e.push(['lacks', 'No deal value recorded']);
-    const m = notes('metrics', 'measurable outcomes (ROI, savings, KPIs)');
+    const m = notes('metrics', 'measurable outcomes (ROI, savings, KPIs)', 'metrics');
     if (m) score += 5;
     e.push(m ?? missing('metrics', 'No measurable outcome in the notes'));
     push('metrics', score, e, 'Write down the measurable outcome the customer expects (ROI, savings, KPI)');
@@ -267,16 +387,19 @@ function pillarsOf(s: DealSnapshot, setAside: SetAside | null): PillarScore[] {
 
   // Economic buyer: the person who signs off on the money; an executive sponsor stands in at half weight.
   {
-    const eb = rolePillar(byRole('economic_buyer'), 'economic buyer', setAside?.contacts);
+    const eb = rolePillar(byRole('economic_buyer'), 'economic buyer', met, setAside?.contacts);
     let { score } = eb;
     const evidence = role(eb);
     if (byRole('economic_buyer').length === 0) {
-      const sponsor = rolePillar(byRole('executive_sponsor'), 'executive sponsor');
+      const sponsor = rolePillar(byRole('executive_sponsor'), 'executive sponsor', met);
       if (sponsor.score > 0) {
         score = Math.floor(sponsor.score / 2);
         evidence.push(...role(sponsor), ['gave', 'An executive sponsor counts for half an economic buyer']);
       }
     }
+    const field = hinted('economic_buyer');
+    score += field.points;
+    evidence.push(...field.evidence);
     push(
       'economic_buyer',
       score,
@@ -287,10 +410,10 @@ function pillarsOf(s: DealSnapshot, setAside: SetAside | null): PillarScore[] {
 
   // Decision criteria: a technical evaluator, and criteria written down.
   {
-    const tech = rolePillar(byRole('technical_buyer'), 'technical buyer', setAside?.contacts);
+    const tech = rolePillar(byRole('technical_buyer'), 'technical buyer', met, setAside?.contacts);
     let score = Math.round(tech.score * 0.6);
     const e: Array<[Kind, string] | null> = role(tech);
-    const n = notes('criteria', 'evaluation criteria or requirements');
+    const n = notes('criteria', 'evaluation criteria or requirements', 'decision_criteria');
     if (n) score += 3;
     e.push(n ?? missing('criteria', 'No evaluation criteria in the notes'));
     if (byRole('end_user').some(engaged)) {
@@ -324,7 +447,7 @@ function pillarsOf(s: DealSnapshot, setAside: SetAside | null): PillarScore[] {
       score += 2;
       e.push(['gave', `${s.contacts.length} ${setAside ? 'supportive ' : ''}stakeholders mapped`]);
     }
-    const n = notes('process', 'the decision process (timeline, approvals)');
+    const n = notes('process', 'the decision process (timeline, approvals)', 'decision_process');
     if (n) score += 2;
     e.push(n);
     push('decision_process', score, e, 'Map the decision process: who approves, in what order, by when');
@@ -340,7 +463,7 @@ function pillarsOf(s: DealSnapshot, setAside: SetAside | null): PillarScore[] {
       e.push(['gave', `Stage ${s.stage.name} (${p}%)`]);
     }
     if (p >= 75) score += 2;
-    const n = notes('paper', 'contract, legal or procurement steps');
+    const n = notes('paper', 'contract, legal or procurement steps', 'paper_process');
     if (n) score += 3;
     e.push(n);
     const paperPeople = s.contacts.filter((c) =>
@@ -358,7 +481,7 @@ function pillarsOf(s: DealSnapshot, setAside: SetAside | null): PillarScore[] {
   {
     const e: Array<[Kind, string] | null> = [];
     let score = 0;
-    const n = notes('pain', 'the customer’s pain');
+    const n = notes('pain', 'the customer’s pain', 'identified_pain');
     if (n) score += 6;
     e.push(n);
     const champions = byRole('champion').filter(engaged);
@@ -376,16 +499,26 @@ function pillarsOf(s: DealSnapshot, setAside: SetAside | null): PillarScore[] {
 
   // Champion: someone inside who sells for us.
   {
-    const c = rolePillar(byRole('champion'), 'champion', setAside?.contacts);
-    push('champion', c.score, role(c), 'Find a champion with influence and keep them engaged');
+    const c = rolePillar(byRole('champion'), 'champion', met, setAside?.contacts);
+    const field = hinted('champion');
+    push(
+      'champion',
+      c.score + field.points,
+      [...role(c), ...field.evidence],
+      'Find a champion with influence and keep them engaged',
+    );
   }
 
   // Competition: known competition with a supportive inside voice scores; unknown competition is a blind spot.
   {
     const e: Array<[Kind, string] | null> = [];
     const signals = textSignals(s);
+    const fields = hintedFields(s, 'competition');
     let score: number;
-    if (signals.competitor > 0) {
+    if (fields.length > 0 && signals.competitor === 0) {
+      score = 5;
+      e.push(['gave', `Competition recorded in custom field ${fields.map((f) => f.text).join('; ')}`]);
+    } else if (signals.competitor > 0) {
       score = 5;
       e.push([
         'gave',
@@ -409,8 +542,17 @@ function pillarsOf(s: DealSnapshot, setAside: SetAside | null): PillarScore[] {
   return out;
 }
 
+/** When something last happened with the customer at the snapshot: an activity, a logged one, a task done. */
+export function lastActivityAt(s: DealSnapshot): Date {
+  let last = s.activities.at(-1)?.at ?? s.deal.createdAt;
+  for (const a of s.logged) {
+    const at = a.type === 'task' ? (a.status === 'done' ? a.completedAt : null) : a.at;
+    if (at && at > last && at.getTime() <= s.asOf.getTime()) last = at;
+  }
+  return last;
+}
+
 /** Days since the last customer-facing activity (or creation) at the snapshot. */
 export function idleDays(s: DealSnapshot): number {
-  const last = s.activities.at(-1)?.at ?? s.deal.createdAt;
-  return Math.max(0, daysBetween(last, s.asOf));
+  return Math.max(0, daysBetween(lastActivityAt(s), s.asOf));
 }

@@ -40,6 +40,15 @@ export const TRAITS = {
 } as const;
 export type TraitKey = keyof typeof TRAITS;
 
+import { type OverdueTasks, taskNamed } from '../briefing/model.ts';
+
+/** Open deals that need attention now, as the graph shows them (see briefing.service.ts). */
+export interface CoachingAttention {
+  /** Single-threaded deals among the ones the briefing lists: the deal and its one engaged contact. */
+  singleThreaded: Array<{ id: string; title: string; with: string }>;
+  overdueTasks: OverdueTasks;
+}
+
 export interface CoachingFacts {
   now: Date;
   periodDays: number;
@@ -52,6 +61,32 @@ export interface CoachingFacts {
   traits: TraitCount[];
   /** Closed deals by lead source in the period. */
   sources: Array<{ source: string; won: number; lost: number }>;
+  attention?: CoachingAttention;
+}
+
+/** How many single-threaded deals a tip names (the count says how many there are). */
+const NAMED_DEALS = 5;
+
+/** Tips about open deals now: multi-thread the single-threaded ones, clear the overdue tasks. */
+function attentionTips(a: CoachingAttention | undefined): string[] {
+  if (!a) return [];
+  const tips: string[] = [];
+  const n = a.singleThreaded.length;
+  if (n > 0)
+    tips.push(
+      `Multi-thread ${n} open deal${n === 1 ? '' : 's'} with 1 engaged contact${n === 1 ? '' : ' each'}: ` +
+        `${a.singleThreaded
+          .slice(0, NAMED_DEALS)
+          .map((d) => `${d.title} (only ${d.with})`)
+          .join(', ')}${n > NAMED_DEALS ? ` and ${n - NAMED_DEALS} more` : ''}.`,
+    );
+  const o = a.overdueTasks;
+  if (o.count > 0)
+    tips.push(
+      `Clear the overdue tasks: ${o.more ? 'more than ' : ''}${o.count.toLocaleString('en-US')} open ${o.count === 1 && !o.more ? 'task is' : 'tasks are'} past due` +
+        (o.oldest.length > 0 ? `, the oldest ${o.oldest.map(taskNamed).join('; ')}.` : '.'),
+    );
+  return tips;
 }
 
 /** A difference in share must be at least this large, with this many deals per side, to make a tip. */
@@ -124,12 +159,12 @@ export function buildCoaching(f: CoachingFacts): BuiltInCoaching {
       });
   }
   tips.sort((a, b) => b.weight - a.weight || a.text.localeCompare(b.text));
-  const texts = tips.map((t) => t.text);
+  const texts = [...tips.map((t) => t.text), ...attentionTips(f.attention)];
   if (!enough)
     texts.push(
       `Only ${f.won} won and ${f.lost} lost deals closed in the last ${f.periodDays} days; patterns need at least ${MIN_DEALS_PER_OUTCOME} of each.`,
     );
-  else if (texts.length === 0)
+  else if (tips.length === 0)
     texts.push(
       `Won and lost deals of the last ${f.periodDays} days (${f.won} won, ${f.lost} lost) differ by less than ${MIN_SHARE_GAP} points on every tracked trait: no clear pattern yet.`,
     );

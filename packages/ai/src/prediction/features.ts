@@ -1,6 +1,9 @@
 import {
+  citeLogged,
   idleDays,
   isAdverse,
+  lastMet,
+  lastTwoWay,
   PILLAR_LABELS,
   type Pillar,
   type PillarScore,
@@ -10,7 +13,7 @@ import {
   supportPillars,
   supportView,
 } from '../analysis/pillars.ts';
-import { type ContactFacts, type DealSnapshot, daysBetween } from '../history.ts';
+import { type ContactFacts, type DealSnapshot, daysBetween, overdueTasks } from '../history.ts';
 
 /**
  * What the win model sees of a deal, all as of the snapshot. Two kinds, never mixed in one feature:
@@ -45,8 +48,12 @@ export const FACTORS = [
   'blockers',
   'negative_stakeholders',
   'negative_notes',
+  'two_way',
+  'overdue_tasks',
 ] as const;
 export type FactorKey = (typeof FACTORS)[number];
+/** An explanation factor: a fixed one, or a custom field of the organization (`custom.<key>`). */
+export type FactorId = FactorKey | `custom.${string}`;
 
 export const FACTOR_LABELS: Record<FactorKey, string> = {
   stage: 'Stage probability',
@@ -72,16 +79,39 @@ export const FACTOR_LABELS: Record<FactorKey, string> = {
   blockers: 'Blockers',
   negative_stakeholders: 'Negative stakeholders',
   negative_notes: 'Concerns in notes',
+  two_way: 'Calls and meetings',
+  overdue_tasks: 'Overdue tasks',
 };
+
+/** A factor's label: a custom field's is the field's own. */
+export const factorLabel = (factor: FactorId, context: FeatureContext): string =>
+  factor.startsWith('custom.')
+    ? (context.custom?.find((f) => `custom.${f.key}` === factor)?.label ?? factor)
+    : FACTOR_LABELS[factor as FactorKey];
 
 export interface FeatureSpec {
   key: string;
-  factor: FactorKey;
+  factor: FactorId;
   /** +1: may only raise the odds; -1: may only lower them; 0: either way. */
   sign: -1 | 0 | 1;
   /** The change the L2 penalty treats as one step. */
   unit: number;
 }
+
+/** A number or select custom field as the win model reads it (see contextOf). */
+export interface CustomFeature {
+  key: string;
+  label: string;
+  kind: 'number' | 'select';
+  /** number: the history's median and spread (1.4826 × the median absolute deviation, or 1). */
+  median?: number;
+  scale?: number;
+  /** select: the options frequent enough in the history to learn from, most frequent first. */
+  options?: string[];
+}
+
+/** Features a run can leave out (the eval compares with and without them). */
+export type FeatureGroup = 'graph' | 'custom';
 
 /** What a fitted model knows about its organization, needed to read a deal the same way later. */
 export interface FeatureContext {
@@ -89,6 +119,10 @@ export interface FeatureContext {
   typicalValue: number | null;
   /** Lead sources frequent enough in the history to learn from, most frequent first. */
   leadSources: string[];
+  /** The organization's number and select custom fields on deals. */
+  custom?: CustomFeature[];
+  /** Groups of features this model leaves out. */
+  omit?: FeatureGroup[];
 }
 
 export const NO_CONTEXT: FeatureContext = { typicalValue: null, leadSources: [] };
@@ -123,16 +157,56 @@ const FIXED: FeatureSpec[] = [
   { key: 'blockers', factor: 'blockers', sign: -1, unit: 0.5 },
   { key: 'negative_stakeholders', factor: 'negative_stakeholders', sign: -1, unit: 0.5 },
   { key: 'negative_notes', factor: 'negative_notes', sign: -1, unit: 0.5 },
+  // The relationship graph: who took part in logged calls and meetings, how long since the last one, open
+  // tasks past their due date. In a history without logged activities they are the same for every deal
+  // and, like any feature the history does not show varying, never learned.
+  { key: 'met_stakeholders', factor: 'two_way', sign: 1, unit: 1 },
+  { key: 'two_way_idle', factor: 'two_way', sign: -1, unit: 1 },
+  { key: 'overdue_tasks', factor: 'overdue_tasks', sign: -1, unit: 0.5 },
 ];
+/** The graph features (FeatureGroup 'graph'). */
+export const GRAPH_FEATURES = new Set(['met_stakeholders', 'two_way_idle', 'overdue_tasks']);
 
-/** The model's features for an organization: the fixed ones, then one per frequent lead source. */
+/** Days without a call or meeting counted at most (and for a deal that never had one). */
+const TWO_WAY_CAP_DAYS = 180;
+
+/**
+ * The model's features for an organization: the fixed ones, one per frequent lead source, then its number
+ * and select custom fields (a number as its distance from the history's median in spreads, a select one
+ * yes/no per frequent option). Either way (sign 0): the history says which way a field goes.
+ */
 export function featureSpecs(context: FeatureContext): FeatureSpec[] {
+  const omit = new Set(context.omit ?? []);
   return [
-    ...FIXED,
+    ...FIXED.filter((f) => !(omit.has('graph') && GRAPH_FEATURES.has(f.key))),
     ...context.leadSources.map(
       (source): FeatureSpec => ({ key: `lead_source:${source}`, factor: 'lead_source', sign: 0, unit: 0.5 }),
     ),
+    ...(omit.has('custom') ? [] : (context.custom ?? [])).flatMap((f): FeatureSpec[] =>
+      f.kind === 'number'
+        ? [{ key: `custom:${f.key}`, factor: `custom.${f.key}`, sign: 0, unit: 1 }]
+        : (f.options ?? []).map((o) => ({
+            key: `custom:${f.key}=${o}`,
+            factor: `custom.${f.key}`,
+            sign: 0,
+            unit: 0.5,
+          })),
+    ),
   ];
+}
+
+/** A number custom value as a number (null when not set or not a finite number). */
+const numberOf = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+
+/** The custom field a feature key reads, and the option for a select one. */
+function customValue(key: string, s: DealSnapshot, context: FeatureContext): number {
+  const [name, option] = key.slice('custom:'.length).split(/=(.*)/s) as [string, string | undefined];
+  const v = s.deal.custom?.[name];
+  if (option !== undefined) return v === option ? 1 : 0;
+  const f = context.custom?.find((c) => c.key === name);
+  const n = numberOf(v);
+  if (n === null || !f || f.median === undefined) return 0;
+  return clamp((n - f.median) / (f.scale || 1), -3, 3);
 }
 
 export const logit = (p: number) => Math.log(p / (1 - p));
@@ -196,6 +270,7 @@ function featureValue(key: string, r: DealReading, context: FeatureContext): num
   const inRole = (role: string) => support.contacts.filter((c) => c.role === role);
   const close = s.deal.expectedCloseDate;
   if (key.startsWith('lead_source:')) return leadSourceOf(s) === key.slice('lead_source:'.length) ? 1 : 0;
+  if (key.startsWith('custom:')) return customValue(key, s, context);
   switch (key) {
     case 'stage':
       return logit(stageProbability(s));
@@ -245,6 +320,17 @@ function featureValue(key: string, r: DealReading, context: FeatureContext): num
       return Math.min(3, s.contacts.filter((c) => c.sentiment === 'negative').length);
     case 'negative_notes':
       return Math.log1p(r.texts.negative);
+    case 'met_stakeholders': {
+      const met = lastMet(support);
+      return Math.min(4, support.contacts.filter((c) => met.has(c.id)).length);
+    }
+    case 'two_way_idle': {
+      const last = lastTwoWay(support);
+      const days = last ? Math.max(0, daysBetween(last.at, s.asOf)) : TWO_WAY_CAP_DAYS;
+      return Math.min(days, TWO_WAY_CAP_DAYS) / 30;
+    }
+    case 'overdue_tasks':
+      return Math.min(3, overdueTasks(s).length);
     default: {
       const pillar = r.pillars.get(key as Pillar);
       if (pillar) return pillar.score / 10;
@@ -281,7 +367,43 @@ export function contextOf(deals: DealSnapshot[]): FeatureContext {
     .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
     .slice(0, MAX_LEAD_SOURCES)
     .map(([source]) => source);
-  return { typicalValue, leadSources };
+  return { typicalValue, leadSources, custom: customFeatures(deals) };
+}
+
+const median = (sorted: number[]) => {
+  const mid = sorted.length / 2;
+  return sorted.length % 2 === 1
+    ? (sorted[Math.floor(mid)] as number)
+    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+};
+
+/** The history's number and select custom fields on deals, read as contextOf says. */
+function customFeatures(deals: DealSnapshot[]): CustomFeature[] {
+  const fields = deals[0]?.customFields ?? [];
+  const out: CustomFeature[] = [];
+  for (const f of fields) {
+    const values = deals.map((s) => s.deal.custom?.[f.key]);
+    if (f.type === 'number' || f.type === 'currency') {
+      const numbers = values
+        .map(numberOf)
+        .filter((v): v is number => v !== null)
+        .sort((a, b) => a - b);
+      if (numbers.length === 0) continue;
+      const m = median(numbers);
+      const mad = median(numbers.map((v) => Math.abs(v - m)).sort((a, b) => a - b)) * 1.4826;
+      out.push({ key: f.key, label: f.label, kind: 'number', median: m, scale: mad > 0 ? mad : 1 });
+    } else if (f.type === 'select') {
+      const counts = new Map<string, number>();
+      for (const v of values) if (typeof v === 'string') counts.set(v, (counts.get(v) ?? 0) + 1);
+      const options = [...counts]
+        .filter(([, n]) => n >= MIN_LEAD_SOURCE_DEALS)
+        .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+        .slice(0, MAX_LEAD_SOURCES)
+        .map(([o]) => o);
+      if (options.length > 0) out.push({ key: f.key, label: f.label, kind: 'select', options });
+    }
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -324,10 +446,28 @@ function describePillar(r: DealReading, pillar: Pillar): string {
   return `${PILLAR_LABELS[pillar]} ${p.score}/10: ${evidence.join('; ')}`;
 }
 
+function describeCustom(factor: string, s: DealSnapshot, context: FeatureContext): string {
+  const key = factor.slice('custom.'.length);
+  const f = context.custom?.find((c) => c.key === key);
+  const name = `${f?.label ?? key} (${factor})`;
+  const v = s.deal.custom?.[key];
+  if (v === undefined || v === null || v === '') return `${name} not set`;
+  if (f?.kind === 'number') {
+    const n = numberOf(v);
+    return n === null
+      ? `${name} ${String(v)}`
+      : `${name} ${n.toLocaleString('en-US')} against the typical ${(f.median ?? 0).toLocaleString('en-US')}`;
+  }
+  return f?.options?.includes(String(v))
+    ? `${name} ${String(v)}`
+    : `${name} ${String(v)} (too rare in the history to learn from)`;
+}
+
 /** The sentence naming what the deal has or lacks for one factor, true of this deal read alone. */
-export function describeFactor(factor: FactorKey, r: DealReading, context: FeatureContext): string {
+export function describeFactor(factor: FactorId, r: DealReading, context: FeatureContext): string {
   const { s, support } = r;
-  switch (factor) {
+  if (factor.startsWith('custom.')) return describeCustom(factor, s, context);
+  switch (factor as FactorKey) {
     case 'stage':
       return `Stage ${s.stage.name} (${s.stage.probability ?? 'no'}% stage probability)`;
     case 'stakeholders': {
@@ -412,7 +552,21 @@ export function describeFactor(factor: FactorKey, r: DealReading, context: Featu
       return r.texts.negative === 0
         ? 'No concerns or setbacks in the notes'
         : `Concerns or setbacks in ${plural(r.texts.negative, 'note')}: ${quoteOf(s, 'negative')}`;
+    case 'two_way': {
+      const last = lastTwoWay(support);
+      if (!last) return 'No call or meeting logged';
+      const met = lastMet(support);
+      const people = support.contacts.filter((c) => met.has(c.id));
+      const days = Math.floor(Math.max(0, daysBetween(last.at, s.asOf)));
+      return `Last call or meeting ${plural(days, 'day')} ago (${citeLogged(last)}); ${plural(people.length, 'stakeholder')} took part in one${people.length > 0 ? `: ${names(people)}` : ''}`;
+    }
+    case 'overdue_tasks': {
+      const tasks = overdueTasks(s);
+      if (tasks.length === 0) return 'No overdue task';
+      const first = tasks[0] as (typeof tasks)[number];
+      return `${plural(tasks.length, 'overdue task')}, the oldest “${first.subject}” due ${day(first.dueAt as Date)} (${citeLogged(first)})`;
+    }
     default:
-      return describePillar(r, factor);
+      return describePillar(r, factor as Pillar);
   }
 }

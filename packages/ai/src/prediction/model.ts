@@ -4,19 +4,22 @@ import {
   contextOf,
   type DealReading,
   describeFactor,
-  FACTOR_LABELS,
+  type FactorId,
   type FactorKey,
   type FeatureContext,
+  type FeatureGroup,
   type FeatureSpec,
+  factorLabel,
   featureSpecs,
   featureVector,
+  GRAPH_FEATURES,
   logit,
   NO_CONTEXT,
   readDeal,
   sigmoid,
   stageProbability,
 } from './features.ts';
-import { contributions, fitLogistic, type LogisticModel } from './logistic-regression.ts';
+import { contributions, fitLogistic, type LogisticModel, predictLogistic } from './logistic-regression.ts';
 
 /** The fitted model needs at least this many closed deals, and this many of each outcome. */
 export const MIN_CLOSED_DEALS = 30;
@@ -39,6 +42,18 @@ export interface FittedWinModel {
   closedDeals: number;
   won: number;
   fittedAt: Date;
+  /**
+   * The candidate groups (the graph's features; each number or select custom field) the history varied on,
+   * whether held-out deals showed they help (kept), and the held-out log-loss before and with each.
+   */
+  candidates: CandidateResult[];
+}
+
+export interface CandidateResult {
+  group: string;
+  kept: boolean;
+  baseLoss: number;
+  loss: number;
 }
 
 export type Impact = 'high' | 'medium' | 'low';
@@ -74,6 +89,8 @@ export interface TrainingSnapshots {
   deal: number[];
   deals: number;
   won: number;
+  /** When each deal closed (ms), by deal index. */
+  closed: number[];
 }
 
 export interface TrainingSet {
@@ -83,6 +100,7 @@ export interface TrainingSet {
   deal: number[];
   deals: number;
   won: number;
+  closed: number[];
   context: FeatureContext;
   specs: FeatureSpec[];
 }
@@ -109,7 +127,7 @@ export function labelledSnapshotTimes(h: DealHistory, now: Date): { label: 0 | 1
 
 /** The labelled snapshots of an organization's closed deals, as the model is trained on them. */
 export function trainingSnapshots(histories: DealHistory[], now: Date): TrainingSnapshots {
-  const set: TrainingSnapshots = { snapshots: [], y: [], deal: [], deals: 0, won: 0 };
+  const set: TrainingSnapshots = { snapshots: [], y: [], deal: [], deals: 0, won: 0, closed: [] };
   const labelled = histories.map((h) => ({ h, l: labelledSnapshotTimes(h, now) }));
   // Before the first recorded close, history shows only the deals that survived to be recorded (imported
   // data often starts that way): snapshots from then would overstate the win rate.
@@ -125,6 +143,7 @@ export function trainingSnapshots(histories: DealHistory[], now: Date): Training
     }
     set.deals++;
     set.won += l.label;
+    set.closed.push(closedAt(h).getTime());
   }
   return set;
 }
@@ -139,9 +158,12 @@ function lastSnapshots(set: TrainingSnapshots): DealSnapshot[] {
 }
 
 /** The training rows of an organization's closed deals: one feature vector per snapshot. */
-export function trainingSet(histories: DealHistory[], now: Date): TrainingSet {
+export function trainingSet(histories: DealHistory[], now: Date, omit: FeatureGroup[] = []): TrainingSet {
   const snapshots = trainingSnapshots(histories, now);
-  const context = contextOf(lastSnapshots(snapshots));
+  const context: FeatureContext = {
+    ...contextOf(lastSnapshots(snapshots)),
+    ...(omit.length > 0 ? { omit } : {}),
+  };
   const specs = featureSpecs(context);
   return {
     x: snapshots.snapshots.map((s) => featureVector(readDeal(s), specs, context)),
@@ -149,6 +171,7 @@ export function trainingSet(histories: DealHistory[], now: Date): TrainingSet {
     deal: snapshots.deal,
     deals: snapshots.deals,
     won: snapshots.won,
+    closed: snapshots.closed,
     context,
     specs,
   };
@@ -175,23 +198,123 @@ function supported(set: TrainingSet): boolean[] {
   });
 }
 
-/** Fits the organization's model from its closed deals, or answers null below the documented minimum. */
-export function fitWinModel(histories: DealHistory[], now: Date): FittedWinModel | null {
-  const set = trainingSet(histories, now);
+/** Which candidate group a feature belongs to: the graph's, a custom field's (`custom.<key>`), or none. */
+const candidateOf = (f: FeatureSpec): string | null =>
+  GRAPH_FEATURES.has(f.key) ? 'graph' : f.factor.startsWith('custom.') ? f.factor : null;
+
+/** The latest-closed share of the history's deals held out to test whether a candidate group helps. */
+const HOLD_OUT_SHARE = 0.3;
+/** Held-out deals of each outcome needed for that test; with fewer, no candidate is learned. */
+const MIN_HOLD_OUT_PER_OUTCOME = 10;
+/** How many standard errors the held-out deals' mean gain in log-loss must clear. */
+const GAIN_STANDARD_ERRORS = 2;
+
+/**
+ * Which candidate groups the history shows help: each is fitted with the model's other features (and the
+ * groups kept before it) on the deals that closed first, and kept when it lowers the log-loss of the HOLD_OUT_SHARE that closed last (a
+ * temporal split, as the model is used: fitted on the past, asked about later deals) by more than
+ * GAIN_STANDARD_ERRORS standard errors of the held-out deals' gains (each deal's mean over its snapshots,
+ * so a long deal counts once). Groups the history does not vary on are not tried and cost no fit: an
+ * organization without logged activities or custom fields fits exactly as before.
+ */
+function selectCandidates(
+  set: TrainingSet,
+  base: boolean[],
+  groups: Map<string, number[]>,
+  fit: (rows: number[], fixed: boolean[]) => LogisticModel,
+): CandidateResult[] {
+  if (groups.size === 0) return [];
+  const order = set.closed.map((t, d) => ({ t, d })).sort((a, b) => a.t - b.t || a.d - b.d);
+  const held = new Set(order.slice(Math.floor(order.length * (1 - HOLD_OUT_SHARE))).map((x) => x.d));
+  const rows = set.y.map((_, i) => i);
+  const train = rows.filter((i) => !held.has(set.deal[i] as number));
+  const test = rows.filter((i) => held.has(set.deal[i] as number));
+  const heldWon = new Set(test.filter((i) => set.y[i] === 1).map((i) => set.deal[i])).size;
+  if (heldWon < MIN_HOLD_OUT_PER_OUTCOME || held.size - heldWon < MIN_HOLD_OUT_PER_OUTCOME)
+    return [...groups.keys()].map((group) => ({
+      group,
+      kept: false,
+      baseLoss: Number.NaN,
+      loss: Number.NaN,
+    }));
+  /** Each held-out deal's mean log-loss over its snapshots. */
+  const lossByDeal = (model: LogisticModel) => {
+    const sums = new Map<number, { sum: number; n: number }>();
+    for (const i of test) {
+      const p = Math.min(1 - 1e-9, Math.max(1e-9, predictLogistic(model, set.x[i] as number[])));
+      const e = sums.get(set.deal[i] as number) ?? { sum: 0, n: 0 };
+      e.sum -= set.y[i] === 1 ? Math.log(p) : Math.log(1 - p);
+      e.n++;
+      sums.set(set.deal[i] as number, e);
+    }
+    return new Map([...sums].map(([d, e]) => [d, e.sum / e.n]));
+  };
+  const mean = (v: number[]) => v.reduce((a, b) => a + b, 0) / v.length;
+  // Forward, one group at a time in order (the graph's first, then the fields as defined): each is
+  // tried on top of those already kept, so a field is judged by what it adds to them.
+  let current = [...base];
+  let currentLosses = lossByDeal(fit(train, current));
+  return [...groups].map(([group, indices]) => {
+    const fixed = [...current];
+    for (const j of indices) fixed[j] = false;
+    const losses = lossByDeal(fit(train, fixed));
+    const gains = [...losses].map(([d, l]) => (currentLosses.get(d) as number) - l);
+    const g = mean(gains);
+    const se = Math.sqrt(gains.reduce((a, x) => a + (x - g) ** 2, 0) / (gains.length - 1) / gains.length);
+    const result = {
+      group,
+      kept: g > GAIN_STANDARD_ERRORS * se,
+      baseLoss: mean([...currentLosses.values()]),
+      loss: mean([...losses.values()]),
+    };
+    if (result.kept) {
+      current = fixed;
+      currentLosses = losses;
+    }
+    return result;
+  });
+}
+
+/**
+ * Fits the organization's model from its closed deals, or answers null below the documented minimum.
+ * `omit` leaves groups of features out (the eval's comparison; the service uses them all).
+ */
+export function fitWinModel(
+  histories: DealHistory[],
+  now: Date,
+  omit: FeatureGroup[] = [],
+): FittedWinModel | null {
+  const set = trainingSet(histories, now, omit);
   if (set.deals < MIN_CLOSED_DEALS || set.won < MIN_PER_OUTCOME || set.deals - set.won < MIN_PER_OUTCOME)
     return null;
+  const ok = supported(set);
+  const fit = (rows: number[], fixed: boolean[]) =>
+    fitLogistic(
+      rows.map((i) => set.x[i] as number[]),
+      rows.map((i) => set.y[i] as number),
+      { l2: L2, scales: set.specs.map((f) => f.unit), signs: set.specs.map((f) => f.sign), fixed },
+    );
+  // Candidates the history varies on, by group; the base model holds every candidate at 0.
+  const groups = new Map<string, number[]>();
+  set.specs.forEach((f, j) => {
+    const group = candidateOf(f);
+    if (group && ok[j]) groups.set(group, [...(groups.get(group) ?? []), j]);
+  });
+  const base = set.specs.map((f, j) => !ok[j] || candidateOf(f) !== null);
+  const candidates = selectCandidates(set, base, groups, fit);
+  const fixed = [...base];
+  for (const c of candidates) if (c.kept) for (const j of groups.get(c.group) ?? []) fixed[j] = false;
   return {
-    model: fitLogistic(set.x, set.y, {
-      l2: L2,
-      scales: set.specs.map((f) => f.unit),
-      signs: set.specs.map((f) => f.sign),
-      fixed: supported(set).map((ok) => !ok),
-    }),
+    model: fit(
+      set.y.map((_, i) => i),
+      fixed,
+    ),
     context: set.context,
     features: set.specs.map((f) => f.key),
     closedDeals: set.deals,
     won: set.won,
     fittedAt: now,
+    candidates,
   };
 }
 
@@ -236,10 +359,17 @@ const ACTION_FOR: Record<FactorKey, string> = {
   blockers: 'Meet the blocker: understand the objection and address it',
   negative_stakeholders: 'Address the concerns of the negative stakeholders',
   negative_notes: 'Resolve the concerns recorded in the notes',
+  two_way: 'Talk to the customer: book a call or meeting with the stakeholders',
+  overdue_tasks: 'Complete or reschedule the overdue tasks',
 };
 
+const actionFor = (key: FactorId, context: FeatureContext) =>
+  key.startsWith('custom.')
+    ? `Review ${factorLabel(key, context)} (${key}): deals with this value win less often here`
+    : ACTION_FOR[key as FactorKey];
+
 interface Contribution {
-  key: FactorKey;
+  key: FactorId;
   logOdds: number;
 }
 
@@ -295,7 +425,7 @@ function fittedContributions(r: DealReading, fitted: FittedWinModel): { parts: C
   const specs = featureSpecs(fitted.context);
   const x = featureVector(r, specs, fitted.context);
   const c = contributions(fitted.model, x);
-  const byFactor = new Map<FactorKey, number>();
+  const byFactor = new Map<FactorId, number>();
   specs.forEach((f, j) => {
     byFactor.set(f.factor, (byFactor.get(f.factor) ?? 0) + (c[j] as number));
   });
@@ -358,7 +488,7 @@ export function predictSnapshot(s: DealSnapshot, options: PredictOptions): Built
     method === 'fitted' ? `model fitted on ${fitted?.closedDeals} closed deals` : 'stage-and-pillars prior';
   const context = fitted?.context ?? NO_CONTEXT;
   const factor = (p: Contribution): PredictionFactor => ({
-    factor: FACTOR_LABELS[p.key],
+    factor: factorLabel(p.key, context),
     impact: impactOf(p.logOdds),
     description: `${describeFactor(p.key, r, context)} (${p.logOdds >= 0 ? '+' : ''}${p.logOdds.toFixed(2)} log-odds, ${source})`,
   });
@@ -371,7 +501,7 @@ export function predictSnapshot(s: DealSnapshot, options: PredictOptions): Built
     .map(factor);
   const risks = ranked.filter((p) => p.logOdds <= -0.05).slice(0, 5);
   const recommendations: PredictionRecommendation[] = risks.slice(0, 3).map((p) => ({
-    action: ACTION_FOR[p.key],
+    action: actionFor(p.key, context),
     priority: impactOf(p.logOdds),
     reason: factor(p).description,
   }));

@@ -18,6 +18,7 @@ import { Migration20261201000200_activities } from './Migration20261201000200_ac
 import { Migration20261201000300_erasures } from './Migration20261201000300_erasures.ts';
 import { Migration20261202000100_field_history } from './Migration20261202000100_field_history.ts';
 import { Migration20261202000200_webhook_filters } from './Migration20261202000200_webhook_filters.ts';
+import { Migration20261202000400_ai_open_tasks } from './Migration20261202000400_ai_open_tasks.ts';
 import { Migration20261202000700_list_indexes } from './Migration20261202000700_list_indexes.ts';
 
 /** Listed explicitly (no folder scan): the same list runs on PGlite and on PostgreSQL. */
@@ -45,5 +46,6 @@ export const migrationsList = [
   { name: 'Migration20261201000300_erasures', class: Migration20261201000300_erasures },
   { name: 'Migration20261202000100_field_history', class: Migration20261202000100_field_history },
   { name: 'Migration20261202000200_webhook_filters', class: Migration20261202000200_webhook_filters },
+  { name: 'Migration20261202000400_ai_open_tasks', class: Migration20261202000400_ai_open_tasks },
   { name: 'Migration20261202000700_list_indexes', class: Migration20261202000700_list_indexes },
 ];

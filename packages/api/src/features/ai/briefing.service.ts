@@ -21,6 +21,7 @@ import {
   since,
   stagesOfType,
 } from '../pipeline/open-pipeline.sql.ts';
+import { overdueTasks, withAttention } from './attention.queries.ts';
 import { asDateOrNull } from './rows.ts';
 import { aiRuntime } from './runtime.ts';
 
@@ -99,6 +100,25 @@ const list = (where: Expression<SqlBool>, index: Order, items: Order) => {
   });
 };
 
+/** The three lists (see pipelineFactsQuery), in the statement's CTEs `stages` and `t`. */
+const LISTS = () => [
+  list(
+    sql<SqlBool>`${ref('d.expected_close_date')} >= ${clock('now')} and ${ref('d.expected_close_date')} < ${clock('closing_before')}`,
+    [{ by: ref('d.expected_close_date') }, { by: ref('d.id') }],
+    [{ by: ref('expected_close_date') }, { by: ref('id') }],
+  ).as('closing'),
+  list(
+    sql<SqlBool>`${ACTIVE_AT} < ${clock('stale_before')}`,
+    [{ by: ACTIVE_AT }, { by: ref('d.id') }],
+    [{ by: ref('idle_days'), desc: true }, { by: ref('id') }],
+  ).as('stale'),
+  list(
+    AT_RISK,
+    [{ by: ref('d.value'), desc: true, nullsLast: true }, { by: ref('d.id') }],
+    [{ by: ref('value'), desc: true, nullsLast: true }, { by: ref('id') }],
+  ).as('risky'),
+];
+
 /**
  * The open pipeline in one statement: totals, and the three lists ordered and cut in SQL. A deal is at
  * risk when its close date has passed, it has been idle for more than twice the stale threshold, its last
@@ -128,42 +148,56 @@ const pipelineFactsQuery = orgQuery((db, a: { stale: number; risk: number }) =>
           .select(sql<string>`count(*)`.as('n'))
           .where(sql<SqlBool>`${ACTIVE_AT} >= ${since(a.risk)} and not ${AT_RISK}`),
       ).as('at_risk'),
-      list(
-        sql<SqlBool>`${ref('d.expected_close_date')} >= ${clock('now')} and ${ref('d.expected_close_date')} < ${clock('closing_before')}`,
-        [{ by: ref('d.expected_close_date') }, { by: ref('d.id') }],
-        [{ by: ref('expected_close_date') }, { by: ref('id') }],
-      ).as('closing'),
-      list(
-        sql<SqlBool>`${ACTIVE_AT} < ${clock('stale_before')}`,
-        [{ by: ACTIVE_AT }, { by: ref('d.id') }],
-        [{ by: ref('idle_days'), desc: true }, { by: ref('id') }],
-      ).as('stale'),
-      list(
-        AT_RISK,
-        [{ by: ref('d.value'), desc: true, nullsLast: true }, { by: ref('d.id') }],
-        [{ by: ref('value'), desc: true, nullsLast: true }, { by: ref('id') }],
-      ).as('risky'),
+      ...LISTS(),
     ]),
 );
 
+/** The briefing's three lists alone (what coaching names single-threaded deals from): no totals to count. */
+const listsQuery = orgQuery((db, a: { stale: number; risk: number }) =>
+  db
+    .with('stages', () => stagesOfType('open'))
+    .with('t', (qc) => CLOCK(qc, { stale: a.stale, risk: a.risk, closing: sql.lit(CLOSING_WITHIN_DAYS) }))
+    .selectNoFrom(() => LISTS()),
+);
+
+const listRows = (v: unknown): BriefingDealRow[] =>
+  asJson<ListRow[]>(v ?? '[]').map((r) => ({
+    ...r,
+    value: r.value == null ? null : Number(r.value),
+    expected_close_date: asDateOrNull(r.expected_close_date),
+  }));
+
+/** The three lists, each listed deal with what the graph says of it (attention.queries.ts). */
+async function listsOf(
+  em: EntityManager,
+  row: { closing?: unknown; stale?: unknown; risky?: unknown } | undefined,
+) {
+  const lists = {
+    closingThisWeek: listRows(row?.closing),
+    stale: listRows(row?.stale),
+    atRisk: listRows(row?.risky),
+  };
+  await withAttention(em, [...lists.closingThisWeek, ...lists.stale, ...lists.atRisk]);
+  return lists;
+}
+
+/** The open pipeline's totals and lists. */
 async function pipelineFacts(em: EntityManager, staleDays: number) {
   const [row] = await pipelineFactsQuery(em, { stale: staleDays, risk: 2 * staleDays });
-  const rows = (v: unknown): BriefingDealRow[] =>
-    asJson<ListRow[]>(v ?? '[]').map((r) => ({
-      ...r,
-      value: r.value == null ? null : Number(r.value),
-      expected_close_date: asDateOrNull(r.expected_close_date),
-    }));
   return {
     summary: {
       total_pipeline_value: Number(row?.total_value ?? 0),
       active_deals: Number(row?.active ?? 0),
       at_risk_deals: Number(row?.at_risk ?? 0),
     },
-    closingThisWeek: rows(row?.closing),
-    stale: rows(row?.stale),
-    atRisk: rows(row?.risky),
+    ...(await listsOf(em, row)),
   };
+}
+
+/** The deals the briefing lists (closing this week, stale, at risk), with their attention facts. */
+export async function listedDeals(em: EntityManager, staleDays: number) {
+  const [row] = await listsQuery(em, { stale: staleDays, risk: 2 * staleDays });
+  return listsOf(em, row);
 }
 
 // The bounds of the partial hour are written out (not taken from a CTE) so that the planner reads it down
@@ -226,12 +260,17 @@ async function signalFacts(em: EntityManager): Promise<BriefingFacts['signals']>
 /** GET /briefing. */
 export async function dailyBriefing(ctx: AuthedContext): Promise<BriefingResult> {
   const staleAfterDays = ctx.services.config.staleThresholdDays;
-  const [pipeline, signals] = await Promise.all([pipelineFacts(ctx.em, staleAfterDays), signalFacts(ctx.em)]);
+  const [pipeline, signals, overdue] = await Promise.all([
+    pipelineFacts(ctx.em, staleAfterDays),
+    signalFacts(ctx.em),
+    overdueTasks(ctx.em),
+  ]);
   const { result } = await aiRuntime(ctx.services).briefing.invoke({
     now: new Date(),
     staleAfterDays,
     ...pipeline,
     signals,
+    overdueTasks: overdue,
   });
   return result;
 }

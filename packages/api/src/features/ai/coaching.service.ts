@@ -2,6 +2,8 @@ import { type CoachingFacts, type CoachingResult, TRAITS, type TraitKey } from '
 import { type SqlBool, sql } from 'kysely';
 import type { AuthedContext } from '../../context.ts';
 import { orgQuery } from '../../org-scope.ts';
+import { overdueTasks } from './attention.queries.ts';
+import { listedDeals } from './briefing.service.ts';
 import { aiRuntime } from './runtime.ts';
 
 /** Coaching looks at the deals closed in this many past days. */
@@ -70,9 +72,20 @@ const closeSums = orgQuery((db) =>
  * recomputed whenever a deal, its contacts or its activities change
  * (Migration20261129000000_analytics_aggregates): the whole days of the period are summed, and the facts
  * of the one partial day at its start are read one by one. The cost is the same at any size.
+ *
+ * Then the open deals to act on now, named: the single-threaded ones among those the briefing lists, and
+ * the organization's overdue tasks (attention.queries.ts; both bounded at any size).
  */
 export async function coaching(ctx: AuthedContext): Promise<CoachingResult> {
-  const rows: Record<string, unknown>[] = await closeSums(ctx.em, {});
+  const [rows, pipeline, overdue] = await Promise.all([
+    closeSums(ctx.em, {}) as Promise<Record<string, unknown>[]>,
+    listedDeals(ctx.em, ctx.services.config.staleThresholdDays),
+    overdueTasks(ctx.em),
+  ]);
+  // The open deals the briefing lists (closing this week, stale, at risk): the single-threaded among them.
+  const listed = new Map(
+    [...pipeline.closingThisWeek, ...pipeline.atRisk, ...pipeline.stale].map((r) => [r.id, r] as const),
+  );
   const won = rows.filter((r) => r.won === true);
   const lost = rows.filter((r) => r.won === false);
   const sum = (group: Record<string, unknown>[], key: string) =>
@@ -101,6 +114,14 @@ export async function coaching(ctx: AuthedContext): Promise<CoachingResult> {
     avgActivitiesLost: avg(lost, 'activities', lostDeals),
     traits: TRAIT_KEYS.map((key) => ({ key, won_with: sum(won, key), lost_with: sum(lost, key) })),
     sources: [...sources.values()],
+    attention: {
+      singleThreaded: [...listed.values()].flatMap((r) =>
+        r.attention?.single_threaded_with
+          ? [{ id: r.id, title: r.title, with: r.attention.single_threaded_with }]
+          : [],
+      ),
+      overdueTasks: overdue,
+    },
   };
   const { result } = await aiRuntime(ctx.services).coaching.invoke(facts);
   return result;

@@ -1,10 +1,11 @@
-import type { DealHistory, StageFacts } from '@crm/ai';
+import type { CustomFieldFacts, DealHistory, StageFacts } from '@crm/ai';
 import { HISTORY_DAYS, HISTORY_MAX_DEALS, SYSTEM_ACTIVITY_TYPES } from '@crm/ai';
 import type { EntityManager, Tables } from '@crm/db';
 import { type Kysely, sql } from 'kysely';
 import { jsonBuildObject } from 'kysely/helpers/postgres';
 import { orgQuery } from '../../org-scope.ts';
 import { asJson } from '../../read-model.ts';
+import { listCustomFields } from '../custom-fields/custom-fields.service.ts';
 import { stakeholdersOf } from '../deals/stakeholders.service.ts';
 import { ACTIVE_AT, stagesOfType } from '../pipeline/open-pipeline.sql.ts';
 import { asDate, asDateOrNull } from './rows.ts';
@@ -21,6 +22,7 @@ interface DealRow {
   created_at: unknown;
   pipeline_id: string;
   stage_name: string;
+  custom: unknown;
 }
 interface StageRow {
   pipeline_id: string;
@@ -41,6 +43,20 @@ interface ContactRow {
   notes: string | null;
   created_at: unknown;
 }
+interface LoggedRow {
+  id: string;
+  type: string;
+  subject: string;
+  body: string | null;
+  occurred_at: unknown;
+  due_at: unknown;
+  status: 'open' | 'done' | null;
+  completed_at: unknown;
+  participants: string[] | null;
+}
+/** A logged activity's body is read up to this many characters: its evidence is in what a person wrote first. */
+const LOGGED_BODY_CHARS = 4_000;
+
 interface ActivityRow {
   deal_id: string;
   type: string;
@@ -70,6 +86,7 @@ const historyRows = (db: Kysely<Tables>) =>
       'd.expected_close_date',
       'd.created_at',
       'd.pipeline_id',
+      'd.custom',
       's.name as stage_name',
       // Every person on the deal with the role of their link (a contact on three deals, three roles).
       stakeholdersOf([
@@ -108,13 +125,46 @@ const historyRows = (db: Kysely<Tables>) =>
           [...SYSTEM_ACTIVITY_TYPES].map((t) => sql.lit(t)),
         )
         .as('activities'),
+      // The activities people logged on the deal (down the link index), each with the contacts who took part.
+      eb
+        .selectFrom('engagement_links as l')
+        .innerJoin('engagements as e', 'e.id', 'l.engagement_id')
+        .select((eb) =>
+          sql<LoggedRow[]>`coalesce(${eb.fn
+            .jsonAgg(
+              jsonBuildObject({
+                id: eb.ref('e.id'),
+                type: eb.ref('e.type'),
+                subject: eb.ref('e.subject'),
+                body: sql<string | null>`left(${eb.ref('e.body')}, ${sql.lit(LOGGED_BODY_CHARS)})`,
+                occurred_at: eb.ref('e.occurred_at'),
+                due_at: eb.ref('e.due_at'),
+                status: eb.ref('e.status'),
+                completed_at: eb.ref('e.completed_at'),
+                participants: eb
+                  .selectFrom('engagement_links as p')
+                  .select((p) => p.fn.jsonAgg('p.target_id').as('ids'))
+                  .whereRef('p.engagement_id', '=', 'e.id')
+                  .where('p.participant', '=', sql.lit(true)),
+              }),
+            )
+            .orderBy('l.occurred_at')
+            .orderBy('l.engagement_id')}, '[]'::json)`.as('logged'),
+        )
+        .whereRef('l.target_id', '=', 'd.id')
+        .as('logged'),
     ]);
 
-type HistoryRow = DealRow & { contacts: unknown; activities: unknown };
+type HistoryRow = DealRow & { contacts: unknown; activities: unknown; logged: unknown };
 
-function historyOf(row: HistoryRow, stagesOf: Map<string, StageFacts[]>): DealHistory {
+function historyOf(
+  row: HistoryRow,
+  stagesOf: Map<string, StageFacts[]>,
+  customFields: CustomFieldFacts[],
+): DealHistory {
   const contacts = asJson<ContactRow[]>(row.contacts);
   const activities = asJson<ActivityRow[]>(row.activities);
+  const logged = asJson<LoggedRow[]>(row.logged ?? '[]');
   return {
     deal: {
       id: row.id,
@@ -124,6 +174,7 @@ function historyOf(row: HistoryRow, stagesOf: Map<string, StageFacts[]>): DealHi
       currency: row.currency,
       notes: row.notes,
       leadSource: row.lead_source,
+      custom: asJson<Record<string, unknown>>(row.custom ?? '{}'),
       expectedCloseDate: asDateOrNull(row.expected_close_date),
       createdAt: asDate(row.created_at),
     },
@@ -147,7 +198,29 @@ function historyOf(row: HistoryRow, stagesOf: Map<string, StageFacts[]>): DealHi
       contactId: a.contact_id,
       changes: a.changes == null ? null : asJson(a.changes),
     })),
+    logged: logged.map((a) => ({
+      id: a.id,
+      type: a.type,
+      subject: a.subject,
+      body: a.body,
+      at: asDate(a.occurred_at),
+      dueAt: asDateOrNull(a.due_at),
+      status: a.status,
+      completedAt: asDateOrNull(a.completed_at),
+      participants: a.participants ?? [],
+    })),
+    customFields,
   };
+}
+
+/** The organization's active custom fields on deals, as the AI reads them. */
+async function dealCustomFields(em: EntityManager): Promise<CustomFieldFacts[]> {
+  return (await listCustomFields(em, 'deals')).map((f) => ({
+    key: f.key,
+    label: f.label,
+    type: f.type,
+    aiHint: f.ai_hint ?? null,
+  }));
 }
 
 const orgStages = orgQuery((db) =>
@@ -196,7 +269,7 @@ const oneHistory = orgQuery((db, a: { id: string }) =>
 
 /** One deal's history (its pipeline, contacts and activity log), or undefined when it is not the caller's. */
 export async function loadDealHistory(em: EntityManager, dealId: string): Promise<DealHistory | undefined> {
-  const [row] = await oneHistory(em, { id: dealId });
+  const [[row], customFields] = await Promise.all([oneHistory(em, { id: dealId }), dealCustomFields(em)]);
   if (!row) return undefined;
   const stages = asJson<StageRow[]>(row.stages ?? '[]').map((r) => ({
     name: r.name,
@@ -204,7 +277,7 @@ export async function loadDealHistory(em: EntityManager, dealId: string): Promis
     position: r.position,
     probability: r.probability,
   }));
-  return historyOf(row, new Map([[row.pipeline_id, stages]]));
+  return historyOf(row, new Map([[row.pipeline_id, stages]]), customFields);
 }
 
 /** Closed deals are read for a fit in pages of this many, so other requests' queries run in between. */
@@ -248,6 +321,7 @@ const closedHistories = orgQuery((db, a: { ids: string[] }) =>
  */
 export async function loadClosedHistories(em: EntityManager): Promise<DealHistory[]> {
   const stagesOf = await stagesByPipeline(em);
+  const customFields = await dealCustomFields(em);
   const chosen = await recentClosed(em, {});
   const histories: DealHistory[] = [];
   for (let start = 0; start < chosen.length; start += HISTORY_PAGE) {
@@ -257,7 +331,7 @@ export async function loadClosedHistories(em: EntityManager): Promise<DealHistor
     // In the chosen order; a deal deleted or reopened since is left out.
     for (const id of ids) {
       const row = byId.get(id);
-      if (row) histories.push(historyOf(row, stagesOf));
+      if (row) histories.push(historyOf(row, stagesOf, customFields));
     }
   }
   return histories;
