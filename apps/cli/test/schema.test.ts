@@ -247,28 +247,37 @@ for (const { driver, label, skip } of DRIVERS) {
     });
 
     it('types: a TypeScript declaration of the fields that the typed client compiles an app with', async () => {
-      // Beside the fields of the tests above (arr, region, legacy_code archived): one of each kind.
-      await api('/custom-fields/deals', {
+      // An organization of its own (the tests above convert arr and archive region): one field of each kind.
+      const typed = await s.newOrg('Typed client');
+      const call = (p: string, method: string, json?: unknown) =>
+        s.api(p, { key: typed.apiKey, method, ...(json === undefined ? {} : { json }) });
+      await call('/custom-fields/deals', 'POST', { key: 'arr', type: 'number' });
+      await call('/custom-fields/deals', 'POST', {
+        key: 'region',
+        type: 'select',
+        options: [{ value: 'emea' }, { value: 'apac' }],
+      });
+      await call('/custom-fields/deals', 'POST', { key: 'legacy_code', type: 'text' });
+      expect((await call('/custom-fields/deals/legacy_code', 'DELETE')).status).toBe(200);
+      await call('/custom-fields/deals', 'POST', {
         key: 'tags',
         label: 'Tags */ with a comment end',
         type: 'multi_select',
         options: [{ value: 'vip' }, { value: 'partner' }, { value: 'old' }],
       });
-      const patched = await s.api('/custom-fields/deals/tags', {
-        key: org.apiKey,
-        method: 'PATCH',
-        json: { options: [{ value: 'vip' }, { value: 'partner' }] },
+      const patched = await call('/custom-fields/deals/tags', 'PATCH', {
+        options: [{ value: 'vip' }, { value: 'partner' }],
       });
       expect(patched.status).toBe(200);
-      await api('/custom-fields/contacts', { key: 'seniority', type: 'number' });
-      await api('/custom-fields/companies', {
+      await call('/custom-fields/contacts', 'POST', { key: 'seniority', type: 'number' });
+      await call('/custom-fields/companies', 'POST', {
         key: 'segment',
         type: 'select',
         required: true,
         options: [{ value: 'smb' }, { value: 'enterprise' }],
       });
 
-      const types = await schema('types');
+      const types = await crm({ LOG_LEVEL: 'silent', ...dbEnv }, 'schema', 'types', '--org', typed.orgId);
       expect(types.code, types.stderr).toBe(0);
       const declaration = types.stdout;
       expect(declaration).toContain('export type OrgFields = {');
@@ -283,7 +292,7 @@ for (const { driver, label, skip } of DRIVERS) {
         '    segment: { type: "select"; required: true; options: "smb" | "enterprise" };',
       );
 
-      const own = declaration.replaceAll(org.orgId, '<org>');
+      const own = declaration.replaceAll(typed.orgId, '<org>');
       if (compiledDeclaration !== undefined) {
         expect(own).toBe(compiledDeclaration);
         return;

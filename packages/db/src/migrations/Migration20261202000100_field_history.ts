@@ -116,12 +116,15 @@ export class Migration20261202000100_field_history extends Migration {
     declare
       p jsonb := new.payload::jsonb;
       kind text := split_part(new.type, '.', 1);
-      rec uuid := (p #>> '{data,id}')::uuid;
+      rec uuid := case when (p #>> '{data,id}') ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+                       then (p #>> '{data,id}')::uuid end;
       tracked text[] := case kind
         when 'deal' then ${list(TRACKED.deal)}
         when 'contact' then ${list(TRACKED.contact)}
         else ${list(TRACKED.company)} end;
     begin
+      -- An event that names no record (one written by hand, a test's) has no history to keep.
+      if rec is null then return null; end if;
       if split_part(new.type, '.', 2) = 'created' then
         insert into field_history (org_id, record_type, record_id, field, value, valid_from, actor, event_id)
           values (new.org_id, kind, rec, '*', (p -> 'data') - ${list(DERIVED)},
