@@ -1298,6 +1298,13 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        /** @description A record deleted since `updated_since` */
+        Tombstone: {
+            /** Format: uuid */
+            id: string;
+            /** Format: date-time */
+            deleted_at: string;
+        };
         DealDetailResponse: {
             data: {
                 deal: components["schemas"]["Deal"];
@@ -2016,6 +2023,8 @@ export interface operations {
                 pipeline_id?: string;
                 filter?: string;
                 sort?: string;
+                updated_since?: string;
+                include_deleted?: boolean;
             };
             header?: never;
             path?: never;
@@ -2035,9 +2044,15 @@ export interface operations {
                             total: number;
                             limit: number;
                             offset: number;
-                            /** @description Pass as `after` for the next page; null on the last page */
+                            /** @description Pass as `after` for the next page; null on the last page. With updated_since: never null, the position to pass as `after` next time (with the same updated_since), even when this page is the last */
                             next_cursor: string | null;
+                            /** @description With updated_since: whether more changes follow this page now */
+                            has_more?: boolean;
+                            /** @description Present (false) only when more match than `total` counts: with `q` matches are counted up to 1,000; with updated_since, this page and up to 1,000 changes after it */
+                            total_exact?: boolean;
                         };
+                        /** @description With updated_since and include_deleted=true: the records deleted since, in this page’s range */
+                        deleted?: components["schemas"]["Tombstone"][];
                     };
                 };
             };
@@ -2294,10 +2309,7 @@ export interface operations {
                      * @default 0
                      */
                     offset?: number;
-                    /**
-                     * Format: uuid
-                     * @description Continue after this item (its id: the previous page’s `meta.next_cursor`), reading in index order; instead of `offset`
-                     */
+                    /** @description Continue after this item: the previous page’s `meta.next_cursor` (an id; with `updated_since`, a position in the sync order); instead of `offset` */
                     after?: string;
                     /** @description Free text; lead, opportunity, customer and lost follow the stage unless a value is set */
                     lifecycle_stage?: string;
@@ -2325,6 +2337,13 @@ export interface operations {
                     };
                     /** @description Comma-separated fields, `-` for descending (`-value,created_at`), at most 5; empty values last, the id breaks ties. Newest first when left out */
                     sort?: string;
+                    /**
+                     * Format: date-time
+                     * @description Only records changed (created, updated, or changed through what they show) at or after this time, in the order the changes committed (sync order), by `after` cursor; `meta.next_cursor` is where the next sync starts. Not with `sort` or `offset` (docs/api/sync.md)
+                     */
+                    updated_since?: string;
+                    /** @description With updated_since: also the records deleted since, as `deleted: [{id, deleted_at}]` (tombstones, kept 30 days) */
+                    include_deleted?: boolean;
                 };
             };
         };
@@ -2341,9 +2360,15 @@ export interface operations {
                             total: number;
                             limit: number;
                             offset: number;
-                            /** @description Pass as `after` for the next page; null on the last page */
+                            /** @description Pass as `after` for the next page; null on the last page. With updated_since: never null, the position to pass as `after` next time (with the same updated_since), even when this page is the last */
                             next_cursor: string | null;
+                            /** @description With updated_since: whether more changes follow this page now */
+                            has_more?: boolean;
+                            /** @description Present (false) only when more match than `total` counts: with `q` matches are counted up to 1,000; with updated_since, this page and up to 1,000 changes after it */
+                            total_exact?: boolean;
                         };
+                        /** @description With updated_since and include_deleted=true: the records deleted since, in this page’s range */
+                        deleted?: components["schemas"]["Tombstone"][];
                     };
                 };
             };
@@ -3141,6 +3166,8 @@ export interface operations {
                 q?: string;
                 filter?: string;
                 sort?: string;
+                updated_since?: string;
+                include_deleted?: boolean;
             };
             header?: never;
             path?: never;
@@ -3160,11 +3187,15 @@ export interface operations {
                             total: number;
                             limit: number;
                             offset: number;
-                            /** @description Pass as `after` for the next page; null on the last page */
+                            /** @description Pass as `after` for the next page; null on the last page. With updated_since: never null, the position to pass as `after` next time (with the same updated_since), even when this page is the last */
                             next_cursor: string | null;
-                            /** @description Present (false) only when `q` matched more than `total` contacts: matches are counted up to 1,000 */
+                            /** @description With updated_since: whether more changes follow this page now */
+                            has_more?: boolean;
+                            /** @description Present (false) only when more match than `total` counts: with `q` matches are counted up to 1,000; with updated_since, this page and up to 1,000 changes after it */
                             total_exact?: boolean;
                         };
+                        /** @description With updated_since and include_deleted=true: the records deleted since, in this page’s range */
+                        deleted?: components["schemas"]["Tombstone"][];
                     };
                 };
             };
@@ -3426,10 +3457,7 @@ export interface operations {
                      * @default 0
                      */
                     offset?: number;
-                    /**
-                     * Format: uuid
-                     * @description Continue after this item (its id: the previous page’s `meta.next_cursor`), reading in index order; instead of `offset`
-                     */
+                    /** @description Continue after this item: the previous page’s `meta.next_cursor` (an id; with `updated_since`, a position in the sync order); instead of `offset` */
                     after?: string;
                     /** @description Case-insensitive substring of name, email or title */
                     q?: string;
@@ -3455,6 +3483,13 @@ export interface operations {
                     };
                     /** @description Comma-separated fields, `-` for descending (`-value,created_at`), at most 5; empty values last, the id breaks ties. Newest first when left out */
                     sort?: string;
+                    /**
+                     * Format: date-time
+                     * @description Only records changed (created, updated, or changed through what they show) at or after this time, in the order the changes committed (sync order), by `after` cursor; `meta.next_cursor` is where the next sync starts. Not with `sort` or `offset` (docs/api/sync.md)
+                     */
+                    updated_since?: string;
+                    /** @description With updated_since: also the records deleted since, as `deleted: [{id, deleted_at}]` (tombstones, kept 30 days) */
+                    include_deleted?: boolean;
                 };
             };
         };
@@ -3471,11 +3506,15 @@ export interface operations {
                             total: number;
                             limit: number;
                             offset: number;
-                            /** @description Pass as `after` for the next page; null on the last page */
+                            /** @description Pass as `after` for the next page; null on the last page. With updated_since: never null, the position to pass as `after` next time (with the same updated_since), even when this page is the last */
                             next_cursor: string | null;
-                            /** @description Present (false) only when `q` matched more than `total` contacts: matches are counted up to 1,000 */
+                            /** @description With updated_since: whether more changes follow this page now */
+                            has_more?: boolean;
+                            /** @description Present (false) only when more match than `total` counts: with `q` matches are counted up to 1,000; with updated_since, this page and up to 1,000 changes after it */
                             total_exact?: boolean;
                         };
+                        /** @description With updated_since and include_deleted=true: the records deleted since, in this page’s range */
+                        deleted?: components["schemas"]["Tombstone"][];
                     };
                 };
             };
@@ -4221,6 +4260,8 @@ export interface operations {
                 q?: string;
                 filter?: string;
                 sort?: string;
+                updated_since?: string;
+                include_deleted?: boolean;
             };
             header?: never;
             path?: never;
@@ -4240,11 +4281,15 @@ export interface operations {
                             total: number;
                             limit: number;
                             offset: number;
-                            /** @description Pass as `after` for the next page; null on the last page */
+                            /** @description Pass as `after` for the next page; null on the last page. With updated_since: never null, the position to pass as `after` next time (with the same updated_since), even when this page is the last */
                             next_cursor: string | null;
-                            /** @description Present (false) only when `q` matched more than `total` companies: matches are counted up to 1,000 */
+                            /** @description With updated_since: whether more changes follow this page now */
+                            has_more?: boolean;
+                            /** @description Present (false) only when more match than `total` counts: with `q` matches are counted up to 1,000; with updated_since, this page and up to 1,000 changes after it */
                             total_exact?: boolean;
                         };
+                        /** @description With updated_since and include_deleted=true: the records deleted since, in this page’s range */
+                        deleted?: components["schemas"]["Tombstone"][];
                     };
                 };
             };
@@ -4478,10 +4523,7 @@ export interface operations {
                      * @default 0
                      */
                     offset?: number;
-                    /**
-                     * Format: uuid
-                     * @description Continue after this item (its id: the previous page’s `meta.next_cursor`), reading in index order; instead of `offset`
-                     */
+                    /** @description Continue after this item: the previous page’s `meta.next_cursor` (an id; with `updated_since`, a position in the sync order); instead of `offset` */
                     after?: string;
                     /** @description Case-insensitive substring of name or domain */
                     q?: string;
@@ -4507,6 +4549,13 @@ export interface operations {
                     };
                     /** @description Comma-separated fields, `-` for descending (`-value,created_at`), at most 5; empty values last, the id breaks ties. Newest first when left out */
                     sort?: string;
+                    /**
+                     * Format: date-time
+                     * @description Only records changed (created, updated, or changed through what they show) at or after this time, in the order the changes committed (sync order), by `after` cursor; `meta.next_cursor` is where the next sync starts. Not with `sort` or `offset` (docs/api/sync.md)
+                     */
+                    updated_since?: string;
+                    /** @description With updated_since: also the records deleted since, as `deleted: [{id, deleted_at}]` (tombstones, kept 30 days) */
+                    include_deleted?: boolean;
                 };
             };
         };
@@ -4523,11 +4572,15 @@ export interface operations {
                             total: number;
                             limit: number;
                             offset: number;
-                            /** @description Pass as `after` for the next page; null on the last page */
+                            /** @description Pass as `after` for the next page; null on the last page. With updated_since: never null, the position to pass as `after` next time (with the same updated_since), even when this page is the last */
                             next_cursor: string | null;
-                            /** @description Present (false) only when `q` matched more than `total` companies: matches are counted up to 1,000 */
+                            /** @description With updated_since: whether more changes follow this page now */
+                            has_more?: boolean;
+                            /** @description Present (false) only when more match than `total` counts: with `q` matches are counted up to 1,000; with updated_since, this page and up to 1,000 changes after it */
                             total_exact?: boolean;
                         };
+                        /** @description With updated_since and include_deleted=true: the records deleted since, in this page’s range */
+                        deleted?: components["schemas"]["Tombstone"][];
                     };
                 };
             };
@@ -5060,6 +5113,8 @@ export interface operations {
                 type?: "note" | "task" | "call" | "meeting" | "email";
                 status?: "open" | "done";
                 due_before?: string;
+                updated_since?: string;
+                include_deleted?: boolean;
             };
             header?: never;
             path?: never;
@@ -5077,9 +5132,13 @@ export interface operations {
                         data: components["schemas"]["LoggedActivity"][];
                         meta: {
                             limit: number;
-                            /** @description Pass as `after` for the next page; null on the last page */
+                            /** @description Pass as `after` for the next page; null on the last page. With updated_since: never null, the position to pass as `after` next time (with the same updated_since), even when this page is the last */
                             next_cursor: string | null;
+                            /** @description With updated_since: whether more changes follow this page now */
+                            has_more?: boolean;
                         };
+                        /** @description With updated_since and include_deleted=true: the records deleted since, in this page’s range */
+                        deleted?: components["schemas"]["Tombstone"][];
                     };
                 };
             };

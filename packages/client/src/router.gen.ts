@@ -37,11 +37,13 @@ export type AppRouter = TRPCBuiltRouter<{
     list: TRPCQueryProcedure<{
       meta: object;
       input: {
+        updated_since?: string | undefined;
+        include_deleted?: unknown;
+        after?: string | undefined;
         lifecycle_stage?: string | undefined;
         pipeline_id?: string | undefined;
         filter?: string | undefined;
         sort?: string | undefined;
-        after?: string | undefined;
         limit?: number | undefined;
         offset?: number | undefined;
       };
@@ -78,17 +80,25 @@ export type AppRouter = TRPCBuiltRouter<{
           limit: number;
           offset: number;
           next_cursor: string | null;
+          total_exact?: boolean | undefined;
+          has_more?: boolean | undefined;
         };
+        deleted?: {
+          id: string;
+          deleted_at: string;
+        }[] | undefined;
       };
     }>;
     query: TRPCMutationProcedure<{
       meta: object;
       input: {
+        updated_since?: string | undefined;
+        include_deleted?: unknown;
+        after?: string | undefined;
         lifecycle_stage?: string | undefined;
         pipeline_id?: string | undefined;
         filter?: Record<string, unknown> | undefined;
         sort?: string | undefined;
-        after?: string | undefined;
         limit?: number | undefined;
         offset?: number | undefined;
       };
@@ -125,7 +135,13 @@ export type AppRouter = TRPCBuiltRouter<{
           limit: number;
           offset: number;
           next_cursor: string | null;
+          total_exact?: boolean | undefined;
+          has_more?: boolean | undefined;
         };
+        deleted?: {
+          id: string;
+          deleted_at: string;
+        }[] | undefined;
       };
     }>;
     create: TRPCMutationProcedure<{
@@ -382,10 +398,12 @@ export type AppRouter = TRPCBuiltRouter<{
     list: TRPCQueryProcedure<{
       meta: object;
       input: {
+        updated_since?: string | undefined;
+        include_deleted?: unknown;
+        after?: string | undefined;
         q?: string | undefined;
         filter?: string | undefined;
         sort?: string | undefined;
-        after?: string | undefined;
         limit?: number | undefined;
         offset?: number | undefined;
       };
@@ -415,16 +433,23 @@ export type AppRouter = TRPCBuiltRouter<{
           offset: number;
           next_cursor: string | null;
           total_exact?: boolean | undefined;
+          has_more?: boolean | undefined;
         };
+        deleted?: {
+          id: string;
+          deleted_at: string;
+        }[] | undefined;
       };
     }>;
     query: TRPCMutationProcedure<{
       meta: object;
       input: {
+        updated_since?: string | undefined;
+        include_deleted?: unknown;
+        after?: string | undefined;
         q?: string | undefined;
         filter?: Record<string, unknown> | undefined;
         sort?: string | undefined;
-        after?: string | undefined;
         limit?: number | undefined;
         offset?: number | undefined;
       };
@@ -454,7 +479,12 @@ export type AppRouter = TRPCBuiltRouter<{
           offset: number;
           next_cursor: string | null;
           total_exact?: boolean | undefined;
+          has_more?: boolean | undefined;
         };
+        deleted?: {
+          id: string;
+          deleted_at: string;
+        }[] | undefined;
       };
     }>;
     create: TRPCMutationProcedure<{
@@ -709,10 +739,12 @@ export type AppRouter = TRPCBuiltRouter<{
     list: TRPCQueryProcedure<{
       meta: object;
       input: {
+        updated_since?: string | undefined;
+        include_deleted?: unknown;
+        after?: string | undefined;
         q?: string | undefined;
         filter?: string | undefined;
         sort?: string | undefined;
-        after?: string | undefined;
         limit?: number | undefined;
         offset?: number | undefined;
       };
@@ -734,16 +766,23 @@ export type AppRouter = TRPCBuiltRouter<{
           offset: number;
           next_cursor: string | null;
           total_exact?: boolean | undefined;
+          has_more?: boolean | undefined;
         };
+        deleted?: {
+          id: string;
+          deleted_at: string;
+        }[] | undefined;
       };
     }>;
     query: TRPCMutationProcedure<{
       meta: object;
       input: {
+        updated_since?: string | undefined;
+        include_deleted?: unknown;
+        after?: string | undefined;
         q?: string | undefined;
         filter?: Record<string, unknown> | undefined;
         sort?: string | undefined;
-        after?: string | undefined;
         limit?: number | undefined;
         offset?: number | undefined;
       };
@@ -765,7 +804,12 @@ export type AppRouter = TRPCBuiltRouter<{
           offset: number;
           next_cursor: string | null;
           total_exact?: boolean | undefined;
+          has_more?: boolean | undefined;
         };
+        deleted?: {
+          id: string;
+          deleted_at: string;
+        }[] | undefined;
       };
     }>;
     create: TRPCMutationProcedure<{
@@ -897,6 +941,8 @@ export type AppRouter = TRPCBuiltRouter<{
     list: TRPCQueryProcedure<{
       meta: object;
       input: {
+        updated_since?: string | undefined;
+        include_deleted?: unknown;
         limit?: number | undefined;
         after?: string | undefined;
         deal_id?: string | undefined;
@@ -925,9 +971,14 @@ export type AppRouter = TRPCBuiltRouter<{
           updated_at: string | null;
         }[];
         meta: {
-          limit: number;
           next_cursor: string | null;
+          limit: number;
+          has_more?: boolean | undefined;
         };
+        deleted?: {
+          id: string;
+          deleted_at: string;
+        }[] | undefined;
       };
     }>;
     create: TRPCMutationProcedure<{
@@ -1769,7 +1820,7 @@ export type AppRouter = TRPCBuiltRouter<{
         objects: {
           deals?: {
             key: string;
-            type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
+            type: "number" | "boolean" | "date" | "datetime" | "currency" | "email" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
             label?: string | undefined;
             required?: boolean | undefined;
             unique?: boolean | undefined;
@@ -1790,7 +1841,7 @@ export type AppRouter = TRPCBuiltRouter<{
           }[] | undefined;
           companies?: {
             key: string;
-            type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
+            type: "number" | "boolean" | "date" | "datetime" | "currency" | "email" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
             label?: string | undefined;
             required?: boolean | undefined;
             unique?: boolean | undefined;
@@ -1811,7 +1862,7 @@ export type AppRouter = TRPCBuiltRouter<{
           }[] | undefined;
           contacts?: {
             key: string;
-            type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
+            type: "number" | "boolean" | "date" | "datetime" | "currency" | "email" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
             label?: string | undefined;
             required?: boolean | undefined;
             unique?: boolean | undefined;
@@ -1856,7 +1907,7 @@ export type AppRouter = TRPCBuiltRouter<{
         objects: {
           deals?: {
             key: string;
-            type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
+            type: "number" | "boolean" | "date" | "datetime" | "currency" | "email" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
             label?: string | undefined;
             required?: boolean | undefined;
             unique?: boolean | undefined;
@@ -1877,7 +1928,7 @@ export type AppRouter = TRPCBuiltRouter<{
           }[] | undefined;
           companies?: {
             key: string;
-            type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
+            type: "number" | "boolean" | "date" | "datetime" | "currency" | "email" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
             label?: string | undefined;
             required?: boolean | undefined;
             unique?: boolean | undefined;
@@ -1898,7 +1949,7 @@ export type AppRouter = TRPCBuiltRouter<{
           }[] | undefined;
           contacts?: {
             key: string;
-            type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
+            type: "number" | "boolean" | "date" | "datetime" | "currency" | "email" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
             label?: string | undefined;
             required?: boolean | undefined;
             unique?: boolean | undefined;
@@ -1937,7 +1988,7 @@ export type AppRouter = TRPCBuiltRouter<{
             object: "deals" | "companies" | "contacts";
             key: string;
             label: string;
-            type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
+            type: "number" | "boolean" | "date" | "datetime" | "currency" | "email" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
             required: boolean;
             unique: boolean;
             default: unknown;
@@ -1972,7 +2023,7 @@ export type AppRouter = TRPCBuiltRouter<{
           object: "deals" | "companies" | "contacts";
           key: string;
           label: string;
-          type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
+          type: "number" | "boolean" | "date" | "datetime" | "currency" | "email" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
           required: boolean;
           unique: boolean;
           default: unknown;
@@ -1999,7 +2050,7 @@ export type AppRouter = TRPCBuiltRouter<{
       meta: object;
       input: {
         key: string;
-        type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
+        type: "number" | "boolean" | "date" | "datetime" | "currency" | "email" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
         object: "deals" | "companies" | "contacts";
         label?: string | undefined;
         required?: boolean | undefined;
@@ -2024,7 +2075,7 @@ export type AppRouter = TRPCBuiltRouter<{
           object: "deals" | "companies" | "contacts";
           key: string;
           label: string;
-          type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
+          type: "number" | "boolean" | "date" | "datetime" | "currency" | "email" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
           required: boolean;
           unique: boolean;
           default: unknown;
@@ -2058,7 +2109,7 @@ export type AppRouter = TRPCBuiltRouter<{
           object: "deals" | "companies" | "contacts";
           key: string;
           label: string;
-          type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
+          type: "number" | "boolean" | "date" | "datetime" | "currency" | "email" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
           required: boolean;
           unique: boolean;
           default: unknown;
@@ -2109,7 +2160,7 @@ export type AppRouter = TRPCBuiltRouter<{
           object: "deals" | "companies" | "contacts";
           key: string;
           label: string;
-          type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
+          type: "number" | "boolean" | "date" | "datetime" | "currency" | "email" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
           required: boolean;
           unique: boolean;
           default: unknown;
@@ -2143,7 +2194,7 @@ export type AppRouter = TRPCBuiltRouter<{
           object: "deals" | "companies" | "contacts";
           key: string;
           label: string;
-          type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
+          type: "number" | "boolean" | "date" | "datetime" | "currency" | "email" | "url" | "json" | "text" | "phone" | "long_text" | "select" | "multi_select";
           required: boolean;
           unique: boolean;
           default: unknown;

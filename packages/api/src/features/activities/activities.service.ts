@@ -1,10 +1,11 @@
-import { type EntityManager, type FieldChanges, type LinkTarget, sqlOf, uuidv7 } from '@crm/db';
-import { type ExpressionBuilder, sql } from 'kysely';
+import { type EntityManager, type FieldChanges, type LinkTarget, sqlOf, type Tables, uuidv7 } from '@crm/db';
+import { type Expression, type ExpressionBuilder, expressionBuilder, type SqlBool, sql } from 'kysely';
 import { changeValue, sameValue } from '../../activities.ts';
 import type { AuthedContext } from '../../context.ts';
 import { ApiError, notFound } from '../../errors.ts';
 import { emitEvent } from '../../events.ts';
 import { orgDb, orgQuery } from '../../org-scope.ts';
+import { type SyncedObject, syncAnswer, syncList } from '../../query/sync.ts';
 import { asJson, isoOf } from '../../read-model.ts';
 import type {
   ActivityCreateInput,
@@ -417,6 +418,7 @@ const anchorActivity = orgQuery(
 
 /** A page of the organization's activities, newest first (by occurred_at), filtered and paged by cursor. */
 export async function listActivities(em: EntityManager, query: ActivityListQuery) {
+  if (query.updated_since !== undefined) return syncActivities(em, query, query.updated_since);
   if (query.after) {
     const [anchor] = await anchorActivity(em, { id: query.after });
     if (!anchor)
@@ -485,4 +487,41 @@ export async function redactActivities(em: EntityManager, values: readonly strin
     .where(holds)
     .executeTakeFirst();
   return Number(updated.numUpdatedRows);
+}
+
+/** The activities' rows as a sync reads them (docs/api/sync.md): each activity with its links, as `e`. */
+const SYNCED_ACTIVITIES: SyncedObject = {
+  table: 'engagements',
+  alias: 'e',
+  rows: (db) => db.selectFrom('engagements as e').select((eb) => activityColumns(eb)),
+};
+
+/** GET /activities with `updated_since`: the list's filters as conditions of a sync. */
+async function syncActivities(em: EntityManager, query: ActivityListQuery, since: string) {
+  const where: Expression<SqlBool>[] = [];
+  const eb = expressionBuilder<Tables, never>();
+  for (const target of [query.deal_id, query.contact_id, query.company_id])
+    if (target)
+      where.push(
+        sql<SqlBool>`exists (${eb
+          .selectFrom('engagement_links as o')
+          .select(sql.lit(1).as('one'))
+          .where(sql.ref('o.engagement_id'), '=', sql.ref('e.id'))
+          .where('o.target_id', '=', target)})`,
+      );
+  if (query.type) where.push(sql<SqlBool>`e.type = ${query.type}`);
+  if (query.status) where.push(sql<SqlBool>`e.status = ${query.status}`);
+  if (query.due_before) where.push(sql<SqlBool>`e.due_at < ${query.due_before}::timestamptz`);
+  const page = await syncList(
+    em,
+    SYNCED_ACTIVITIES,
+    { ...query, updated_since: since },
+    { granted: [], where },
+  );
+  const { meta, ...deleted } = syncAnswer(page, query.limit);
+  return {
+    data: page.rows.map(toActivityDto),
+    meta: { limit: meta.limit, next_cursor: meta.next_cursor, has_more: meta.has_more },
+    ...deleted,
+  };
 }

@@ -1,5 +1,12 @@
 import { ENGAGEMENT_TYPES, LINK_TARGETS, TASK_STATUSES } from '@crm/db';
 import { z } from 'zod';
+import {
+  checkSyncInput,
+  SyncAfter,
+  SyncDeleted,
+  SyncMetaFields,
+  SyncParams,
+} from '../../query/sync-schemas.ts';
 import { DateTime, DateTimeOut, queryInteger, Text, Uuid } from '../../schemas.ts';
 
 /** The largest `body`, in bytes of UTF-8: a long meeting's notes, not an attachment. */
@@ -121,24 +128,25 @@ export const ActivityUpdateInput = z
 export type ActivityUpdateInput = z.infer<typeof ActivityUpdateInput>;
 export { taskFieldsFit };
 
-export const ActivityListQuery = z.strictObject({
-  limit: queryInteger(z.number().min(1).max(100), 50).describe('Page size, 1..100'),
-  after: Uuid.optional().describe('Continue after this activity (the previous page’s `meta.next_cursor`)'),
-  deal_id: Uuid.optional().describe('Only activities linked to this deal'),
-  contact_id: Uuid.optional().describe('Only activities linked to this contact'),
-  company_id: Uuid.optional().describe('Only activities linked to this company'),
-  type: z.enum(ENGAGEMENT_TYPES).optional(),
-  status: z.enum(TASK_STATUSES).optional().describe('Only tasks with this status'),
-  due_before: DateTime.optional().describe('Only tasks due before this time'),
-});
+export const ActivityListQuery = z
+  .strictObject({
+    limit: queryInteger(z.number().min(1).max(100), 50).describe('Page size, 1..100'),
+    after: SyncAfter,
+    deal_id: Uuid.optional().describe('Only activities linked to this deal'),
+    contact_id: Uuid.optional().describe('Only activities linked to this contact'),
+    company_id: Uuid.optional().describe('Only activities linked to this company'),
+    type: z.enum(ENGAGEMENT_TYPES).optional(),
+    status: z.enum(TASK_STATUSES).optional().describe('Only tasks with this status'),
+    due_before: DateTime.optional().describe('Only tasks due before this time'),
+    ...SyncParams,
+  })
+  .superRefine(checkSyncInput);
 export type ActivityListQuery = z.infer<typeof ActivityListQuery>;
 
 export const ActivityList = z.object({
   data: z.array(LoggedActivity),
-  meta: z.object({
-    limit: z.number().int().min(1),
-    next_cursor: Uuid.nullable().describe('Pass as `after` for the next page; null on the last page'),
-  }),
+  meta: z.object({ limit: z.number().int().min(1), ...SyncMetaFields }),
+  deleted: SyncDeleted,
 });
 
 /** One entry of a deal's timeline: what `kind` it is, its own id, and when (`at`). */
