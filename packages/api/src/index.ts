@@ -32,7 +32,7 @@ export { matchOperation, type RestMatch, restInput } from './rest.ts';
 export { type AppRouter, appRouter } from './router.ts';
 export * from './routes.ts';
 export * from './scopes.ts';
-export { placeOnePass } from './sequencer.ts';
+export { placeCommitted } from './sequencer.ts';
 export { type CallOutcome, logFailure, serveCall } from './serve-call.ts';
 export { createServices } from './services.ts';
 export type { ApiErrorData, Meta, RateLimitGroup } from './trpc.ts';

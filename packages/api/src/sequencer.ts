@@ -14,22 +14,21 @@ const SEQUENCER_BATCH = 5_000;
  * reader that has read up to a position never finds a new row behind it: a row committed late is placed
  * late, whatever its id or timestamp. Each read of the feed or of a sync runs this first.
  */
-export async function placeCommitted(em: EntityManager): Promise<number> {
+export async function placeCommitted(em: EntityManager, budgetMs = 1_000): Promise<number> {
   // A backlog (many writers, no reader for a while) is worked off pass after pass, for at most a second.
   const started = Date.now();
   let total = 0;
   for (;;) {
     const placed = await placeOnePass(em);
     total += placed;
-    if (placed < SEQUENCER_BATCH || Date.now() - started > 1_000) return total;
+    if (placed < SEQUENCER_BATCH || Date.now() - started > budgetMs) return total;
   }
 }
 
 /**
- * One sequencer pass (up to SEQUENCER_BATCH events and as many sync changes): what the webhook worker runs
- * after each dispatch. Returns the larger of the two counts (a full batch of either means more to do).
+ * One sequencer pass (up to SEQUENCER_BATCH events and as many sync changes). Returns the larger of the two counts (a full batch of either means more to do).
  */
-export function placeOnePass(em: EntityManager): Promise<number> {
+function placeOnePass(em: EntityManager): Promise<number> {
   return transaction(em.fork(), async (tx) => {
     await tx.execute(`select pg_advisory_xact_lock(${SEQUENCER_LOCK})`);
     const events = await tx.execute<{ id: string }[]>(

@@ -9,7 +9,7 @@ export interface paths {
         };
         /**
          * List deals, newest first
-         * @description Returns a page of the organization’s deals (`limit`, `offset`) with `meta.total`, optionally only those with a `lifecycle_stage` or in a pipeline. `filter` (a JSON tree: any field of the deal, `custom.<key>`, `stakeholders.<field>`) and `sort` (`-value,created_at`) narrow and order it; `meta.total` counts what the filter keeps. An unknown field, an operator or value that does not fit is a 400 naming the node (docs/api/query.md).
+         * @description Returns a page of the organization’s deals (`limit`, `offset`) with `meta.total`, optionally only those with a `lifecycle_stage` or in a pipeline. `filter` (a JSON tree: any field of the deal, `custom.<key>`, `stakeholders.<field>`) and `sort` (`-value,created_at`) narrow and order it; `meta.total` counts what the filter keeps. An unknown field, an operator or value that does not fit is a 400 naming the node (docs/api/query.md). With `updated_since` (and `include_deleted=true`), a sync: the records changed (and deleted) since, in the order the changes committed, by a cursor that never skips (docs/api/sync.md).
          *
          *     Needs an API key with the scope `deals:read` (or `*`).
          */
@@ -143,7 +143,7 @@ export interface paths {
         };
         /**
          * List contacts, newest first
-         * @description Returns a page of the organization’s contacts (`limit`, `offset`) with `meta.total`; `q` keeps those whose name, e-mail or title contains it, case-insensitively. `filter` (a JSON tree: any field of the contact, `custom.<key>`, `deal.<field>`) and `sort` (`name,-created_at`) narrow and order it; with either, `meta.total` is exact. An unknown field, an operator or value that does not fit is a 400 naming the node (docs/api/query.md).
+         * @description Returns a page of the organization’s contacts (`limit`, `offset`) with `meta.total`; `q` keeps those whose name, e-mail or title contains it, case-insensitively. `filter` (a JSON tree: any field of the contact, `custom.<key>`, `deal.<field>`) and `sort` (`name,-created_at`) narrow and order it; with either, `meta.total` is exact. An unknown field, an operator or value that does not fit is a 400 naming the node (docs/api/query.md). With `updated_since` (and `include_deleted=true`), a sync: the records changed (and deleted) since, in the order the changes committed, by a cursor that never skips (docs/api/sync.md).
          *
          *     Needs an API key with the scope `contacts:read` (or `*`).
          */
@@ -309,7 +309,7 @@ export interface paths {
         };
         /**
          * List companies, newest first
-         * @description Returns a page of the organization’s companies (`limit`, `offset`, or `after` a cursor) with `meta.total`; `q` keeps those whose name or domain contains it, case-insensitively; `filter` and `sort` are the filter language’s (docs/api/query.md).
+         * @description Returns a page of the organization’s companies (`limit`, `offset`, or `after` a cursor) with `meta.total`; `q` keeps those whose name or domain contains it, case-insensitively; `filter` and `sort` are the filter language’s (docs/api/query.md). With `updated_since` (and `include_deleted=true`), a sync: the records changed (and deleted) since, in the order the changes committed, by a cursor that never skips (docs/api/sync.md).
          *
          *     Needs an API key with the scope `companies:read` (or `*`).
          */
@@ -415,7 +415,7 @@ export interface paths {
         };
         /**
          * List logged activities, newest first
-         * @description Returns a page of the organization’s notes, tasks, calls, meetings and e-mails, newest first by `occurred_at`, optionally only those linked to a deal, contact or company, of a type, or tasks by status and due date. Continue with `after` = `meta.next_cursor`.
+         * @description Returns a page of the organization’s notes, tasks, calls, meetings and e-mails, newest first by `occurred_at`, optionally only those linked to a deal, contact or company, of a type, or tasks by status and due date. Continue with `after` = `meta.next_cursor`. With `updated_since` (and `include_deleted=true`), a sync: the records changed (and deleted) since, in the order the changes committed, by a cursor that never skips (docs/api/sync.md).
          *
          *     Needs an API key with the scope `activities:read` (or `*`).
          */

@@ -81,8 +81,15 @@ export async function syncList(
   const from = query.after ?? '0';
   const alias = object.alias;
   // Typed loosely, as the filter language's queries are: the lateral rows are each object's own.
-  const walk = (limit: number): ObjectFrom =>
+  const changes = (limit: number): ObjectFrom =>
     (db.selectFrom('sync_changes as sc') as ObjectFrom)
+      .where('sc.object', '=', object.table)
+      .where(sql<SqlBool>`sc.position > greatest(${from}::bigint, ${start})`)
+      .where('sc.changed_at', '>=', sql<Date>`${since}::timestamptz`)
+      .orderBy('sc.position')
+      .limit(limit);
+  const walk = (limit: number): ObjectFrom =>
+    changes(limit)
       .leftJoinLateral(
         (eb: Parameters<SyncedObject['rows']>[0]) =>
           conditions
@@ -91,16 +98,19 @@ export async function syncList(
             .as('r'),
         (join: ObjectFrom) => join.onTrue(),
       )
-      .where('sc.object', '=', object.table)
-      .where(sql<SqlBool>`sc.position > greatest(${from}::bigint, ${start})`)
-      .where('sc.changed_at', '>=', sql<Date>`${since}::timestamptz`)
       .where(
         query.include_deleted
           ? sql<SqlBool>`(r.id is not null or sc.deleted_at is not null)`
           : sql<SqlBool>`r.id is not null`,
-      )
-      .orderBy('sc.position')
-      .limit(limit);
+      );
+  // Without conditions a change is its record's (a record is there exactly while its change is no
+  // tombstone): what follows a page is counted from the changes alone, no record read.
+  const rest = (limit: number): ObjectFrom =>
+    conditions.length > 0
+      ? walk(limit)
+      : query.include_deleted
+        ? changes(limit)
+        : changes(limit).where('sc.deleted_at', 'is', null);
   const rows = (await walk(query.limit + 1)
     .select([
       'sc.position as sync_position',
@@ -118,16 +128,16 @@ export async function syncList(
     const last = String(page.at(-1)?.sync_position);
     const [counted] = await db
       .selectFrom(
-        walk(SYNC_COUNTED + 1)
+        rest(SYNC_COUNTED + 1)
           .where(sql<SqlBool>`sc.position > ${last}::bigint`)
           .select('sc.position')
           .as('rest'),
       )
       .select(sql<string>`count(*)`.as('n'))
       .execute();
-    const rest = Number(counted?.n ?? 0);
-    total = page.length + Math.min(rest, SYNC_COUNTED);
-    total_exact = rest <= SYNC_COUNTED;
+    const more = Number(counted?.n ?? 0);
+    total = page.length + Math.min(more, SYNC_COUNTED);
+    total_exact = more <= SYNC_COUNTED;
   }
   const live = page
     .filter((r) => r.sync_deleted_at == null)
