@@ -23,9 +23,9 @@ export const SyncParams = {
 };
 
 /** `after`: a record's id, or with `updated_since` a position in the sync order (the previous `meta.next_cursor`). */
+// No length of its own: without updated_since it is checked as the id it always was (checkSyncInput).
 export const SyncAfter = z
   .string()
-  .max(100)
   .optional()
   .describe(
     'Continue after this item: the previous page’s `meta.next_cursor` (an id; with `updated_since`, a position in the sync order); instead of `offset`',
