@@ -176,6 +176,38 @@ for (const { driver, label, skip } of DRIVERS) {
       expect(body.body).toEqual(got.pages[0]);
     });
 
+    it('keeps tombstones 30 days: older ones are purged, and a cursor from before then is refused', async () => {
+      const old = await s.newOrg('Sync retention org');
+      const made = await s.api('/deals/batch', {
+        method: 'POST',
+        key: old.apiKey,
+        json: { items: [{ title: 'Kept' }, { title: 'Gone long ago' }, { title: 'Gone today' }] },
+      });
+      const [kept, longAgo, today] = made.body.data as [Row, Row, Row];
+      const first = await syncAll(s, old, 'deals', { since: EPOCH });
+      for (const d of [longAgo, today]) await s.api(`/deals/${d.id}`, { method: 'DELETE', key: old.apiKey });
+      await syncAll(s, old, 'deals', { since: EPOCH, cursor: first.cursor });
+      // Time passes: the first deletion and every pass so far 40 days ago.
+      await s.sql("update sync_changes set deleted_at = deleted_at - interval '40 days' where id = ?", [
+        longAgo.id,
+      ]);
+      await s.sql("update sync_marks set at = at - interval '40 days'");
+      await s.api(`/deals/${kept.id}`, { method: 'PATCH', key: old.apiKey, json: { value: 1 } });
+      // A read places the change, and its pass purges what is older than 30 days.
+      const fresh = await syncAll(s, old, 'deals', { since: EPOCH });
+      expect(gone(fresh.pages)).toEqual([today.id]);
+      expect(ids(fresh.pages)).toEqual([kept.id]);
+      // The cursor of 40 days ago could miss deletions: refused with include_deleted, answered without.
+      const stale = await s.api(`/deals?updated_since=${EPOCH}&include_deleted=true&after=${first.cursor}`, {
+        key: old.apiKey,
+      });
+      expect(stale.status).toBe(400);
+      expect(stale.body.error).toMatch(/^after: this cursor is older than the 29 days/);
+      const plain = await s.api(`/deals?updated_since=${EPOCH}&after=${first.cursor}`, { key: old.apiKey });
+      expect(plain.status).toBe(200);
+      expect(ids([plain.body])).toEqual([kept.id]);
+    });
+
     it('refuses what a sync cannot answer, naming the parameter', async () => {
       const cases: Array<[string, RegExp]> = [
         ['updated_since=yesterday', /^updated_since: /],
