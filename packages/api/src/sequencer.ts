@@ -72,6 +72,6 @@ async function purgeOld(tx: EntityManager): Promise<void> {
   await tx.execute(`delete from sync_changes where deleted_at < ${before}`);
   await tx.execute(
     `delete from sync_marks where at < ${before}
-        and position < (select max(position) from sync_marks where at < ${before})`,
+        and position < (select position from sync_marks where at < ${before} order by at desc limit 1)`,
   );
 }
