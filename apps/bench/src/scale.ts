@@ -11,7 +11,8 @@
  * Last, the writes (POST /deals, PATCH /deals/{id}) at both sizes, beside the import's time.
  *
  * SCALE_DEALS (default 1000000, PostgreSQL), SCALE_DEALS_EMBEDDED (default 100000), SCALE_SMALL (10000),
- * SCALE_SECONDS (per measured call, default 4), SCALE_DATABASES (postgresql,pglite),
+ * SCALE_SECONDS (per measured call, default 4), SCALE_DATABASES (postgresql,pglite), SCALE_ONLY (parts of
+ * the calls' names, comma-separated: only those, GET /deals (first page) first whatever it says),
  * BENCH_DATABASE_URL or TEST_DATABASE_URL (admin URL, 127.0.0.1 only), SCALE_KEEP_DATABASE=true (leave
  * the PostgreSQL database in place, and print its name, to study its plans afterwards; drop it yourself).
  */
@@ -34,6 +35,8 @@ const SMALL = Number(env.SCALE_SMALL ?? 10_000);
 const SECONDS = Number(env.SCALE_SECONDS ?? 4);
 const DATABASES = (env.SCALE_DATABASES ?? 'postgresql,pglite').split(',').map((d) => d.trim());
 const SHAPES = (env.SCALE_SHAPES ?? 'today,common').split(',').map((d) => d.trim() as Shape);
+/** SCALE_ONLY: the calls whose name holds one of these (comma-separated) parts; every call when unset. */
+const ONLY = (env.SCALE_ONLY ?? '').split(',').filter(Boolean);
 const ADMIN_URL =
   env.BENCH_DATABASE_URL || env.TEST_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
 
@@ -145,6 +148,10 @@ const CALLS = [
   call('GET /deals (first page)', () => ({ path: '/deals?limit=50' })),
   call('GET /deals?offset=N/2', (o) => ({ path: `/deals?limit=50&offset=${Math.floor(o.n / 2)}` })),
   call('GET /deals?after=(middle)', (o) => ({ path: `/deals?limit=50&after=${o.middleId}` })),
+  // A sync's first page when everything changed within the hour (the import): the walk from its start.
+  call('GET /deals?updated_since=<an hour ago> (the import)', () => ({
+    path: `/deals?limit=50&updated_since=${new Date(Date.now() - 3_600_000).toISOString()}`,
+  })),
   call('GET /contacts', () => ({ path: '/contacts?limit=50' })),
   call('GET /contacts?q=<a term most names hold>', (o) => ({
     path: `/contacts?limit=50&q=${TERMS[o.shape].contacts}`,
@@ -183,7 +190,12 @@ const CALLS = [
     path: `/deals/${o.dealIds[i % o.dealIds.length]}`,
     body: JSON.stringify({ value: 2000 + (i % 1000), notes: `bench note ${i}` }),
   })),
-];
+  // After the writes: what changed in the last minute (the writes just measured, not the import), the
+  // call a mirror makes every minute; with tombstones.
+  call('GET /deals?updated_since=<a minute ago>&include_deleted=true', () => ({
+    path: `/deals?limit=50&include_deleted=true&updated_since=${new Date(Date.now() - 60_000).toISOString()}`,
+  })),
+].filter((c, i) => i === 0 || ONLY.length === 0 || ONLY.some((part) => c.name.includes(part)));
 
 function scenarioOf(c: (typeof CALLS)[number], o: OrgFixture): Scenario {
   let i = 0;

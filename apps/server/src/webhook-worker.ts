@@ -1,4 +1,4 @@
-import { matchesPlan, type Plan, placeOnePass } from '@crm/api';
+import { matchesPlan, type Plan, placeCommitted } from '@crm/api';
 import type { Config } from '@crm/config';
 import type { Database } from '@crm/db';
 import { WebhookWorker } from '@crm/webhooks';
@@ -15,9 +15,12 @@ export async function startWebhookWorker(
     config: config.webhooks,
     logger: logger.child({ component: 'webhooks' }),
     sole: config.database.kind === 'pglite',
-    // New events get their place in the feed here too, a pass at a time: after a bulk import, reads of the
-    // feed would otherwise place the backlog themselves, up to a second per read (docs/api/events.md).
-    afterDispatch: () => placeOnePass(db.orm.em),
+    // New events get their place in the feed here too, and changed records theirs in the sync order: after
+    // a bulk import, reads would otherwise place the backlog themselves, up to a second per read
+    // (docs/api/events.md, docs/api/sync.md). Passes while one is full, for up to 200 ms: an import
+    // changes more records (a deal and its contact) than it emits events, so a pass a dispatch would leave
+    // the changes behind.
+    afterDispatch: () => placeCommitted(db.orm.em, 200),
     // A webhook's filter, evaluated by the query language's evaluator (docs/api/webhooks.md#filters).
     matches: (plan, data) => matchesPlan(plan as Plan, data),
   });

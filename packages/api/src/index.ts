@@ -23,7 +23,6 @@ export {
   FIELD_TYPES,
 } from './features/custom-fields/custom-field.schemas.ts';
 export { createCustomField } from './features/custom-fields/custom-fields.service.ts';
-export { placeOnePass } from './features/events/event-feed.service.ts';
 export { pruneIdempotencyKeys } from './idempotency.ts';
 export { LIMIT_GROUPS, type LimitGroup } from './limits/groups.ts';
 export { admitRequest, LIMIT_HEADER_NAMES } from './limits/limit-check.ts';
@@ -42,6 +41,7 @@ export { matchOperation, type RestMatch, restInput } from './rest.ts';
 export { type AppRouter, appRouter } from './router.ts';
 export * from './routes.ts';
 export * from './scopes.ts';
+export { placeCommitted } from './sequencer.ts';
 export { type CallOutcome, logFailure, serveCall } from './serve-call.ts';
 export { createServices } from './services.ts';
 export type { ApiErrorData, Meta, RateLimitGroup } from './trpc.ts';

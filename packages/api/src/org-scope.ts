@@ -90,6 +90,7 @@ export const TENANT_TABLES: ReadonlySet<string> = new Set([
   'outbox_events',
   'pipeline_stages',
   'pipelines',
+  'sync_changes',
   'usage_alerts',
   'usage_counters',
   'usage_daily',
@@ -111,6 +112,7 @@ export const UNSCOPED_TABLES: ReadonlySet<string> = new Set([
   'organizations',
   'server_secrets',
   'sessions',
+  'sync_marks',
   'verifications',
 ]);
 

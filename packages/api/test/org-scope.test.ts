@@ -221,9 +221,10 @@ describe('organization scope of the service’s SQL (source)', () => {
     'features/custom-fields/custom-fields.service.ts':
       'a schema change locks its object’s records while it checks them',
     'features/deals/deal-import.ts': 'folds the kept sums and vacuums the tables after an import',
-    'features/events/event-feed.service.ts': 'the sequencer numbers every organization’s events in one order',
     'idempotency.ts': 'idempotency records belong to an API key (no org_id): stored and replayed by key',
     'limits/usage-store.ts': 'the usage flush upserts every organization’s counts, one statement a table',
+    'sequencer.ts':
+      'the sequencer numbers every organization’s events and changed records in one order, purges old tombstones',
   };
   /** Every use of the unscoped door, by file, with the reason its call gives. */
   const UNSCOPED_USES: Array<[file: string, reason: string]> = [

@@ -9,7 +9,7 @@ export interface paths {
         };
         /**
          * List deals, newest first
-         * @description Returns a page of the organization’s deals (`limit`, `offset`) with `meta.total`, optionally only those with a `lifecycle_stage` or in a pipeline. `filter` (a JSON tree: any field of the deal, `custom.<key>`, `stakeholders.<field>`) and `sort` (`-value,created_at`) narrow and order it; `meta.total` counts what the filter keeps. An unknown field, an operator or value that does not fit is a 400 naming the node (docs/api/query.md).
+         * @description Returns a page of the organization’s deals (`limit`, `offset`) with `meta.total`, optionally only those with a `lifecycle_stage` or in a pipeline. `filter` (a JSON tree: any field of the deal, `custom.<key>`, `stakeholders.<field>`) and `sort` (`-value,created_at`) narrow and order it; `meta.total` counts what the filter keeps. An unknown field, an operator or value that does not fit is a 400 naming the node (docs/api/query.md). With `updated_since` (and `include_deleted=true`), a sync: the records changed (and deleted) since, in the order the changes committed, by a cursor that never skips (docs/api/sync.md).
          *
          *     Needs an API key with the scope `deals:read` (or `*`).
          */
@@ -187,7 +187,7 @@ export interface paths {
         };
         /**
          * List contacts, newest first
-         * @description Returns a page of the organization’s contacts (`limit`, `offset`) with `meta.total`; `q` keeps those whose name, e-mail or title contains it, case-insensitively. `filter` (a JSON tree: any field of the contact, `custom.<key>`, `deal.<field>`) and `sort` (`name,-created_at`) narrow and order it; with either, `meta.total` is exact. An unknown field, an operator or value that does not fit is a 400 naming the node (docs/api/query.md).
+         * @description Returns a page of the organization’s contacts (`limit`, `offset`) with `meta.total`; `q` keeps those whose name, e-mail or title contains it, case-insensitively. `filter` (a JSON tree: any field of the contact, `custom.<key>`, `deal.<field>`) and `sort` (`name,-created_at`) narrow and order it; with either, `meta.total` is exact. An unknown field, an operator or value that does not fit is a 400 naming the node (docs/api/query.md). With `updated_since` (and `include_deleted=true`), a sync: the records changed (and deleted) since, in the order the changes committed, by a cursor that never skips (docs/api/sync.md).
          *
          *     Needs an API key with the scope `contacts:read` (or `*`).
          */
@@ -375,7 +375,7 @@ export interface paths {
         };
         /**
          * List companies, newest first
-         * @description Returns a page of the organization’s companies (`limit`, `offset`, or `after` a cursor) with `meta.total`; `q` keeps those whose name or domain contains it, case-insensitively; `filter` and `sort` are the filter language’s (docs/api/query.md).
+         * @description Returns a page of the organization’s companies (`limit`, `offset`, or `after` a cursor) with `meta.total`; `q` keeps those whose name or domain contains it, case-insensitively; `filter` and `sort` are the filter language’s (docs/api/query.md). With `updated_since` (and `include_deleted=true`), a sync: the records changed (and deleted) since, in the order the changes committed, by a cursor that never skips (docs/api/sync.md).
          *
          *     Needs an API key with the scope `companies:read` (or `*`).
          */
@@ -503,7 +503,7 @@ export interface paths {
         };
         /**
          * List logged activities, newest first
-         * @description Returns a page of the organization’s notes, tasks, calls, meetings and e-mails, newest first by `occurred_at`, optionally only those linked to a deal, contact or company, of a type, or tasks by status and due date; `filter` and `sort` take the query language (docs/api/query.md) over the activity’s fields and `links.type`/`links.id`, ANDed with those parameters. Continue with `after` = `meta.next_cursor`.
+         * @description Returns a page of the organization’s notes, tasks, calls, meetings and e-mails, newest first by `occurred_at`, optionally only those linked to a deal, contact or company, of a type, or tasks by status and due date; `filter` and `sort` take the query language (docs/api/query.md) over the activity’s fields and `links.type`/`links.id`, ANDed with those parameters. Continue with `after` = `meta.next_cursor`. With `updated_since` (and `include_deleted=true`), a sync: the records changed (and deleted) since, in the order the changes committed, by a cursor that never skips (docs/api/sync.md).
          *
          *     Needs an API key with the scope `activities:read` (or `*`).
          */
@@ -1457,6 +1457,13 @@ export interface components {
             custom: {
                 [key: string]: unknown;
             };
+        };
+        /** @description A record deleted since `updated_since` */
+        Tombstone: {
+            /** Format: uuid */
+            id: string;
+            /** Format: date-time */
+            deleted_at: string;
         };
         DealDetailResponse: {
             data: {
@@ -2447,6 +2454,8 @@ export interface operations {
                 pipeline_id?: string;
                 filter?: string;
                 sort?: string;
+                updated_since?: string;
+                include_deleted?: boolean;
             };
             header?: never;
             path?: never;
@@ -2466,9 +2475,15 @@ export interface operations {
                             total: number;
                             limit: number;
                             offset: number;
-                            /** @description Pass as `after` for the next page; null on the last page */
+                            /** @description Pass as `after` for the next page; null on the last page. With updated_since: never null, the position to pass as `after` next time (with the same updated_since), even when this page is the last */
                             next_cursor: string | null;
+                            /** @description With updated_since: whether more changes follow this page now */
+                            has_more?: boolean;
+                            /** @description Present (false) only when more match than `total` counts: with `q` matches are counted up to 1,000; with updated_since, this page and up to 1,000 changes after it */
+                            total_exact?: boolean;
                         };
+                        /** @description With updated_since and include_deleted=true: the records deleted since, in this page’s range */
+                        deleted?: components["schemas"]["Tombstone"][];
                     };
                 };
             };
@@ -2725,10 +2740,7 @@ export interface operations {
                      * @default 0
                      */
                     offset?: number;
-                    /**
-                     * Format: uuid
-                     * @description Continue after this item (its id: the previous page’s `meta.next_cursor`), reading in index order; instead of `offset`
-                     */
+                    /** @description Continue after this item: the previous page’s `meta.next_cursor` (an id; with `updated_since`, a position in the sync order); instead of `offset` */
                     after?: string;
                     /** @description Free text; lead, opportunity, customer and lost follow the stage unless a value is set */
                     lifecycle_stage?: string;
@@ -2756,6 +2768,13 @@ export interface operations {
                     };
                     /** @description Comma-separated fields, `-` for descending (`-value,created_at`), at most 5; empty values last, the id breaks ties. Newest first when left out */
                     sort?: string;
+                    /**
+                     * Format: date-time
+                     * @description Only records changed (created, updated, or changed through what they show) at or after this time, in the order the changes committed (sync order), by `after` cursor; `meta.next_cursor` is where the next sync starts. Not with `sort` or `offset` (docs/api/sync.md)
+                     */
+                    updated_since?: string;
+                    /** @description With updated_since: also the records deleted since, as `deleted: [{id, deleted_at}]` (tombstones, kept 30 days) */
+                    include_deleted?: boolean;
                 };
             };
         };
@@ -2772,9 +2791,15 @@ export interface operations {
                             total: number;
                             limit: number;
                             offset: number;
-                            /** @description Pass as `after` for the next page; null on the last page */
+                            /** @description Pass as `after` for the next page; null on the last page. With updated_since: never null, the position to pass as `after` next time (with the same updated_since), even when this page is the last */
                             next_cursor: string | null;
+                            /** @description With updated_since: whether more changes follow this page now */
+                            has_more?: boolean;
+                            /** @description Present (false) only when more match than `total` counts: with `q` matches are counted up to 1,000; with updated_since, this page and up to 1,000 changes after it */
+                            total_exact?: boolean;
                         };
+                        /** @description With updated_since and include_deleted=true: the records deleted since, in this page’s range */
+                        deleted?: components["schemas"]["Tombstone"][];
                     };
                 };
             };
@@ -3750,6 +3775,8 @@ export interface operations {
                 q?: string;
                 filter?: string;
                 sort?: string;
+                updated_since?: string;
+                include_deleted?: boolean;
             };
             header?: never;
             path?: never;
@@ -3769,11 +3796,15 @@ export interface operations {
                             total: number;
                             limit: number;
                             offset: number;
-                            /** @description Pass as `after` for the next page; null on the last page */
+                            /** @description Pass as `after` for the next page; null on the last page. With updated_since: never null, the position to pass as `after` next time (with the same updated_since), even when this page is the last */
                             next_cursor: string | null;
-                            /** @description Present (false) only when `q` matched more than `total` contacts: matches are counted up to 1,000 */
+                            /** @description With updated_since: whether more changes follow this page now */
+                            has_more?: boolean;
+                            /** @description Present (false) only when more match than `total` counts: with `q` matches are counted up to 1,000; with updated_since, this page and up to 1,000 changes after it */
                             total_exact?: boolean;
                         };
+                        /** @description With updated_since and include_deleted=true: the records deleted since, in this page’s range */
+                        deleted?: components["schemas"]["Tombstone"][];
                     };
                 };
             };
@@ -4035,10 +4066,7 @@ export interface operations {
                      * @default 0
                      */
                     offset?: number;
-                    /**
-                     * Format: uuid
-                     * @description Continue after this item (its id: the previous page’s `meta.next_cursor`), reading in index order; instead of `offset`
-                     */
+                    /** @description Continue after this item: the previous page’s `meta.next_cursor` (an id; with `updated_since`, a position in the sync order); instead of `offset` */
                     after?: string;
                     /** @description Case-insensitive substring of name, email or title */
                     q?: string;
@@ -4064,6 +4092,13 @@ export interface operations {
                     };
                     /** @description Comma-separated fields, `-` for descending (`-value,created_at`), at most 5; empty values last, the id breaks ties. Newest first when left out */
                     sort?: string;
+                    /**
+                     * Format: date-time
+                     * @description Only records changed (created, updated, or changed through what they show) at or after this time, in the order the changes committed (sync order), by `after` cursor; `meta.next_cursor` is where the next sync starts. Not with `sort` or `offset` (docs/api/sync.md)
+                     */
+                    updated_since?: string;
+                    /** @description With updated_since: also the records deleted since, as `deleted: [{id, deleted_at}]` (tombstones, kept 30 days) */
+                    include_deleted?: boolean;
                 };
             };
         };
@@ -4080,11 +4115,15 @@ export interface operations {
                             total: number;
                             limit: number;
                             offset: number;
-                            /** @description Pass as `after` for the next page; null on the last page */
+                            /** @description Pass as `after` for the next page; null on the last page. With updated_since: never null, the position to pass as `after` next time (with the same updated_since), even when this page is the last */
                             next_cursor: string | null;
-                            /** @description Present (false) only when `q` matched more than `total` contacts: matches are counted up to 1,000 */
+                            /** @description With updated_since: whether more changes follow this page now */
+                            has_more?: boolean;
+                            /** @description Present (false) only when more match than `total` counts: with `q` matches are counted up to 1,000; with updated_since, this page and up to 1,000 changes after it */
                             total_exact?: boolean;
                         };
+                        /** @description With updated_since and include_deleted=true: the records deleted since, in this page’s range */
+                        deleted?: components["schemas"]["Tombstone"][];
                     };
                 };
             };
@@ -4931,6 +4970,8 @@ export interface operations {
                 q?: string;
                 filter?: string;
                 sort?: string;
+                updated_since?: string;
+                include_deleted?: boolean;
             };
             header?: never;
             path?: never;
@@ -4950,11 +4991,15 @@ export interface operations {
                             total: number;
                             limit: number;
                             offset: number;
-                            /** @description Pass as `after` for the next page; null on the last page */
+                            /** @description Pass as `after` for the next page; null on the last page. With updated_since: never null, the position to pass as `after` next time (with the same updated_since), even when this page is the last */
                             next_cursor: string | null;
-                            /** @description Present (false) only when `q` matched more than `total` companies: matches are counted up to 1,000 */
+                            /** @description With updated_since: whether more changes follow this page now */
+                            has_more?: boolean;
+                            /** @description Present (false) only when more match than `total` counts: with `q` matches are counted up to 1,000; with updated_since, this page and up to 1,000 changes after it */
                             total_exact?: boolean;
                         };
+                        /** @description With updated_since and include_deleted=true: the records deleted since, in this page’s range */
+                        deleted?: components["schemas"]["Tombstone"][];
                     };
                 };
             };
@@ -5188,10 +5233,7 @@ export interface operations {
                      * @default 0
                      */
                     offset?: number;
-                    /**
-                     * Format: uuid
-                     * @description Continue after this item (its id: the previous page’s `meta.next_cursor`), reading in index order; instead of `offset`
-                     */
+                    /** @description Continue after this item: the previous page’s `meta.next_cursor` (an id; with `updated_since`, a position in the sync order); instead of `offset` */
                     after?: string;
                     /** @description Case-insensitive substring of name or domain */
                     q?: string;
@@ -5217,6 +5259,13 @@ export interface operations {
                     };
                     /** @description Comma-separated fields, `-` for descending (`-value,created_at`), at most 5; empty values last, the id breaks ties. Newest first when left out */
                     sort?: string;
+                    /**
+                     * Format: date-time
+                     * @description Only records changed (created, updated, or changed through what they show) at or after this time, in the order the changes committed (sync order), by `after` cursor; `meta.next_cursor` is where the next sync starts. Not with `sort` or `offset` (docs/api/sync.md)
+                     */
+                    updated_since?: string;
+                    /** @description With updated_since: also the records deleted since, as `deleted: [{id, deleted_at}]` (tombstones, kept 30 days) */
+                    include_deleted?: boolean;
                 };
             };
         };
@@ -5233,11 +5282,15 @@ export interface operations {
                             total: number;
                             limit: number;
                             offset: number;
-                            /** @description Pass as `after` for the next page; null on the last page */
+                            /** @description Pass as `after` for the next page; null on the last page. With updated_since: never null, the position to pass as `after` next time (with the same updated_since), even when this page is the last */
                             next_cursor: string | null;
-                            /** @description Present (false) only when `q` matched more than `total` companies: matches are counted up to 1,000 */
+                            /** @description With updated_since: whether more changes follow this page now */
+                            has_more?: boolean;
+                            /** @description Present (false) only when more match than `total` counts: with `q` matches are counted up to 1,000; with updated_since, this page and up to 1,000 changes after it */
                             total_exact?: boolean;
                         };
+                        /** @description With updated_since and include_deleted=true: the records deleted since, in this page’s range */
+                        deleted?: components["schemas"]["Tombstone"][];
                     };
                 };
             };
@@ -5872,6 +5925,8 @@ export interface operations {
                 status?: "open" | "done";
                 due_before?: string;
                 sort?: string;
+                updated_since?: string;
+                include_deleted?: boolean;
                 filter?: string;
             };
             header?: never;
@@ -5890,9 +5945,13 @@ export interface operations {
                         data: components["schemas"]["LoggedActivity"][];
                         meta: {
                             limit: number;
-                            /** @description Pass as `after` for the next page; null on the last page */
+                            /** @description Pass as `after` for the next page; null on the last page. With updated_since: never null, the position to pass as `after` next time (with the same updated_since), even when this page is the last */
                             next_cursor: string | null;
+                            /** @description With updated_since: whether more changes follow this page now */
+                            has_more?: boolean;
                         };
+                        /** @description With updated_since and include_deleted=true: the records deleted since, in this page’s range */
+                        deleted?: components["schemas"]["Tombstone"][];
                     };
                 };
             };
@@ -6160,10 +6219,7 @@ export interface operations {
                      * @default 50
                      */
                     limit?: number;
-                    /**
-                     * Format: uuid
-                     * @description Continue after this activity (the previous page’s `meta.next_cursor`)
-                     */
+                    /** @description Continue after this item: the previous page’s `meta.next_cursor` (an id; with `updated_since`, a position in the sync order); instead of `offset` */
                     after?: string;
                     /**
                      * Format: uuid
@@ -6194,6 +6250,13 @@ export interface operations {
                     due_before?: string;
                     /** @description Comma-separated fields, `-` for descending (`due_at`, `-occurred_at`); empty values last, the id breaks ties. Newest first (`-occurred_at`) when left out */
                     sort?: string;
+                    /**
+                     * Format: date-time
+                     * @description Only records changed (created, updated, or changed through what they show) at or after this time, in the order the changes committed (sync order), by `after` cursor; `meta.next_cursor` is where the next sync starts. Not with `sort` or `offset` (docs/api/sync.md)
+                     */
+                    updated_since?: string;
+                    /** @description With updated_since: also the records deleted since, as `deleted: [{id, deleted_at}]` (tombstones, kept 30 days) */
+                    include_deleted?: boolean;
                     /**
                      * @description A condition `{"field": "value", "op": "gte", "value": 10000}` or a group `{"and": […]}`, `{"or": […]}`, `{"not": {…}}`; at most 50 conditions, 4 levels of groups. Fields, operators and errors: docs/api/query.md
                      * @example {
@@ -6228,9 +6291,13 @@ export interface operations {
                         data: components["schemas"]["LoggedActivity"][];
                         meta: {
                             limit: number;
-                            /** @description Pass as `after` for the next page; null on the last page */
+                            /** @description Pass as `after` for the next page; null on the last page. With updated_since: never null, the position to pass as `after` next time (with the same updated_since), even when this page is the last */
                             next_cursor: string | null;
+                            /** @description With updated_since: whether more changes follow this page now */
+                            has_more?: boolean;
                         };
+                        /** @description With updated_since and include_deleted=true: the records deleted since, in this page’s range */
+                        deleted?: components["schemas"]["Tombstone"][];
                     };
                 };
             };

@@ -99,11 +99,13 @@ export type AppRouter = TRPCBuiltRouter<{
     list: TRPCQueryProcedure<{
       meta: object;
       input: {
+        updated_since?: string | undefined;
+        include_deleted?: unknown;
+        after?: string | undefined;
         lifecycle_stage?: string | undefined;
         pipeline_id?: string | undefined;
         filter?: string | undefined;
         sort?: string | undefined;
-        after?: string | undefined;
         limit?: number | undefined;
         offset?: number | undefined;
       };
@@ -140,17 +142,25 @@ export type AppRouter = TRPCBuiltRouter<{
           limit: number;
           offset: number;
           next_cursor: string | null;
+          total_exact?: boolean | undefined;
+          has_more?: boolean | undefined;
         };
+        deleted?: {
+          id: string;
+          deleted_at: string;
+        }[] | undefined;
       };
     }>;
     query: TRPCMutationProcedure<{
       meta: object;
       input: {
+        updated_since?: string | undefined;
+        include_deleted?: unknown;
+        after?: string | undefined;
         lifecycle_stage?: string | undefined;
         pipeline_id?: string | undefined;
         filter?: Record<string, unknown> | undefined;
         sort?: string | undefined;
-        after?: string | undefined;
         limit?: number | undefined;
         offset?: number | undefined;
       };
@@ -187,7 +197,13 @@ export type AppRouter = TRPCBuiltRouter<{
           limit: number;
           offset: number;
           next_cursor: string | null;
+          total_exact?: boolean | undefined;
+          has_more?: boolean | undefined;
         };
+        deleted?: {
+          id: string;
+          deleted_at: string;
+        }[] | undefined;
       };
     }>;
     create: TRPCMutationProcedure<{
@@ -476,10 +492,12 @@ export type AppRouter = TRPCBuiltRouter<{
     list: TRPCQueryProcedure<{
       meta: object;
       input: {
+        updated_since?: string | undefined;
+        include_deleted?: unknown;
+        after?: string | undefined;
         q?: string | undefined;
         filter?: string | undefined;
         sort?: string | undefined;
-        after?: string | undefined;
         limit?: number | undefined;
         offset?: number | undefined;
       };
@@ -509,16 +527,23 @@ export type AppRouter = TRPCBuiltRouter<{
           offset: number;
           next_cursor: string | null;
           total_exact?: boolean | undefined;
+          has_more?: boolean | undefined;
         };
+        deleted?: {
+          id: string;
+          deleted_at: string;
+        }[] | undefined;
       };
     }>;
     query: TRPCMutationProcedure<{
       meta: object;
       input: {
+        updated_since?: string | undefined;
+        include_deleted?: unknown;
+        after?: string | undefined;
         q?: string | undefined;
         filter?: Record<string, unknown> | undefined;
         sort?: string | undefined;
-        after?: string | undefined;
         limit?: number | undefined;
         offset?: number | undefined;
       };
@@ -548,7 +573,12 @@ export type AppRouter = TRPCBuiltRouter<{
           offset: number;
           next_cursor: string | null;
           total_exact?: boolean | undefined;
+          has_more?: boolean | undefined;
         };
+        deleted?: {
+          id: string;
+          deleted_at: string;
+        }[] | undefined;
       };
     }>;
     create: TRPCMutationProcedure<{
@@ -840,10 +870,12 @@ export type AppRouter = TRPCBuiltRouter<{
     list: TRPCQueryProcedure<{
       meta: object;
       input: {
+        updated_since?: string | undefined;
+        include_deleted?: unknown;
+        after?: string | undefined;
         q?: string | undefined;
         filter?: string | undefined;
         sort?: string | undefined;
-        after?: string | undefined;
         limit?: number | undefined;
         offset?: number | undefined;
       };
@@ -865,16 +897,23 @@ export type AppRouter = TRPCBuiltRouter<{
           offset: number;
           next_cursor: string | null;
           total_exact?: boolean | undefined;
+          has_more?: boolean | undefined;
         };
+        deleted?: {
+          id: string;
+          deleted_at: string;
+        }[] | undefined;
       };
     }>;
     query: TRPCMutationProcedure<{
       meta: object;
       input: {
+        updated_since?: string | undefined;
+        include_deleted?: unknown;
+        after?: string | undefined;
         q?: string | undefined;
         filter?: Record<string, unknown> | undefined;
         sort?: string | undefined;
-        after?: string | undefined;
         limit?: number | undefined;
         offset?: number | undefined;
       };
@@ -896,7 +935,12 @@ export type AppRouter = TRPCBuiltRouter<{
           offset: number;
           next_cursor: string | null;
           total_exact?: boolean | undefined;
+          has_more?: boolean | undefined;
         };
+        deleted?: {
+          id: string;
+          deleted_at: string;
+        }[] | undefined;
       };
     }>;
     create: TRPCMutationProcedure<{
@@ -1035,6 +1079,8 @@ export type AppRouter = TRPCBuiltRouter<{
       meta: object;
       input: {
         filter?: string | undefined;
+        updated_since?: string | undefined;
+        include_deleted?: unknown;
         limit?: number | undefined;
         after?: string | undefined;
         deal_id?: string | undefined;
@@ -1064,15 +1110,22 @@ export type AppRouter = TRPCBuiltRouter<{
           updated_at: string | null;
         }[];
         meta: {
-          limit: number;
           next_cursor: string | null;
+          limit: number;
+          has_more?: boolean | undefined;
         };
+        deleted?: {
+          id: string;
+          deleted_at: string;
+        }[] | undefined;
       };
     }>;
     query: TRPCMutationProcedure<{
       meta: object;
       input: {
         filter?: Record<string, unknown> | undefined;
+        updated_since?: string | undefined;
+        include_deleted?: unknown;
         limit?: number | undefined;
         after?: string | undefined;
         deal_id?: string | undefined;
@@ -1102,9 +1155,14 @@ export type AppRouter = TRPCBuiltRouter<{
           updated_at: string | null;
         }[];
         meta: {
-          limit: number;
           next_cursor: string | null;
+          limit: number;
+          has_more?: boolean | undefined;
         };
+        deleted?: {
+          id: string;
+          deleted_at: string;
+        }[] | undefined;
       };
     }>;
     create: TRPCMutationProcedure<{
@@ -2040,7 +2098,7 @@ export type AppRouter = TRPCBuiltRouter<{
         objects: {
           deals?: {
             key: string;
-            type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
+            type: "number" | "boolean" | "date" | "datetime" | "currency" | "email" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
             label?: string | undefined;
             required?: boolean | undefined;
             unique?: boolean | undefined;
@@ -2061,7 +2119,7 @@ export type AppRouter = TRPCBuiltRouter<{
           }[] | undefined;
           contacts?: {
             key: string;
-            type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
+            type: "number" | "boolean" | "date" | "datetime" | "currency" | "email" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
             label?: string | undefined;
             required?: boolean | undefined;
             unique?: boolean | undefined;
@@ -2082,7 +2140,7 @@ export type AppRouter = TRPCBuiltRouter<{
           }[] | undefined;
           companies?: {
             key: string;
-            type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
+            type: "number" | "boolean" | "date" | "datetime" | "currency" | "email" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
             label?: string | undefined;
             required?: boolean | undefined;
             unique?: boolean | undefined;
@@ -2138,7 +2196,7 @@ export type AppRouter = TRPCBuiltRouter<{
         objects: {
           deals?: {
             key: string;
-            type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
+            type: "number" | "boolean" | "date" | "datetime" | "currency" | "email" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
             label?: string | undefined;
             required?: boolean | undefined;
             unique?: boolean | undefined;
@@ -2159,7 +2217,7 @@ export type AppRouter = TRPCBuiltRouter<{
           }[] | undefined;
           contacts?: {
             key: string;
-            type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
+            type: "number" | "boolean" | "date" | "datetime" | "currency" | "email" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
             label?: string | undefined;
             required?: boolean | undefined;
             unique?: boolean | undefined;
@@ -2180,7 +2238,7 @@ export type AppRouter = TRPCBuiltRouter<{
           }[] | undefined;
           companies?: {
             key: string;
-            type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
+            type: "number" | "boolean" | "date" | "datetime" | "currency" | "email" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
             label?: string | undefined;
             required?: boolean | undefined;
             unique?: boolean | undefined;
@@ -2230,7 +2288,7 @@ export type AppRouter = TRPCBuiltRouter<{
             object: "deals" | "contacts" | "companies";
             key: string;
             label: string;
-            type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
+            type: "number" | "boolean" | "date" | "datetime" | "currency" | "email" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
             required: boolean;
             unique: boolean;
             default: unknown;
@@ -2265,7 +2323,7 @@ export type AppRouter = TRPCBuiltRouter<{
           object: "deals" | "contacts" | "companies";
           key: string;
           label: string;
-          type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
+          type: "number" | "boolean" | "date" | "datetime" | "currency" | "email" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
           required: boolean;
           unique: boolean;
           default: unknown;
@@ -2292,7 +2350,7 @@ export type AppRouter = TRPCBuiltRouter<{
       meta: object;
       input: {
         key: string;
-        type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
+        type: "number" | "boolean" | "date" | "datetime" | "currency" | "email" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
         object: "deals" | "contacts" | "companies";
         label?: string | undefined;
         required?: boolean | undefined;
@@ -2317,7 +2375,7 @@ export type AppRouter = TRPCBuiltRouter<{
           object: "deals" | "contacts" | "companies";
           key: string;
           label: string;
-          type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
+          type: "number" | "boolean" | "date" | "datetime" | "currency" | "email" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
           required: boolean;
           unique: boolean;
           default: unknown;
@@ -2351,7 +2409,7 @@ export type AppRouter = TRPCBuiltRouter<{
           object: "deals" | "contacts" | "companies";
           key: string;
           label: string;
-          type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
+          type: "number" | "boolean" | "date" | "datetime" | "currency" | "email" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
           required: boolean;
           unique: boolean;
           default: unknown;
@@ -2402,7 +2460,7 @@ export type AppRouter = TRPCBuiltRouter<{
           object: "deals" | "contacts" | "companies";
           key: string;
           label: string;
-          type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
+          type: "number" | "boolean" | "date" | "datetime" | "currency" | "email" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
           required: boolean;
           unique: boolean;
           default: unknown;
@@ -2428,7 +2486,7 @@ export type AppRouter = TRPCBuiltRouter<{
     convert: TRPCMutationProcedure<{
       meta: object;
       input: {
-        type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
+        type: "number" | "boolean" | "date" | "datetime" | "currency" | "email" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
         object: "deals" | "contacts" | "companies";
         key: string;
         options?: {
@@ -2449,8 +2507,8 @@ export type AppRouter = TRPCBuiltRouter<{
         data: {
           object: "deals" | "contacts" | "companies";
           key: string;
-          from: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
-          to: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
+          from: "number" | "boolean" | "date" | "datetime" | "currency" | "email" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
+          to: "number" | "boolean" | "date" | "datetime" | "currency" | "email" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
           dry_run: boolean;
           applied: boolean;
           records: number;
@@ -2466,7 +2524,7 @@ export type AppRouter = TRPCBuiltRouter<{
             object: "deals" | "contacts" | "companies";
             key: string;
             label: string;
-            type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
+            type: "number" | "boolean" | "date" | "datetime" | "currency" | "email" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
             required: boolean;
             unique: boolean;
             default: unknown;
@@ -2501,7 +2559,7 @@ export type AppRouter = TRPCBuiltRouter<{
           object: "deals" | "contacts" | "companies";
           key: string;
           label: string;
-          type: "number" | "boolean" | "date" | "currency" | "email" | "datetime" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
+          type: "number" | "boolean" | "date" | "datetime" | "currency" | "email" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
           required: boolean;
           unique: boolean;
           default: unknown;

@@ -79,6 +79,17 @@ export interface KeptTables {
     competitor_mentioned: boolean;
     negative_stakeholder: boolean;
   };
+  /** A synced record's last change, its place in the sync order, its tombstone (migration `…sync`). */
+  sync_changes: {
+    org_id: string;
+    object: string;
+    id: string;
+    position: Big | null;
+    changed_at: Date;
+    deleted_at: Date | null;
+  };
+  /** Per sequencer pass: the highest sync position placed, when the pass ended. */
+  sync_marks: { position: Big; at: Date };
 }
 
 /** Columns the triggers keep on tables the entities map (not on the entities: no write goes through them). */

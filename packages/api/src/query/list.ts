@@ -231,7 +231,7 @@ export function tooSlow(
  * A condition on related records discloses their values (a deal's value through `deal.value` on
  * contacts): the key needs the scope that reads them, as their own list would (403 naming the node).
  */
-function checkScopes(node: Checked, granted: readonly string[]): void {
+export function checkScopes(node: Checked, granted: readonly string[]): void {
   if (node.kind === 'not') {
     checkScopes(node.node, granted);
     return;

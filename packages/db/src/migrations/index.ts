@@ -16,6 +16,7 @@ import { Migration20261201000000_companies } from './Migration20261201000000_com
 import { Migration20261201000100_stakeholders } from './Migration20261201000100_stakeholders.ts';
 import { Migration20261201000200_activities } from './Migration20261201000200_activities.ts';
 import { Migration20261201000300_erasures } from './Migration20261201000300_erasures.ts';
+import { Migration20261202000000_sync } from './Migration20261202000000_sync.ts';
 import { Migration20261202000100_field_history } from './Migration20261202000100_field_history.ts';
 import { Migration20261202000200_webhook_filters } from './Migration20261202000200_webhook_filters.ts';
 import { Migration20261202000400_ai_open_tasks } from './Migration20261202000400_ai_open_tasks.ts';
@@ -44,6 +45,7 @@ export const migrationsList = [
   { name: 'Migration20261201000100_stakeholders', class: Migration20261201000100_stakeholders },
   { name: 'Migration20261201000200_activities', class: Migration20261201000200_activities },
   { name: 'Migration20261201000300_erasures', class: Migration20261201000300_erasures },
+  { name: 'Migration20261202000000_sync', class: Migration20261202000000_sync },
   { name: 'Migration20261202000100_field_history', class: Migration20261202000100_field_history },
   { name: 'Migration20261202000200_webhook_filters', class: Migration20261202000200_webhook_filters },
   { name: 'Migration20261202000400_ai_open_tasks', class: Migration20261202000400_ai_open_tasks },

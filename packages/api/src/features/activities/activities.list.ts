@@ -2,6 +2,7 @@ import type { EntityManager } from '@crm/db';
 import { type Expression, expressionBuilder, type SqlBool, sql } from 'kysely';
 import { queryList } from '../../query/list.ts';
 import { ACTIVITIES } from '../../query/objects.ts';
+import { type SyncedObject, syncAnswer, syncList } from '../../query/sync.ts';
 import { listActivities, toActivityDto } from './activities.service.ts';
 import type { ActivityListQuery, ActivityQueryBody } from './activity.schemas.ts';
 
@@ -23,6 +24,18 @@ function ownConditions(query: ActivityListQuery | ActivityQueryBody): Expression
   return where;
 }
 
+/** The activities as a sync reads them (docs/api/sync.md): the language's object, read when called. */
+const SYNCED_ACTIVITIES: SyncedObject = {
+  table: 'engagements',
+  alias: 'e',
+  get rows() {
+    return ACTIVITIES.rows;
+  },
+  get listed() {
+    return ACTIVITIES;
+  },
+};
+
 /**
  * GET /activities and POST /activities/query. Without `filter` and `sort`, the list as it was (its own
  * filters, read along the link or type index); with either, through the query language, its own
@@ -33,6 +46,20 @@ export async function listActivitiesBy(
   query: ActivityListQuery | ActivityQueryBody,
   granted: readonly string[],
 ) {
+  if (query.updated_since !== undefined) {
+    const page = await syncList(
+      em,
+      SYNCED_ACTIVITIES,
+      { ...query, updated_since: query.updated_since },
+      { granted, where: ownConditions(query) },
+    );
+    const { meta, ...deleted } = syncAnswer(page, query.limit);
+    return {
+      data: page.rows.map(toActivityDto),
+      meta: { limit: meta.limit, next_cursor: meta.next_cursor, has_more: meta.has_more },
+      ...deleted,
+    };
+  }
   if (query.filter === undefined && query.sort === undefined)
     return listActivities(em, query as ActivityListQuery);
   const page = await queryList(

@@ -28,7 +28,7 @@ export const activitiesRouter = router({
         tags,
         summary: 'List logged activities, newest first',
         description:
-          'Returns a page of the organization’s notes, tasks, calls, meetings and e-mails, newest first by `occurred_at`, optionally only those linked to a deal, contact or company, of a type, or tasks by status and due date; `filter` and `sort` take the query language (docs/api/query.md) over the activity’s fields and `links.type`/`links.id`, ANDed with those parameters. Continue with `after` = `meta.next_cursor`.',
+          'Returns a page of the organization’s notes, tasks, calls, meetings and e-mails, newest first by `occurred_at`, optionally only those linked to a deal, contact or company, of a type, or tasks by status and due date; `filter` and `sort` take the query language (docs/api/query.md) over the activity’s fields and `links.type`/`links.id`, ANDed with those parameters. Continue with `after` = `meta.next_cursor`. With `updated_since` (and `include_deleted=true`), a sync: the records changed (and deleted) since, in the order the changes committed, by a cursor that never skips (docs/api/sync.md).',
       },
       scope: 'activities:read',
       agentHint:

@@ -1,6 +1,13 @@
 import { ENGAGEMENT_TYPES, LINK_TARGETS, TASK_STATUSES } from '@crm/db';
 import { z } from 'zod';
 import { FilterBody, FilterParam, SortParam } from '../../query/schemas.ts';
+import {
+  checkSyncInput,
+  SyncAfter,
+  SyncDeleted,
+  SyncMetaFields,
+  SyncParams,
+} from '../../query/sync-schemas.ts';
 import { DateTime, DateTimeOut, queryInteger, Text, Uuid } from '../../schemas.ts';
 
 /** The largest `body`, in bytes of UTF-8: a long meeting's notes, not an attachment. */
@@ -124,7 +131,7 @@ export { taskFieldsFit };
 
 const ActivityListParams = {
   limit: queryInteger(z.number().min(1).max(100), 50).describe('Page size, 1..100'),
-  after: Uuid.optional().describe('Continue after this activity (the previous page’s `meta.next_cursor`)'),
+  after: SyncAfter,
   deal_id: Uuid.optional().describe('Only activities linked to this deal'),
   contact_id: Uuid.optional().describe('Only activities linked to this contact'),
   company_id: Uuid.optional().describe('Only activities linked to this company'),
@@ -134,14 +141,18 @@ const ActivityListParams = {
   sort: SortParam.optional().describe(
     'Comma-separated fields, `-` for descending (`due_at`, `-occurred_at`); empty values last, the id breaks ties. Newest first (`-occurred_at`) when left out',
   ),
+  ...SyncParams,
 };
 
-export const ActivityListQuery = z.strictObject({ ...ActivityListParams, filter: FilterParam.optional() });
+export const ActivityListQuery = z
+  .strictObject({ ...ActivityListParams, filter: FilterParam.optional() })
+  .superRefine(checkSyncInput);
 export type ActivityListQuery = z.infer<typeof ActivityListQuery>;
 
 /** The body of POST /activities/query: GET /activities's parameters, the filter as a JSON object. */
 export const ActivityQueryBody = z
   .strictObject({ ...ActivityListParams, filter: FilterBody.optional() })
+  .superRefine(checkSyncInput)
   .meta({
     id: 'ActivityQueryRequest',
     examples: [
@@ -162,10 +173,8 @@ export type ActivityQueryBody = z.infer<typeof ActivityQueryBody>;
 
 export const ActivityList = z.object({
   data: z.array(LoggedActivity),
-  meta: z.object({
-    limit: z.number().int().min(1),
-    next_cursor: Uuid.nullable().describe('Pass as `after` for the next page; null on the last page'),
-  }),
+  meta: z.object({ limit: z.number().int().min(1), ...SyncMetaFields }),
+  deleted: SyncDeleted,
 });
 
 /** One entry of a deal's timeline: what `kind` it is, its own id, and when (`at`). */

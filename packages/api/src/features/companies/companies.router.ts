@@ -33,7 +33,7 @@ export const companiesRouter = router({
         tags,
         summary: 'List companies, newest first',
         description:
-          'Returns a page of the organization’s companies (`limit`, `offset`, or `after` a cursor) with `meta.total`; `q` keeps those whose name or domain contains it, case-insensitively; `filter` and `sort` are the filter language’s (docs/api/query.md).',
+          'Returns a page of the organization’s companies (`limit`, `offset`, or `after` a cursor) with `meta.total`; `q` keeps those whose name or domain contains it, case-insensitively; `filter` and `sort` are the filter language’s (docs/api/query.md). With `updated_since` (and `include_deleted=true`), a sync: the records changed (and deleted) since, in the order the changes committed, by a cursor that never skips (docs/api/sync.md).',
       },
       scope: 'companies:read',
       agentHint:

@@ -1,6 +1,14 @@
 import { z } from 'zod';
 import { FilterBody, FilterParam, SortParam } from '../../query/schemas.ts';
-import { CursorPagination, CursorPaginationMeta, DateTimeOut, ShortText, Text, Uuid } from '../../schemas.ts';
+import {
+  checkSyncInput,
+  SyncAfter,
+  SyncDeleted,
+  SyncMetaFields,
+  SyncParams,
+  SyncTotalExact,
+} from '../../query/sync-schemas.ts';
+import { CursorPaginationMeta, DateTimeOut, Pagination, ShortText, Text, Uuid } from '../../schemas.ts';
 import { CustomValues, CustomValuesInput } from '../custom-fields/custom-field.schemas.ts';
 
 /** Head counts as LinkedIn and most enrichment providers bucket them: what a client has to send. */
@@ -106,22 +114,29 @@ export type CompanyUpdateInput = z.infer<typeof CompanyUpdateInput>;
 
 const CompanyQ = Text().trim().min(1).max(200).describe('Case-insensitive substring of name or domain');
 
-export const CompanyListQuery = z.strictObject({
-  ...CursorPagination,
-  q: CompanyQ.optional(),
-  filter: FilterParam.optional(),
-  sort: SortParam.optional(),
-});
+export const CompanyListQuery = z
+  .strictObject({
+    ...Pagination,
+    after: SyncAfter,
+    q: CompanyQ.optional(),
+    filter: FilterParam.optional(),
+    sort: SortParam.optional(),
+    ...SyncParams,
+  })
+  .superRefine(checkSyncInput);
 export type CompanyListQuery = z.infer<typeof CompanyListQuery>;
 
 /** The body of POST /companies/query: GET /companies's parameters, the filter as a JSON object. */
 export const CompanyQueryBody = z
   .strictObject({
-    ...CursorPagination,
+    ...Pagination,
+    after: SyncAfter,
     q: CompanyQ.optional(),
     filter: FilterBody.optional(),
     sort: SortParam.optional(),
+    ...SyncParams,
   })
+  .superRefine(checkSyncInput)
   .meta({
     id: 'CompanyQueryRequest',
     examples: [{ filter: { field: 'size', op: 'in', value: ['201-500', '501-1000'] }, sort: 'name' }],
@@ -130,14 +145,8 @@ export type CompanyQueryBody = z.infer<typeof CompanyQueryBody>;
 
 export const CompanyList = z.object({
   data: z.array(Company),
-  meta: CursorPaginationMeta.extend({
-    total_exact: z
-      .boolean()
-      .optional()
-      .describe(
-        'Present (false) only when `q` matched more than `total` companies: matches are counted up to 1,000',
-      ),
-  }),
+  meta: CursorPaginationMeta.extend({ ...SyncMetaFields, total_exact: SyncTotalExact }),
+  deleted: SyncDeleted,
 });
 
 /** How many of its newest deals and contacts a company's detail shows. */

@@ -2,10 +2,18 @@ import { ENGAGEMENT_LEVELS, INFLUENCE_LEVELS, ROLE_TYPES, SENTIMENTS } from '@cr
 import { z } from 'zod';
 import { FilterBody, FilterParam, SortParam } from '../../query/schemas.ts';
 import {
-  CursorPagination,
+  checkSyncInput,
+  SyncAfter,
+  SyncDeleted,
+  SyncMetaFields,
+  SyncParams,
+  SyncTotalExact,
+} from '../../query/sync-schemas.ts';
+import {
   CursorPaginationMeta,
   DateTimeOut,
   LongText,
+  Pagination,
   ShortText,
   Text,
   Uuid,
@@ -121,22 +129,29 @@ export type ContactUpdateInput = z.infer<typeof ContactUpdateInput>;
 
 const ContactQ = Text().trim().min(1).max(200).describe('Case-insensitive substring of name, email or title');
 
-export const ContactListQuery = z.strictObject({
-  ...CursorPagination,
-  q: ContactQ.optional(),
-  filter: FilterParam.optional(),
-  sort: SortParam.optional(),
-});
+export const ContactListQuery = z
+  .strictObject({
+    ...Pagination,
+    after: SyncAfter,
+    q: ContactQ.optional(),
+    filter: FilterParam.optional(),
+    sort: SortParam.optional(),
+    ...SyncParams,
+  })
+  .superRefine(checkSyncInput);
 export type ContactListQuery = z.infer<typeof ContactListQuery>;
 
 /** The body of POST /contacts/query: GET /contacts's parameters, the filter as a JSON object. */
 export const ContactQueryBody = z
   .strictObject({
-    ...CursorPagination,
+    ...Pagination,
+    after: SyncAfter,
     q: ContactQ.optional(),
     filter: FilterBody.optional(),
     sort: SortParam.optional(),
+    ...SyncParams,
   })
+  .superRefine(checkSyncInput)
   .meta({
     id: 'ContactQueryRequest',
     examples: [
@@ -155,12 +170,6 @@ export type ContactQueryBody = z.infer<typeof ContactQueryBody>;
 
 export const ContactList = z.object({
   data: z.array(Contact),
-  meta: CursorPaginationMeta.extend({
-    total_exact: z
-      .boolean()
-      .optional()
-      .describe(
-        'Present (false) only when `q` matched more than `total` contacts: matches are counted up to 1,000',
-      ),
-  }),
+  meta: CursorPaginationMeta.extend({ ...SyncMetaFields, total_exact: SyncTotalExact }),
+  deleted: SyncDeleted,
 });

@@ -38,7 +38,7 @@ export const contactsRouter = router({
         tags,
         summary: 'List contacts, newest first',
         description:
-          'Returns a page of the organization’s contacts (`limit`, `offset`) with `meta.total`; `q` keeps those whose name, e-mail or title contains it, case-insensitively. `filter` (a JSON tree: any field of the contact, `custom.<key>`, `deal.<field>`) and `sort` (`name,-created_at`) narrow and order it; with either, `meta.total` is exact. An unknown field, an operator or value that does not fit is a 400 naming the node (docs/api/query.md).',
+          'Returns a page of the organization’s contacts (`limit`, `offset`) with `meta.total`; `q` keeps those whose name, e-mail or title contains it, case-insensitively. `filter` (a JSON tree: any field of the contact, `custom.<key>`, `deal.<field>`) and `sort` (`name,-created_at`) narrow and order it; with either, `meta.total` is exact. An unknown field, an operator or value that does not fit is a 400 naming the node (docs/api/query.md). With `updated_since` (and `include_deleted=true`), a sync: the records changed (and deleted) since, in the order the changes committed, by a cursor that never skips (docs/api/sync.md).',
       },
       scope: 'contacts:read',
       agentHint:

@@ -7,6 +7,7 @@ import { emitEvent, outboxRow } from '../../events.ts';
 import { orgQuery } from '../../org-scope.ts';
 import { queryList } from '../../query/list.ts';
 import { CONTACTS } from '../../query/objects.ts';
+import { type SyncedObject, syncAnswer, syncList } from '../../query/sync.ts';
 import { afterAnchor, checkCursor } from '../../read-model.ts';
 import { toIso } from '../../schemas.ts';
 import { linkedCompany } from '../companies/companies.service.ts';
@@ -75,11 +76,32 @@ const keptContactCount = orgQuery((db) =>
  * is the count the database keeps; with `q` the matches are counted up to MATCH_COUNT_BOUND: beyond,
  * `total` is the bound and `total_exact` false ("more than"); `total_exact` (false) is there only then.
  */
+const SYNCED_CONTACTS: SyncedObject = {
+  table: 'contacts',
+  alias: 'c',
+  // Read when called: the query language's objects import this module's neighbours (a cycle at load).
+  get rows() {
+    return CONTACTS.rows;
+  },
+  get listed() {
+    return CONTACTS;
+  },
+};
+
 export async function listContacts(
   em: EntityManager,
   query: ContactListQuery | ContactQueryBody,
   granted: readonly string[],
 ) {
+  if (query.updated_since !== undefined) {
+    const page = await syncList(
+      em,
+      SYNCED_CONTACTS,
+      { ...query, updated_since: query.updated_since },
+      { granted, where: query.q ? [contactMatches(likePattern(query.q))] : [] },
+    );
+    return { data: page.rows as ContactDto[], ...syncAnswer(page, query.limit) };
+  }
   if (query.filter !== undefined || query.sort !== undefined) return queryContacts(em, query, granted);
   await checkCursor(em, { table: 'contacts', what: 'contact' }, query);
   const pattern = query.q ? likePattern(query.q) : undefined;

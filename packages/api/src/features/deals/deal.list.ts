@@ -2,23 +2,49 @@ import type { EntityManager } from '@crm/db';
 import { type Expression, type SqlBool, sql } from 'kysely';
 import { queryList } from '../../query/list.ts';
 import { DEALS } from '../../query/objects.ts';
+import { type SyncedObject, syncAnswer, syncList } from '../../query/sync.ts';
 import { type DealRow, dealTotal, queryDeals, toDealDto } from './deal.queries.ts';
 import type { DealListQuery, DealQueryBody } from './deal.schemas.ts';
+
+const SYNCED_DEALS: SyncedObject = {
+  table: 'deals',
+  alias: 'd',
+  // Read when called: the query language's objects import the features' modules (a cycle at load).
+  get rows() {
+    return DEALS.rows;
+  },
+  get listed() {
+    return DEALS;
+  },
+};
 
 /**
  * GET /deals and POST /deals/query. Without `filter` and `sort`, the list as the contract has it (newest
  * first, its total from the kept counts); with either, through the filter language, the list's own
- * parameters ANDed with the filter and the total counted exactly.
+ * parameters ANDed with the filter and the total counted exactly. With `updated_since`, a sync
+ * (docs/api/sync.md): the changed deals meeting the same conditions, in sync order.
  */
 export async function listDeals(
   em: EntityManager,
   query: DealListQuery | DealQueryBody,
   granted: readonly string[],
 ) {
-  if (query.filter === undefined && query.sort === undefined) return queryDeals(em, query);
   const where: Expression<SqlBool>[] = [];
   if (query.lifecycle_stage) where.push(sql<SqlBool>`d.lifecycle_stage = ${query.lifecycle_stage}`);
   if (query.pipeline_id) where.push(sql<SqlBool>`d.pipeline_id = ${query.pipeline_id}::uuid`);
+  if (query.updated_since !== undefined) {
+    const page = await syncList(
+      em,
+      SYNCED_DEALS,
+      { ...query, updated_since: query.updated_since },
+      { granted, where },
+    );
+    return {
+      data: page.rows.map((row) => toDealDto(row as unknown as DealRow)),
+      ...syncAnswer(page, query.limit),
+    };
+  }
+  if (query.filter === undefined && query.sort === undefined) return queryDeals(em, query);
   const page = await queryList(em, DEALS, query, {
     granted,
     where,

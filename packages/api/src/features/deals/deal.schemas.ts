@@ -1,11 +1,19 @@
 import { z } from 'zod';
 import { FilterBody, FilterParam, SortParam } from '../../query/schemas.ts';
 import {
-  CursorPagination,
+  checkSyncInput,
+  SyncAfter,
+  SyncDeleted,
+  SyncMetaFields,
+  SyncParams,
+  SyncTotalExact,
+} from '../../query/sync-schemas.ts';
+import {
   CursorPaginationMeta,
   DateTime,
   DateTimeOut,
   LongText,
+  Pagination,
   ShortText,
   Text,
   Uuid,
@@ -159,24 +167,31 @@ export const DealUpdateInput = z
   });
 export type DealUpdateInput = z.infer<typeof DealUpdateInput>;
 
-export const DealListQuery = z.strictObject({
-  ...CursorPagination,
-  lifecycle_stage: LifecycleStage.optional(),
-  pipeline_id: Uuid.optional(),
-  filter: FilterParam.optional(),
-  sort: SortParam.optional(),
-});
+export const DealListQuery = z
+  .strictObject({
+    ...Pagination,
+    after: SyncAfter,
+    lifecycle_stage: LifecycleStage.optional(),
+    pipeline_id: Uuid.optional(),
+    filter: FilterParam.optional(),
+    sort: SortParam.optional(),
+    ...SyncParams,
+  })
+  .superRefine(checkSyncInput);
 export type DealListQuery = z.infer<typeof DealListQuery>;
 
 /** The body of POST /deals/query: GET /deals's parameters, the filter as a JSON object (no length limit of a URL). */
 export const DealQueryBody = z
   .strictObject({
-    ...CursorPagination,
+    ...Pagination,
+    after: SyncAfter,
     lifecycle_stage: LifecycleStage.optional(),
     pipeline_id: Uuid.optional(),
     filter: FilterBody.optional(),
     sort: SortParam.optional(),
+    ...SyncParams,
   })
+  .superRefine(checkSyncInput)
   .meta({
     id: 'DealQueryRequest',
     examples: [
@@ -194,7 +209,11 @@ export const DealQueryBody = z
   });
 export type DealQueryBody = z.infer<typeof DealQueryBody>;
 
-export const DealList = z.object({ data: z.array(Deal), meta: CursorPaginationMeta });
+export const DealList = z.object({
+  data: z.array(Deal),
+  meta: CursorPaginationMeta.extend({ ...SyncMetaFields, total_exact: SyncTotalExact }),
+  deleted: SyncDeleted,
+});
 
 export const Stakeholder = z
   .object({

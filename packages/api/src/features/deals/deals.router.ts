@@ -30,7 +30,7 @@ export const dealsRouter = router({
         tags,
         summary: 'List deals, newest first',
         description:
-          'Returns a page of the organization’s deals (`limit`, `offset`) with `meta.total`, optionally only those with a `lifecycle_stage` or in a pipeline. `filter` (a JSON tree: any field of the deal, `custom.<key>`, `stakeholders.<field>`) and `sort` (`-value,created_at`) narrow and order it; `meta.total` counts what the filter keeps. An unknown field, an operator or value that does not fit is a 400 naming the node (docs/api/query.md).',
+          'Returns a page of the organization’s deals (`limit`, `offset`) with `meta.total`, optionally only those with a `lifecycle_stage` or in a pipeline. `filter` (a JSON tree: any field of the deal, `custom.<key>`, `stakeholders.<field>`) and `sort` (`-value,created_at`) narrow and order it; `meta.total` counts what the filter keeps. An unknown field, an operator or value that does not fit is a 400 naming the node (docs/api/query.md). With `updated_since` (and `include_deleted=true`), a sync: the records changed (and deleted) since, in the order the changes committed, by a cursor that never skips (docs/api/sync.md).',
       },
       scope: 'deals:read',
       agentHint:

@@ -1,4 +1,4 @@
-import { type EntityManager, type Tables, TEST_EVENT_TYPE, transaction } from '@crm/db';
+import { type Tables, TEST_EVENT_TYPE } from '@crm/db';
 import { type Kysely, type SqlBool, sql } from 'kysely';
 import type { z } from 'zod';
 import type { AuthedContext } from '../../context.ts';
@@ -6,46 +6,8 @@ import { ApiError, notFound } from '../../errors.ts';
 import { orgQuery } from '../../org-scope.ts';
 import { matchesPlan } from '../../query/evaluate.ts';
 import { checkEventFilter, type EventPlans } from '../../query/event-filter.ts';
+import { placeCommitted } from '../../sequencer.ts';
 import type { EventListQuery, FeedEvent } from './event-feed.schemas.ts';
-
-/** The advisory lock that makes the sequencer one at a time, across every instance. */
-const SEQUENCER_LOCK = 7_261_126_001;
-/** Events placed per pass: a backlog is worked off in passes this size. */
-const SEQUENCER_BATCH = 5_000;
-
-/**
- * Gives committed events their place in the feed: the next positions of one sequence, in the order of
- * their time, to the events not placed yet. One pass at a time (an advisory lock held to its commit), so
- * each pass's positions come after every earlier pass's, and a pass only sees committed events. Hence
- * a reader that has read up to a position never finds a new event behind it: an event committed late
- * is placed late, whatever its id or timestamp.
- */
-export async function placeCommittedEvents(em: EntityManager): Promise<number> {
-  // A backlog (many writers, no reader for a while) is worked off pass after pass, for at most a second.
-  const started = Date.now();
-  let total = 0;
-  for (;;) {
-    const placed = await placeOnePass(em);
-    total += placed;
-    if (placed < SEQUENCER_BATCH || Date.now() - started > 1_000) return total;
-  }
-}
-
-/** One sequencer pass (up to SEQUENCER_BATCH events): what the webhook worker runs after each dispatch. */
-export function placeOnePass(em: EntityManager): Promise<number> {
-  return transaction(em.fork(), async (tx) => {
-    await tx.execute(`select pg_advisory_xact_lock(${SEQUENCER_LOCK})`);
-    const placed = await tx.execute<{ id: string }[]>(
-      `update outbox_events o set position = n.position
-         from (select id, nextval('outbox_events_position') as position
-                 from (select id from outbox_events where position is null
-                        order by created_at, id limit ${SEQUENCER_BATCH}) todo) n
-        where o.id = n.id
-        returning o.id`,
-    );
-    return placed.length;
-  });
-}
 
 type Row = {
   id: string;
@@ -135,10 +97,10 @@ export async function listEvents(ctx: AuthedContext, query: EventListQuery) {
       filter: 'filter',
       types: 'types',
     });
-    await placeCommittedEvents(ctx.services.orm.em);
+    await placeCommitted(ctx.services.orm.em);
     return filteredEvents(ctx, { ...query, types: query.types }, plans);
   }
-  await placeCommittedEvents(ctx.services.orm.em);
+  await placeCommitted(ctx.services.orm.em);
   const rows = await feedPage(ctx.em, { after: query.after, types: query.types, limit: query.limit + 1 });
   const page = (rows as Row[]).slice(0, query.limit);
   const data = page.map(toFeedEvent);
@@ -160,12 +122,12 @@ const eventsNamingRecord = orgQuery((db, a: { id: string }) =>
  * events, and those of links to it), in feed order: a person's export. A scan of the organization's events.
  */
 export async function eventsNaming(ctx: AuthedContext, id: string) {
-  await placeCommittedEvents(ctx.services.orm.em);
+  await placeCommitted(ctx.services.orm.em);
   return ((await eventsNamingRecord(ctx.em, { id })) as Row[]).map(toFeedEvent);
 }
 
 export async function getEvent(ctx: AuthedContext, id: string) {
-  await placeCommittedEvents(ctx.services.orm.em);
+  await placeCommitted(ctx.services.orm.em);
   const [row] = await feedEvent(ctx.em, { id });
   if (!row) throw notFound('Event');
   return toFeedEvent(row as Row);
