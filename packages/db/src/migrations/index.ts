@@ -16,6 +16,7 @@ import { Migration20261201000000_companies } from './Migration20261201000000_com
 import { Migration20261201000100_stakeholders } from './Migration20261201000100_stakeholders.ts';
 import { Migration20261201000200_activities } from './Migration20261201000200_activities.ts';
 import { Migration20261201000300_erasures } from './Migration20261201000300_erasures.ts';
+import { Migration20261202000300_search_words } from './Migration20261202000300_search_words.ts';
 
 /** Listed explicitly (no folder scan): the same list runs on PGlite and on PostgreSQL. */
 export const migrationsList = [
@@ -40,4 +41,5 @@ export const migrationsList = [
   { name: 'Migration20261201000100_stakeholders', class: Migration20261201000100_stakeholders },
   { name: 'Migration20261201000200_activities', class: Migration20261201000200_activities },
   { name: 'Migration20261201000300_erasures', class: Migration20261201000300_erasures },
+  { name: 'Migration20261202000300_search_words', class: Migration20261202000300_search_words },
 ];
