@@ -9,7 +9,7 @@ import {
   sql,
 } from 'kysely';
 import { LRUCache } from 'lru-cache';
-import { currentOrg, orgQuery } from '../../org-scope.ts';
+import { compileOnlyOrgDb, currentOrg, orgQuery } from '../../org-scope.ts';
 import { asJson } from '../../read-model.ts';
 
 /** How many deals and how many contacts one search returns at most. */
@@ -145,6 +145,17 @@ const countUpToBound = (from: 'deals as d' | 'contacts as c', where: Expression<
  * name took 84 ms to count over them at a million deals, its trigrams being everywhere; two words common
  * apart ("Hooli renewal"), 62 ms.
  */
+/** The most rows beginning with the term in one of `prefixColumns`, each counted up to MATCH_COUNT_BOUND + 1 down its prefix index. */
+const mostByPrefix = (
+  from: 'deals as d' | 'contacts as c',
+  prefixColumns: string[],
+  term: Expression<string>,
+) => {
+  const alias = from.slice(-1);
+  const byPrefix = prefixColumns.map((c) => countUpToBound(from, prefixRange(keyOf(`${alias}.${c}`), term)));
+  return (byPrefix.length > 1 ? sql`greatest(${sql.join(byPrefix)})` : byPrefix[0]) as Expression<number>;
+};
+
 const boundedCount = (
   from: 'deals as d' | 'contacts as c',
   found: string,
@@ -152,9 +163,7 @@ const boundedCount = (
   prefixColumns: string[],
   term: Expression<string>,
 ) => {
-  const alias = from.slice(-1);
-  const byPrefix = prefixColumns.map((c) => countUpToBound(from, prefixRange(keyOf(`${alias}.${c}`), term)));
-  const most = sql`greatest(${sql.join([...byPrefix, sql`(select count(*) from ${sql.table(words)})`])})`;
+  const most = sql`greatest(${mostByPrefix(from, prefixColumns, term)}, (select count(*) from ${sql.table(words)}))`;
   return sql<string>`case when ${most} > ${sql.lit(MATCH_COUNT_BOUND)} then ${sql.lit(MATCH_COUNT_BOUND + 1)} else (select count(*) from ${sql.table(found)}) end`;
 };
 
@@ -301,23 +310,60 @@ function rankedMatches(
 }
 
 /**
- * The CTE bodies of one table's matches, up to MATCH_COUNT_BOUND + 1 of them: `words`, the rows whose
- * words begin with the term's (the words index alone), and `found`, every match (containing the term, or
- * in `words`), read only when `words` holds no more than the bound (else the count is "more than" and
- * the list's rank 2 is full). Counted by `boundedCount`; when they are all there, the list's matches
+ * The CTE body of one table's matches, up to MATCH_COUNT_BOUND + 1 of them: every match (the rows of
+ * `words`, and those containing the term), read only when `words` holds no more than the bound (else the
+ * count is "more than" and the list's rank 2 is full). Counted by `boundedCount`; when they are all there, the list's matches
  * too, so a rare term's indexes are read once.
  */
-const foundRows = (from: 'deals as d' | 'contacts as c', match: Expression<SqlBool>, words?: string) => {
+const foundRows = (from: 'deals as d' | 'contacts as c', contains: Expression<SqlBool>, words: string) => {
   const alias = from.slice(-1);
-  const rows = tables
+  const bound = sql.lit(MATCH_COUNT_BOUND);
+  const containing = tables
     // biome-ignore lint/suspicious/noExplicitAny: one helper for both tables
     .selectFrom(from as any)
     .select([sql.ref(`${alias}.id`).as('id'), sql.ref(`${alias}.created_at`).as('created_at')])
-    .where(match)
+    .where(contains)
     .limit(sql.lit(MATCH_COUNT_BOUND + 1));
-  return words
-    ? rows.where(sql<number>`(select count(*) from ${sql.table(words)})`, '<=', sql.lit(MATCH_COUNT_BOUND))
-    : rows;
+  // `words` holds every word match here (no more than the bound): the rows containing the term are read
+  // without the words' test, which would compute each row's words where the index is not used.
+  return tables
+    .selectFrom(
+      tables
+        .selectFrom(`${words} as w` as never)
+        .select(['w.id', 'w.created_at'] as never)
+        .union(
+          // biome-ignore lint/suspicious/noExplicitAny: see above
+          tables.selectFrom(containing.as('ct') as any).select(['ct.id', 'ct.created_at'] as never),
+        )
+        .as('f') as never,
+    )
+    .selectAll()
+    .where(sql<number>`(select count(*) from ${sql.table(words)})`, '<=', bound)
+    .limit(sql.lit(MATCH_COUNT_BOUND + 1));
+};
+
+/**
+ * The CTE body of the rows whose words begin with the term's (the words index alone), up to
+ * MATCH_COUNT_BOUND + 1 of them; not read when a prefix index alone holds more than the bound (`an`, a
+ * hundred thousand words beginning with it): the count is then "more than" and the list full of prefix
+ * matches, and the words index would give every row of a short common prefix before the first.
+ */
+const wordRows = (
+  from: 'deals as d' | 'contacts as c',
+  words: Expression<SqlBool>,
+  prefixColumns: string[],
+  term: Expression<string>,
+) => {
+  const alias = from.slice(-1);
+  return (
+    tables
+      // biome-ignore lint/suspicious/noExplicitAny: one helper for both tables
+      .selectFrom(from as any)
+      .select([sql.ref(`${alias}.id`).as('id'), sql.ref(`${alias}.created_at`).as('created_at')])
+      .where(words)
+      .where(mostByPrefix(from, prefixColumns, term), '<=', sql.lit(MATCH_COUNT_BOUND))
+      .limit(sql.lit(MATCH_COUNT_BOUND + 1))
+  );
 };
 
 const searchedDeals = () =>
@@ -332,10 +378,6 @@ type ContactRow = InferResult<ReturnType<typeof searchedContacts>>[number];
 /** A deal (as `d`) whose title or company contains the pattern. */
 const dealContains = (pattern: string) =>
   sql<SqlBool>`(d.title ilike ${pattern} or d.company_name ilike ${pattern})`;
-
-/** A deal (as `d`) matching `q`: its title or company contains it, or each of its words begins one of theirs. */
-const dealMatches = (pattern: string, words: string | undefined) =>
-  sql<SqlBool>`(${dealContains(pattern)} or ${wordsMatch('d', words)})`;
 
 /**
  * The companies matching a search, best first (a name or domain equal to the term, then a name beginning
@@ -371,8 +413,9 @@ const companyColumns = (q: string, pattern: string, words: string | undefined) =
  * SEARCH_LIMIT, the deal's stage and the contact's deal joined to the rows found (left joins: each row has
  * its one, in the same organization); each count up to MATCH_COUNT_BOUND + 1.
  */
-const searchBoth = (large: { deals: boolean; contacts: boolean }) =>
-  orgQuery((db, a: { q: string; pattern: string; words?: string; window: number }) => {
+const searchBuild =
+  (large: { deals: boolean; contacts: boolean }) =>
+  (db: Kysely<Tables>, a: { q: string; pattern: string; words?: string; window: number }) => {
     const term = sql<string>`${a.q}`;
     const best = (ranked: ReturnType<typeof rankedMatches>) =>
       tables
@@ -421,12 +464,12 @@ const searchBoth = (large: { deals: boolean; contacts: boolean }) =>
       ),
     );
     return db
-      .with('deals_words', () => foundRows('deals as d', wordsMatch('d', a.words)))
-      .with('contacts_words', () => foundRows('contacts as c', wordsMatch('c', a.words)))
-      .with('deals_found', () => foundRows('deals as d', dealMatches(a.pattern, a.words), 'deals_words'))
-      .with('contacts_found', () =>
-        foundRows('contacts as c', contactMatches(a.pattern, a.words), 'contacts_words'),
+      .with('deals_words', () =>
+        wordRows('deals as d', wordsMatch('d', a.words), ['title', 'company_name'], term),
       )
+      .with('contacts_words', () => wordRows('contacts as c', wordsMatch('c', a.words), ['name'], term))
+      .with('deals_found', () => foundRows('deals as d', dealContains(a.pattern), 'deals_words'))
+      .with('contacts_found', () => foundRows('contacts as c', contactContains(a.pattern), 'contacts_words'))
       .selectNoFrom((eb) => [
         rankedAsJson(
           eb
@@ -475,7 +518,44 @@ const searchBoth = (large: { deals: boolean; contacts: boolean }) =>
         ),
         ...companyColumns(a.q, a.pattern, a.words),
       ]);
-  });
+  };
+
+const searchBoth = (large: { deals: boolean; contacts: boolean }) => orgQuery(searchBuild(large));
+
+/** The compiled search statements of `searchSql`, by organization and plan, with stand-ins for the term. */
+const compiledSearches = new LRUCache<string, { sql: string; parameters: readonly unknown[] }>({
+  max: 1_000,
+});
+const STAND_IN = { q: '\u0000q', pattern: '\u0000pattern', words: '\u0000words', window: -271_828 } as const;
+
+/**
+ * The search's statement for one organization as SQL text and parameters (the organization's id among
+ * them), the plan picked as `search` picks it: what the bench's baseline runs without the framework
+ * (apps/bench/src/baseline-server.ts), so the two compare the same database work. Compiled once per
+ * organization and plan, as the service compiles once per plan.
+ */
+export function searchSql(
+  orgId: string,
+  q: string,
+  large: { deals: boolean; contacts: boolean },
+  newestWindow: number,
+) {
+  const words = wordsOf(q);
+  const key = `${orgId}/${large.deals}/${large.contacts}/${words !== undefined}`;
+  let compiled = compiledSearches.get(key);
+  if (!compiled) {
+    const args = { ...STAND_IN, words: words === undefined ? undefined : STAND_IN.words };
+    compiled = searchBuild(large)(compileOnlyOrgDb(orgId), args).compile();
+    compiledSearches.set(key, compiled);
+  }
+  const value = new Map<unknown, unknown>([
+    [STAND_IN.q, q],
+    [STAND_IN.pattern, likePattern(q)],
+    [STAND_IN.words, words],
+    [STAND_IN.window, newestWindow],
+  ]);
+  return { sql: compiled.sql, parameters: compiled.parameters.map((p) => (value.has(p) ? value.get(p) : p)) };
+}
 
 /** The four statements, by which of the two tables is large (`deals/contacts`). */
 const SEARCHES = new Map<string, ReturnType<typeof searchBoth>>(
