@@ -26,7 +26,8 @@ interface Db {
 }
 
 async function openPostgres(url: string): Promise<Db> {
-  const pool = new pg.Pool({ connectionString: url, max: 10 });
+  // Without JIT, as the service's connections (packages/db/src/orm.ts): the same database work.
+  const pool = new pg.Pool({ connectionString: url, max: 10, options: '-c jit=off' });
   return {
     query: async (sql, params) => (await pool.query(sql, params)).rows,
     close: () => pool.end(),
