@@ -1,6 +1,8 @@
 /**
  * The baseline: a bare node:http server doing the same SQL work as the service for the benchmarked
- * routes, with no framework, ORM or validation library. Run as its own process:
+ * routes, with no framework, ORM or validation library. Search runs the service's own statement (its SQL
+ * text from `searchSql`, compiled once per request shape by the query builder alone): a hand copy of a
+ * ranked statement of this size would drift from it. Run as its own process:
  *
  *   BASELINE_DATABASE_URL=postgres://... | BASELINE_DATA_DIR=<CRM_DATA_DIR>  PORT=... node baseline-server.ts
  *
@@ -10,6 +12,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import path from 'node:path';
+import { matchedOf, searchSql } from '@crm/api';
 import { API_BASE_PATH } from '@crm/config';
 import { PGlite } from '@electric-sql/pglite';
 import { btree_gin } from '@electric-sql/pglite/contrib/btree_gin';
@@ -23,7 +26,8 @@ interface Db {
 }
 
 async function openPostgres(url: string): Promise<Db> {
-  const pool = new pg.Pool({ connectionString: url, max: 10 });
+  // Without JIT, as the service's connections (packages/db/src/orm.ts): the same database work.
+  const pool = new pg.Pool({ connectionString: url, max: 10, options: '-c jit=off' });
   return {
     query: async (sql, params) => (await pool.query(sql, params)).rows,
     close: () => pool.end(),
@@ -284,27 +288,36 @@ async function dealDetail(db: Db, orgId: string, id: string) {
   };
 }
 
-/** The same two ILIKE queries as the service's search: deals by title/company, contacts by name/email/title. */
+/** The organization's kept deal and contact counts, read at most once a minute, as the service reads them to pick the plan. */
+const keptSizes = new Map<string, { at: number; deals: number; contacts: number }>();
+async function sizesOf(db: Db, orgId: string) {
+  const known = keptSizes.get(orgId);
+  if (known && Date.now() - known.at < 60_000) return known;
+  const [row] = await db.query(
+    `select (select sum(n) from deal_counts where org_id = $1) as deals,
+            (select sum(n) from contact_counts where org_id = $1) as contacts`,
+    [orgId],
+  );
+  const size = { at: Date.now(), deals: Number(row?.deals ?? 0), contacts: Number(row?.contacts ?? 0) };
+  keptSizes.set(orgId, size);
+  return size;
+}
+
+const SEARCH_PLAIN_UP_TO = Number(process.env.CRM_SEARCH_PLAIN_UP_TO ?? 50_000);
+const SEARCH_NEWEST_WINDOW = Number(process.env.CRM_SEARCH_NEWEST_WINDOW ?? 2_000);
+
+/** The service's one ranked statement (its SQL text, from `searchSql`: the same database work), and its answer. */
 async function search(db: Db, orgId: string, url: URL) {
   const q = (url.searchParams.get('q') ?? '').trim();
   if (q.length < 2 || q.length > 200) throw new HttpError(400, 'q: 2 to 200 characters');
-  const pattern = `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-  const [deals, contacts] = await Promise.all([
-    db.query(
-      `select d.id, d.title, d.company_name, s.name as stage, d.value, d.deal_health, d.win_probability
-         from deals d join pipeline_stages s on s.id = d.stage_id
-        where d.org_id = $1 and (d.title ilike $2 or d.company_name ilike $2)
-        order by d.created_at desc, d.id desc limit 20`,
-      [orgId, pattern],
-    ),
-    db.query(
-      `select c.id, c.name, c.email, c.title, c.role_type, c.deal_id, d.title as deal_title, d.company_name as company
-         from contacts c join deals d on d.id = c.deal_id
-        where c.org_id = $1 and (c.name ilike $2 or c.email ilike $2 or c.title ilike $2)
-        order by c.created_at desc, c.id desc limit 20`,
-      [orgId, pattern],
-    ),
-  ]);
+  const size = await sizesOf(db, orgId);
+  const large = { deals: size.deals > SEARCH_PLAIN_UP_TO, contacts: size.contacts > SEARCH_PLAIN_UP_TO };
+  const statement = searchSql(orgId, q, large, SEARCH_NEWEST_WINDOW);
+  const [row] = await db.query(statement.sql, statement.parameters as unknown[]);
+  const json = <T>(v: unknown): T => (typeof v === 'string' ? JSON.parse(v) : v) as T;
+  const deals = json<Row[]>(row?.deals ?? '[]');
+  const contacts = json<Row[]>(row?.contacts ?? '[]');
+  const companies = json<Row[]>(row?.companies ?? '[]');
   return {
     data: {
       deals: deals.map((d) => ({
@@ -326,6 +339,22 @@ async function search(db: Db, orgId: string, url: URL) {
         deal_title: str(c.deal_title),
         company: str(c.company),
       })),
+      ...(companies.length > 0
+        ? {
+            companies: companies.map((c) => ({
+              id: c.id,
+              name: c.name,
+              domain: str(c.domain),
+              industry: str(c.industry),
+            })),
+          }
+        : {}),
+    },
+    meta: {
+      deals: matchedOf(row?.deals_matched),
+      contacts: matchedOf(row?.contacts_matched),
+      ...(companies.length > 0 ? { companies: matchedOf(row?.companies_matched) } : {}),
+      count_bound: 1000,
     },
   };
 }

@@ -195,6 +195,51 @@ for (const { driver, label, skip } of DRIVERS) {
       ]);
     });
 
+    it('matches several words in any order, each a word prefix, after the values beginning with the term', async () => {
+      const org = (await s.newOrg('Words')).apiKey;
+      const post = async (path: string, json: Record<string, unknown>) =>
+        (await s.api(path, { method: 'POST', key: org, json })).body.data;
+      const renewal = await post('/deals', {
+        title: 'Renewal for Hooli Systems',
+        company_name: 'Hooli Systems',
+      });
+      const phrase = await post('/deals', { title: 'Hooli renewal', company_name: 'Hooli Labs' });
+      const inside = await post('/deals', { title: 'Shooli renewals' });
+      await post('/deals', { title: 'Renewal for Acme' });
+      await post('/contacts', { name: 'Renée Hoolihan', email: 'renee@hooli.com', deal_id: renewal.id });
+      await post('/companies', { name: 'Hooli Renewables', domain: 'hooli-renew.example' });
+
+      const res = await s.api('/search?q=hooli%20renew', { key: org });
+      expect(res.status).toBe(200);
+      // The title beginning with the term first; then every row whose words begin with the term's words,
+      // newest first; then the one holding the term inside a word ("Shooli renewals").
+      expect(res.body.data.deals.map((d: { id: string }) => d.id)).toEqual([
+        phrase.id,
+        renewal.id,
+        inside.id,
+      ]);
+      expect(res.body.meta.deals).toEqual({ total: 3, exact: true });
+      expect(res.body.data.contacts).toEqual([]);
+      expect(res.body.data.companies.map((c: { name: string }) => c.name)).toEqual(['Hooli Renewables']);
+      // A prefix as typed: every word beginning with it, in the order of the values that begin with it.
+      const typed = await s.api('/search?q=hoo', { key: org });
+      expect(typed.body.data.deals.map((d: { id: string }) => d.id)).toEqual([
+        phrase.id,
+        renewal.id,
+        inside.id,
+      ]);
+      expect(typed.body.data.contacts).toHaveLength(1);
+      // The same rule in every other q, and the word order does not matter.
+      const contacts = await s.api('/contacts?q=hool%20ren', { key: org });
+      expect(contacts.body.data.map((c: { name: string }) => c.name)).toEqual(['Renée Hoolihan']);
+      expect(contacts.body.meta.total).toBe(1);
+      const companies = await s.api('/companies?q=renew%20hooli', { key: org });
+      expect(companies.body.data.map((c: { name: string }) => c.name)).toEqual(['Hooli Renewables']);
+      expect((await s.api('/search?q=systems%20for%20renewal', { key: org })).body.data.deals).toEqual([
+        expect.objectContaining({ id: renewal.id }),
+      ]);
+    });
+
     it('treats % and _ in the query as plain characters', async () => {
       await s.api('/deals', { method: 'POST', json: { title: '100% uptime deal' } });
       const res = await s.api(`/search?q=${encodeURIComponent('0%')}`);

@@ -23,6 +23,7 @@ export {
   FIELD_TYPES,
 } from './features/custom-fields/custom-field.schemas.ts';
 export { createCustomField } from './features/custom-fields/custom-fields.service.ts';
+export { matchedOf, searchSql } from './features/search/search.service.ts';
 export { pruneIdempotencyKeys } from './idempotency.ts';
 export { LIMIT_GROUPS, type LimitGroup } from './limits/groups.ts';
 export { admitRequest, LIMIT_HEADER_NAMES } from './limits/limit-check.ts';

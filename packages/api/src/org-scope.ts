@@ -6,10 +6,11 @@ import {
   ColumnNode,
   type Compilable,
   type DeleteQueryNode,
+  DummyDriver,
   IdentifierNode,
   type InsertQueryNode,
   type JoinNode,
-  type Kysely,
+  Kysely,
   type KyselyPlugin,
   type MergeQueryNode,
   OnNode,
@@ -19,6 +20,9 @@ import {
   ParensNode,
   type PluginTransformQueryArgs,
   type PluginTransformResultArgs,
+  PostgresAdapter,
+  PostgresIntrospector,
+  PostgresQueryCompiler,
   type QueryId,
   type QueryResult,
   ReferenceNode,
@@ -127,6 +131,21 @@ export const UNSCOPED_TABLES: ReadonlySet<string> = new Set([
  */
 export function orgDb(em: EntityManager): Kysely<Tables> {
   return sqlOf(em).withPlugin(new OrgScopePlugin(currentOrg(em)));
+}
+
+/**
+ * A builder that compiles only (it has no connection), scoped to `orgId` as `orgQuery` scopes: for the
+ * bench's baseline, which runs the service's SQL text without the service (apps/bench/src/baseline-server.ts).
+ */
+export function compileOnlyOrgDb(orgId: string): Kysely<Tables> {
+  return new Kysely<Tables>({
+    dialect: {
+      createAdapter: () => new PostgresAdapter(),
+      createDriver: () => new DummyDriver(),
+      createIntrospector: (db) => new PostgresIntrospector(db),
+      createQueryCompiler: () => new PostgresQueryCompiler(),
+    },
+  }).withPlugin(new OrgScopePlugin(orgId));
 }
 
 /**

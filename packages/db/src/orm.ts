@@ -457,6 +457,10 @@ export async function openDatabase(
         statement_timeout: database.queryTimeoutMs,
         query_timeout: database.queryTimeoutMs + 1_000,
         keepAlive: true,
+        // No JIT compilation: it pays off for statements that run for seconds; this service's run for
+        // milliseconds, and a plan estimated above jit_above_cost (search's one statement at a million
+        // deals) spent 150 ms compiling for a 10 ms run (docs/development.md, issue 33).
+        options: '-c jit=off',
         onPoolCreated: wrapPooledQueries(database.preparedStatements ?? true),
       },
     })) as unknown as Orm;

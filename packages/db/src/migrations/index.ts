@@ -19,6 +19,7 @@ import { Migration20261201000300_erasures } from './Migration20261201000300_eras
 import { Migration20261202000000_sync } from './Migration20261202000000_sync.ts';
 import { Migration20261202000100_field_history } from './Migration20261202000100_field_history.ts';
 import { Migration20261202000200_webhook_filters } from './Migration20261202000200_webhook_filters.ts';
+import { Migration20261202000300_search_words } from './Migration20261202000300_search_words.ts';
 import { Migration20261202000400_ai_open_tasks } from './Migration20261202000400_ai_open_tasks.ts';
 import { Migration20261202000700_list_indexes } from './Migration20261202000700_list_indexes.ts';
 
@@ -48,6 +49,7 @@ export const migrationsList = [
   { name: 'Migration20261202000000_sync', class: Migration20261202000000_sync },
   { name: 'Migration20261202000100_field_history', class: Migration20261202000100_field_history },
   { name: 'Migration20261202000200_webhook_filters', class: Migration20261202000200_webhook_filters },
+  { name: 'Migration20261202000300_search_words', class: Migration20261202000300_search_words },
   { name: 'Migration20261202000400_ai_open_tasks', class: Migration20261202000400_ai_open_tasks },
   { name: 'Migration20261202000700_list_indexes', class: Migration20261202000700_list_indexes },
 ];

@@ -11,7 +11,13 @@ import { type SyncedObject, syncAnswer, syncList } from '../../query/sync.ts';
 import { afterAnchor, asJson, checkCursor, isoOf, numberOrNull } from '../../read-model.ts';
 import { fieldRules } from '../custom-fields/custom-fields.service.ts';
 import { customChanges, customValuesOf } from '../custom-fields/custom-values.ts';
-import { companyMatches, likePattern, MATCH_COUNT_BOUND, matchedOf } from '../search/search.service.ts';
+import {
+  companyMatches,
+  likePattern,
+  MATCH_COUNT_BOUND,
+  matchedOf,
+  wordsOf,
+} from '../search/search.service.ts';
 import { companyRows } from './company.queries.ts';
 import {
   COMPANY_DETAIL_NEWEST,
@@ -37,6 +43,8 @@ function toCompanyDto(row: Record<string, unknown>): CompanyDto {
   };
 }
 
+/** `q`'s matches as a list's condition (search's rules, search.service.ts), none without `q`. */
+const qMatches = (q: string | undefined) => (q ? [companyMatches(likePattern(q), wordsOf(q))] : []);
 const oneCompany = orgQuery((db, a: { id: string }) => companyRows(db).where('co.id', '=', a.id), {
   reusePlan: true,
 });
@@ -165,20 +173,22 @@ export async function deleteCompany(em: EntityManager, id: string): Promise<void
   if (Number(deleted.numDeletedRows) === 0) throw notFound('Company');
 }
 
-const companyPage = orgQuery((db, a: { pattern?: string; after?: string; limit: number; offset: number }) => {
-  let page = companyRows(db);
-  if (a.pattern) page = page.where(companyMatches(a.pattern));
-  if (a.after) page = page.where(afterAnchor({ table: 'companies', alias: 'co' }, a.after));
-  return page.orderBy('co.created_at', 'desc').orderBy('co.id', 'desc').limit(a.limit).offset(a.offset);
-});
+const companyPage = orgQuery(
+  (db, a: { pattern?: string; words?: string; after?: string; limit: number; offset: number }) => {
+    let page = companyRows(db);
+    if (a.pattern) page = page.where(companyMatches(a.pattern, a.words));
+    if (a.after) page = page.where(afterAnchor({ table: 'companies', alias: 'co' }, a.after));
+    return page.orderBy('co.created_at', 'desc').orderBy('co.id', 'desc').limit(a.limit).offset(a.offset);
+  },
+);
 
-const matchCount = orgQuery((db, a: { pattern: string }) =>
+const matchCount = orgQuery((db, a: { pattern: string; words?: string }) =>
   db
     .selectFrom((eb) =>
       eb
         .selectFrom('companies as co')
         .select(sql.lit(1).as('one'))
-        .where(companyMatches(a.pattern))
+        .where(companyMatches(a.pattern, a.words))
         .limit(sql.lit(MATCH_COUNT_BOUND + 1))
         .as('m'),
     )
@@ -215,14 +225,14 @@ export async function listCompanies(
       em,
       SYNCED_COMPANIES,
       { ...query, updated_since: query.updated_since },
-      { granted, where: query.q ? [companyMatches(likePattern(query.q))] : [] },
+      { granted, where: qMatches(query.q) },
     );
     return { data: page.rows.map(toCompanyDto), ...syncAnswer(page, query.limit) };
   }
   if (query.filter !== undefined || query.sort !== undefined) {
     const page = await queryList(em, COMPANIES, query, {
       granted,
-      where: query.q ? [companyMatches(likePattern(query.q))] : [],
+      where: qMatches(query.q),
       keptTotal: query.q ? undefined : async () => Number((await keptCompanyCount(em, {}))[0]?.total ?? 0),
     });
     return {
@@ -233,8 +243,16 @@ export async function listCompanies(
   await checkCursor(em, { table: 'companies', what: 'company' }, query);
   const pattern = query.q ? likePattern(query.q) : undefined;
   const [rows, [counted]] = await Promise.all([
-    companyPage(em, { pattern, after: query.after, limit: query.limit + 1, offset: query.offset }),
-    pattern ? matchCount(em, { pattern }) : keptCompanyCount(em, {}),
+    companyPage(em, {
+      pattern,
+      words: query.q ? wordsOf(query.q) : undefined,
+      after: query.after,
+      limit: query.limit + 1,
+      offset: query.offset,
+    }),
+    pattern
+      ? matchCount(em, { pattern, words: query.q ? wordsOf(query.q) : undefined })
+      : keptCompanyCount(em, {}),
   ]);
   const data = rows.slice(0, query.limit).map(toCompanyDto);
   const matched = pattern ? matchedOf(counted?.total) : undefined;

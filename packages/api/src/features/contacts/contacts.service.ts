@@ -13,7 +13,13 @@ import { toIso } from '../../schemas.ts';
 import { linkedCompany } from '../companies/companies.service.ts';
 import { fieldRules } from '../custom-fields/custom-fields.service.ts';
 import { customChanges, customValuesOf } from '../custom-fields/custom-values.ts';
-import { contactMatches, likePattern, MATCH_COUNT_BOUND, matchedOf } from '../search/search.service.ts';
+import {
+  contactMatches,
+  likePattern,
+  MATCH_COUNT_BOUND,
+  matchedOf,
+  wordsOf,
+} from '../search/search.service.ts';
 import { contactRows } from './contact.queries.ts';
 import type {
   ContactCreateInput,
@@ -45,21 +51,25 @@ export function toContactDto(contact: Contact): ContactDto {
   };
 }
 
-const contactPage = orgQuery((db, a: { pattern?: string; after?: string; limit: number; offset: number }) => {
-  let page = contactRows(db);
-  if (a.pattern) page = page.where(contactMatches(a.pattern));
-  if (a.after) page = page.where(afterAnchor({ table: 'contacts', alias: 'c' }, a.after));
-  return page.orderBy('c.created_at', 'desc').orderBy('c.id', 'desc').limit(a.limit).offset(a.offset);
-});
+/** `q`'s matches as a list's condition (search's rules, search.service.ts), none without `q`. */
+const qMatches = (q: string | undefined) => (q ? [contactMatches(likePattern(q), wordsOf(q))] : []);
+const contactPage = orgQuery(
+  (db, a: { pattern?: string; words?: string; after?: string; limit: number; offset: number }) => {
+    let page = contactRows(db);
+    if (a.pattern) page = page.where(contactMatches(a.pattern, a.words));
+    if (a.after) page = page.where(afterAnchor({ table: 'contacts', alias: 'c' }, a.after));
+    return page.orderBy('c.created_at', 'desc').orderBy('c.id', 'desc').limit(a.limit).offset(a.offset);
+  },
+);
 
 /** The matches of `q`, counted up to MATCH_COUNT_BOUND + 1 (`matchedOf` reads it). */
-const matchCount = orgQuery((db, a: { pattern: string }) =>
+const matchCount = orgQuery((db, a: { pattern: string; words?: string }) =>
   db
     .selectFrom((eb) =>
       eb
         .selectFrom('contacts as c')
         .select(sql.lit(1).as('one'))
-        .where(contactMatches(a.pattern))
+        .where(contactMatches(a.pattern, a.words))
         .limit(sql.lit(MATCH_COUNT_BOUND + 1))
         .as('m'),
     )
@@ -98,7 +108,7 @@ export async function listContacts(
       em,
       SYNCED_CONTACTS,
       { ...query, updated_since: query.updated_since },
-      { granted, where: query.q ? [contactMatches(likePattern(query.q))] : [] },
+      { granted, where: qMatches(query.q) },
     );
     return { data: page.rows as ContactDto[], ...syncAnswer(page, query.limit) };
   }
@@ -106,8 +116,16 @@ export async function listContacts(
   await checkCursor(em, { table: 'contacts', what: 'contact' }, query);
   const pattern = query.q ? likePattern(query.q) : undefined;
   const [rows, [counted]] = await Promise.all([
-    contactPage(em, { pattern, after: query.after, limit: query.limit + 1, offset: query.offset }),
-    pattern ? matchCount(em, { pattern }) : keptContactCount(em, {}),
+    contactPage(em, {
+      pattern,
+      words: query.q ? wordsOf(query.q) : undefined,
+      after: query.after,
+      limit: query.limit + 1,
+      offset: query.offset,
+    }),
+    pattern
+      ? matchCount(em, { pattern, words: query.q ? wordsOf(query.q) : undefined })
+      : keptContactCount(em, {}),
   ]);
   const data: ContactDto[] = rows.slice(0, query.limit);
   const matched = pattern ? matchedOf(counted?.total) : undefined;
@@ -135,7 +153,7 @@ async function queryContacts(
 ) {
   const page = await queryList(em, CONTACTS, query, {
     granted,
-    where: query.q ? [contactMatches(likePattern(query.q))] : [],
+    where: qMatches(query.q),
     // q's matches have no kept count.
     keptTotal: query.q ? undefined : async () => Number((await keptContactCount(em, {}))[0]?.total ?? 0),
   });

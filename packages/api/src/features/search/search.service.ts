@@ -9,7 +9,7 @@ import {
   sql,
 } from 'kysely';
 import { LRUCache } from 'lru-cache';
-import { currentOrg, orgQuery } from '../../org-scope.ts';
+import { compileOnlyOrgDb, currentOrg, orgQuery } from '../../org-scope.ts';
 import { asJson } from '../../read-model.ts';
 
 /** How many deals and how many contacts one search returns at most. */
@@ -20,13 +20,49 @@ export function likePattern(q: string): string {
   return `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
-/** A contact (as `c`) whose name, email or title contains the pattern: what search and `GET /contacts?q=` match. */
-export const contactMatches = (pattern: string) =>
+/**
+ * The searched values' words, per table alias: one text each, the same as the `*_search_words` indexes'
+ * expressions (Migration20261202000300), which the planner uses only for that very expression.
+ */
+const WORD_DOCS = {
+  d: sql`to_tsvector('simple', coalesce(d.title, '') || ' ' || coalesce(d.company_name, ''))`,
+  c: sql`to_tsvector('simple', c.name || ' ' || coalesce(c.email, '') || ' ' || coalesce(c.title, ''))`,
+  co: sql`to_tsvector('simple', co.name || ' ' || coalesce(co.domain, ''))`,
+} as const;
+
+/** Whether `q` has a word (a letter or a digit): a term of punctuation alone ("__") is matched as a substring only. */
+export const hasWords = (q: string) => /[\p{L}\p{N}]/u.test(q);
+
+/** The `words` argument of the matchers below: the term when it has words, else left out (a query's other shape). */
+export const wordsOf = (q: string) => (hasWords(q) ? q : undefined);
+
+/**
+ * A row (as `alias`) in which every word of `words` begins a word, in any order (`hooli renew` finds
+ * "Renewal for Hooli Systems"): the term split and lower-cased by the parser that made the index, each
+ * word a prefix (`hooli:* & renew:*`). False when left out (`wordsOf`).
+ */
+export const wordsMatch = (alias: keyof typeof WORD_DOCS, words: string | undefined) =>
+  words === undefined
+    ? sql<SqlBool>`false`
+    : sql<SqlBool>`${WORD_DOCS[alias]} @@ regexp_replace(plainto_tsquery('simple', ${words})::text, '''(?= |$)', ''':*', 'g')::tsquery`;
+
+/** A contact (as `c`) whose name, email or title contains the pattern. */
+const contactContains = (pattern: string) =>
   sql<SqlBool>`(c.name ilike ${pattern} or c.email ilike ${pattern} or c.title ilike ${pattern})`;
 
-/** A company (as `co`) whose name or domain contains the pattern: what search and `GET /companies?q=` match. */
-export const companyMatches = (pattern: string) =>
-  sql<SqlBool>`(co.name ilike ${pattern} or co.domain ilike ${pattern})`;
+/**
+ * A contact (as `c`) matching a term: its name, e-mail or title contains it (`pattern`, `likePattern`), or
+ * every word of it begins one of their words (`words`, `wordsOf`). What search and `GET /contacts?q=` match.
+ */
+export const contactMatches = (pattern: string, words: string | undefined) =>
+  sql<SqlBool>`(${contactContains(pattern)} or ${wordsMatch('c', words)})`;
+
+/**
+ * A company (as `co`) matching a term (its name or domain contains it, or each of its words begins one of
+ * theirs): what search and `GET /companies?q=` match.
+ */
+export const companyMatches = (pattern: string, words: string | undefined) =>
+  sql<SqlBool>`(co.name ilike ${pattern} or co.domain ilike ${pattern} or ${wordsMatch('co', words)})`;
 
 const tables = expressionBuilder<Tables, never>();
 
@@ -101,22 +137,33 @@ const countUpToBound = (from: 'deals as d' | 'contacts as c', where: Expression<
     .as('m')})`;
 
 /**
- * How many rows of `from` match (a value containing the term), counted up to MATCH_COUNT_BOUND + 1: the
- * rows of the CTE `found` (`foundRows`). The rows whose `prefixColumns` begin with the term match too, and are counted
- * first down the prefix indexes (a thousand index entries): when one column alone has more than the bound,
- * so does the whole, and the trigram indexes are not read (the CASE runs its subquery only when reached).
- * A common company name took 84 ms to count over them at a million deals, its trigrams being everywhere.
+ * How many rows of `from` match, counted up to MATCH_COUNT_BOUND + 1: the rows of the CTE `found`
+ * (`foundRows`). Two subsets are counted first, each cheaply: the rows whose `prefixColumns` begin with the
+ * term, down the prefix indexes (a thousand index entries), and the rows whose words begin with the term's
+ * words (the CTE `words`, over the words index). When either has more than the bound, so does the whole,
+ * and the trigram indexes are not read (the CASE runs its subquery only when reached). A common company
+ * name took 84 ms to count over them at a million deals, its trigrams being everywhere; two words common
+ * apart ("Hooli renewal"), 62 ms.
  */
-const boundedCount = (
+/** The most rows beginning with the term in one of `prefixColumns`, each counted up to MATCH_COUNT_BOUND + 1 down its prefix index. */
+const mostByPrefix = (
   from: 'deals as d' | 'contacts as c',
-  found: string,
   prefixColumns: string[],
   term: Expression<string>,
 ) => {
   const alias = from.slice(-1);
   const byPrefix = prefixColumns.map((c) => countUpToBound(from, prefixRange(keyOf(`${alias}.${c}`), term)));
-  const most =
-    byPrefix.length > 1 ? sql`greatest(${sql.join(byPrefix)})` : (byPrefix[0] as Expression<string>);
+  return (byPrefix.length > 1 ? sql`greatest(${sql.join(byPrefix)})` : byPrefix[0]) as Expression<number>;
+};
+
+const boundedCount = (
+  from: 'deals as d' | 'contacts as c',
+  found: string,
+  words: string,
+  prefixColumns: string[],
+  term: Expression<string>,
+) => {
+  const most = sql`greatest(${mostByPrefix(from, prefixColumns, term)}, (select count(*) from ${sql.table(words)}))`;
   return sql<string>`case when ${most} > ${sql.lit(MATCH_COUNT_BOUND)} then ${sql.lit(MATCH_COUNT_BOUND + 1)} else (select count(*) from ${sql.table(found)}) end`;
 };
 
@@ -159,11 +206,15 @@ const rankedAsJson = (rows: Expression<unknown>) =>
   sql`(select coalesce(json_agg(x order by x.r, x.k, x.created_at desc, x.id desc), '[]'::json) from ${rows} x)`;
 
 /**
- * One table's ranked matches, as ids with their rank (`r`: 0 equal, 1 begins with, 2 contains), key and
- * creation: the prefix matches of `prefixColumns` (each column's best SEARCH_LIMIT; a row found by two
- * columns keeps its better rank), then, when they are fewer than SEARCH_LIMIT, the newest rows that
- * contain the term (`newestMatches`; the prefix ones among them left out). The best SEARCH_LIMIT of these
- * are the best SEARCH_LIMIT of all matches.
+ * One table's ranked matches, as ids with their rank (`r`: 0 equal, 1 begins with, 2 each word begins a
+ * word, 3 contains elsewhere), key and creation, each rank's best SEARCH_LIMIT at most:
+ * - ranks 0-1: the prefix matches of `prefixColumns` (each column's best SEARCH_LIMIT);
+ * - rank 2: the newest rows of the CTE `words` when it holds them all (no more than the bound), else the
+ *   newest word matches read by the planner's choice (a walk of the newest rows when they are common,
+ *   where the words index's estimate is a good one: it keeps each word's frequency);
+ * - rank 3, read only when ranks 0-2 give fewer than SEARCH_LIMIT: the newest of `found` when it holds
+ *   every match, else the newest rows containing the term (`contains`, `newestMatches`).
+ * A row found in several ranks keeps its best. The best SEARCH_LIMIT of these are the best of all matches.
  */
 function rankedMatches(
   // biome-ignore lint/suspicious/noExplicitAny: one helper for the deals' and the contacts' search
@@ -171,10 +222,12 @@ function rankedMatches(
   from: 'deals as d' | 'contacts as c',
   prefixColumns: string[],
   term: Expression<string>,
+  wordRows: Expression<SqlBool>,
   // biome-ignore lint/suspicious/noExplicitAny: see above
   contains: SelectQueryBuilder<any, any, { id: string; created_at: Date }>,
-  found: string,
+  ctes: { found: string; words: string },
 ) {
+  const alias = from.slice(-1);
   // Each walk as a subquery: a union's branches cannot carry their own order and limit.
   const [first, ...rest] = prefixColumns.map((c, i) =>
     // biome-ignore lint/suspicious/noExplicitAny: see above
@@ -183,60 +236,134 @@ function rankedMatches(
   // biome-ignore lint/suspicious/noExplicitAny: see above
   let walks: SelectQueryBuilder<any, any, any> = first as SelectQueryBuilder<any, any, any>;
   for (const w of rest) walks = walks.unionAll(w);
-  const pre = tables
-    // biome-ignore lint/suspicious/noExplicitAny: see above
-    .selectFrom(walks.as('w') as any)
-    .select(['w.id', 'w.created_at', 'w.r', 'w.k'] as never)
-    .distinctOn('w.id' as never)
-    .orderBy('w.id' as never)
-    .orderBy('w.r' as never)
-    .orderBy('w.k' as never);
   db = db.withoutPlugins();
-  const foundCount = sql<number>`(select count(*) from ${sql.table(found)})`;
-  // Every match is in `found` when it holds no more than the bound: its newest, sorted. Else the term is
-  // common, and `contains` reads the newest rows.
-  const newestFound = db
-    .selectFrom(found)
-    .select(['id', 'created_at'])
-    .where(foundCount, '<=', sql.lit(MATCH_COUNT_BOUND))
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(sql.lit(SEARCH_LIMIT));
-  const others = db
-    .selectFrom(newestFound.as('f'))
+  const bound = sql.lit(MATCH_COUNT_BOUND);
+  const limit = sql.lit(SEARCH_LIMIT);
+  const countOf = (cte: string) => sql<number>`(select count(*) from ${sql.table(cte)})`;
+  // biome-ignore lint/suspicious/noExplicitAny: the rows of either table, as ids
+  type Any = SelectQueryBuilder<any, any, any>;
+  const newest = (q: Any): Any =>
+    q.orderBy(sql.ref('created_at'), 'desc').orderBy(sql.ref('id'), 'desc').limit(limit);
+  const keptWords = newest(
+    db.selectFrom(ctes.words).select(['id', 'created_at']).where(countOf(ctes.words), '<=', bound),
+  );
+  // biome-ignore lint/suspicious/noExplicitAny: the rows of either table, as ids
+  const anyTables = tables as unknown as Kysely<any>;
+  const readWords = newest(
+    anyTables
+      .selectFrom(from)
+      .select([sql.ref(`${alias}.id`).as('id'), sql.ref(`${alias}.created_at`).as('created_at')])
+      .where(wordRows)
+      .where(countOf(ctes.words), '>', bound),
+  );
+  const keptFound = newest(
+    db
+      .selectFrom(ctes.found)
+      .select(['id', 'created_at'])
+      .where(countOf(ctes.found), '<=', bound)
+      .where(countOf(ctes.words), '<=', bound),
+  );
+  const readContains: Any = db
+    .selectFrom(contains.as('m'))
+    .select(['m.id', 'm.created_at'])
+    .where(countOf(ctes.found), '>', bound)
+    .where(countOf(ctes.words), '<=', bound);
+  const ranked = (q: Any, r: number, as: string): Any =>
+    db
+      .selectFrom(q.as(as))
+      .select([
+        sql.ref(`${as}.id`).as('id'),
+        sql.ref(`${as}.created_at`).as('created_at'),
+        sql.lit(r).as('r'),
+        sql<string>`null`.as('k'),
+      ]);
+  const byWords = db
+    .selectFrom(keptWords.as('kw'))
     .selectAll()
-    .unionAll(
-      db
-        .selectFrom(contains.as('m'))
-        .select(['m.id', 'm.created_at'])
-        .where(foundCount, '>', sql.lit(MATCH_COUNT_BOUND)),
-    );
-  return db
-    .with('pre', () => pre)
+    .unionAll(db.selectFrom(readWords.as('rw')).selectAll());
+  const others = db
+    .selectFrom(keptFound.as('kf'))
+    .selectAll()
+    .unionAll(db.selectFrom(readContains.as('rc')).selectAll());
+  const every = db
     .selectFrom('pre')
     .select(['id', 'created_at', 'r', 'k'])
+    .unionAll(ranked(db.selectFrom('by_words').selectAll(), 2, 'bw'))
     .unionAll(
       db
-        .selectFrom(others.as('m'))
-        .select(['m.id', 'm.created_at', sql.lit(2).as('r'), sql<string>`null`.as('k')])
-        .where(sql<number>`(select count(*) from pre)`, '<', sql.lit(SEARCH_LIMIT))
-        .where('m.id', 'not in', db.selectFrom('pre').select('id')),
+        .selectFrom(ranked(others, 3, 'o').as('m'))
+        .selectAll()
+        .where(
+          sql<number>`(select count(*) from (select id from pre union select id from by_words) s)`,
+          '<',
+          limit,
+        ) as never,
     );
+  // A row found by several ranks (a title beginning with the term whose words do too) keeps its best.
+  return db
+    .with('pre', () => walks)
+    .with('by_words', () => byWords)
+    .selectFrom(every.as('e'))
+    .select(['e.id', 'e.created_at', 'e.r', 'e.k'])
+    .distinctOn('e.id')
+    .orderBy('e.id')
+    .orderBy('e.r')
+    .orderBy('e.k');
 }
 
 /**
- * The CTE body of one table's matches (a value containing the term), up to MATCH_COUNT_BOUND + 1 of them:
- * counted by `boundedCount`, and, when they are all there, the list's matches inside a value too, so a
- * rare term's trigram indexes are read once.
+ * The CTE body of one table's matches, up to MATCH_COUNT_BOUND + 1 of them: every match (the rows of
+ * `words`, and those containing the term), read only when `words` holds no more than the bound (else the
+ * count is "more than" and the list's rank 2 is full). Counted by `boundedCount`; when they are all there, the list's matches
+ * too, so a rare term's indexes are read once.
  */
-const foundRows = (from: 'deals as d' | 'contacts as c', match: Expression<SqlBool>) => {
+const foundRows = (from: 'deals as d' | 'contacts as c', contains: Expression<SqlBool>, words: string) => {
+  const alias = from.slice(-1);
+  const bound = sql.lit(MATCH_COUNT_BOUND);
+  const containing = tables
+    // biome-ignore lint/suspicious/noExplicitAny: one helper for both tables
+    .selectFrom(from as any)
+    .select([sql.ref(`${alias}.id`).as('id'), sql.ref(`${alias}.created_at`).as('created_at')])
+    .where(contains)
+    .limit(sql.lit(MATCH_COUNT_BOUND + 1));
+  // `words` holds every word match here (no more than the bound): the rows containing the term are read
+  // without the words' test, which would compute each row's words where the index is not used.
+  return tables
+    .selectFrom(
+      tables
+        .selectFrom(`${words} as w` as never)
+        .select(['w.id', 'w.created_at'] as never)
+        .union(
+          // biome-ignore lint/suspicious/noExplicitAny: see above
+          tables.selectFrom(containing.as('ct') as any).select(['ct.id', 'ct.created_at'] as never),
+        )
+        .as('f') as never,
+    )
+    .selectAll()
+    .where(sql<number>`(select count(*) from ${sql.table(words)})`, '<=', bound)
+    .limit(sql.lit(MATCH_COUNT_BOUND + 1));
+};
+
+/**
+ * The CTE body of the rows whose words begin with the term's (the words index alone), up to
+ * MATCH_COUNT_BOUND + 1 of them; not read when a prefix index alone holds more than the bound (`an`, a
+ * hundred thousand words beginning with it): the count is then "more than" and the list full of prefix
+ * matches, and the words index would give every row of a short common prefix before the first.
+ */
+const wordRows = (
+  from: 'deals as d' | 'contacts as c',
+  words: Expression<SqlBool>,
+  prefixColumns: string[],
+  term: Expression<string>,
+) => {
   const alias = from.slice(-1);
   return (
     tables
       // biome-ignore lint/suspicious/noExplicitAny: one helper for both tables
       .selectFrom(from as any)
       .select([sql.ref(`${alias}.id`).as('id'), sql.ref(`${alias}.created_at`).as('created_at')])
-      .where(match)
+      .where(words)
+      .where(mostByPrefix(from, prefixColumns, term), '<=', sql.lit(MATCH_COUNT_BOUND))
       .limit(sql.lit(MATCH_COUNT_BOUND + 1))
   );
 };
@@ -251,7 +378,7 @@ type DealRow = InferResult<ReturnType<typeof searchedDeals>>[number];
 type ContactRow = InferResult<ReturnType<typeof searchedContacts>>[number];
 
 /** A deal (as `d`) whose title or company contains the pattern. */
-const dealMatches = (pattern: string) =>
+const dealContains = (pattern: string) =>
   sql<SqlBool>`(d.title ilike ${pattern} or d.company_name ilike ${pattern})`;
 
 /**
@@ -260,7 +387,7 @@ const dealMatches = (pattern: string) =>
  * columns of the search's one statement. Read over the trigram indexes and sorted: an organization's
  * companies are far fewer than its deals (docs/api/companies.md says up to which size this holds).
  */
-const companyColumns = (q: string, pattern: string) => {
+const companyColumns = (q: string, pattern: string, words: string | undefined) => {
   const rank = sql<number>`case when lower(co.name) = lower(${q}) or co.domain = lower(${q}) then 0
     when lower(co.name) collate "C" >= lower(${q}) and lower(co.name) collate "C" < lower(${q}) || chr(1114111) then 1
     else 2 end`;
@@ -268,7 +395,7 @@ const companyColumns = (q: string, pattern: string) => {
     sql<unknown>`(select coalesce(json_agg(x order by x.r, x.created_at desc, x.id desc), '[]'::json) from ${tables
       .selectFrom('companies as co')
       .select(['co.id', 'co.name', 'co.domain', 'co.industry', 'co.custom', 'co.created_at', rank.as('r')])
-      .where(companyMatches(pattern))
+      .where(companyMatches(pattern, words))
       .orderBy(rank)
       .orderBy('co.created_at', 'desc')
       .orderBy('co.id', 'desc')
@@ -277,7 +404,7 @@ const companyColumns = (q: string, pattern: string) => {
     sql<string>`(select count(*) from ${tables
       .selectFrom('companies as co')
       .select(sql.lit(1).as('one'))
-      .where(companyMatches(pattern))
+      .where(companyMatches(pattern, words))
       .limit(sql.lit(MATCH_COUNT_BOUND + 1))
       .as('m')})`.as('companies_matched'),
   ] as const;
@@ -288,8 +415,9 @@ const companyColumns = (q: string, pattern: string) => {
  * SEARCH_LIMIT, the deal's stage and the contact's deal joined to the rows found (left joins: each row has
  * its one, in the same organization); each count up to MATCH_COUNT_BOUND + 1.
  */
-const searchBoth = (large: { deals: boolean; contacts: boolean }) =>
-  orgQuery((db, a: { q: string; pattern: string; window: number }) => {
+const searchBuild =
+  (large: { deals: boolean; contacts: boolean }) =>
+  (db: Kysely<Tables>, a: { q: string; pattern: string; words?: string; window: number }) => {
     const term = sql<string>`${a.q}`;
     const best = (ranked: ReturnType<typeof rankedMatches>) =>
       tables
@@ -307,15 +435,16 @@ const searchBoth = (large: { deals: boolean; contacts: boolean }) =>
         'deals as d',
         ['title', 'company_name'],
         term,
+        wordsMatch('d', a.words),
         newestMatches<DealRow>(
           db,
           large.deals,
           'd',
           searchedDeals(),
-          dealMatches(a.pattern),
+          dealContains(a.pattern),
           a.window,
         ) as never,
-        'deals_found',
+        { found: 'deals_found', words: 'deals_words' },
       ),
     );
     const contacts = best(
@@ -324,20 +453,25 @@ const searchBoth = (large: { deals: boolean; contacts: boolean }) =>
         'contacts as c',
         ['name'],
         term,
+        wordsMatch('c', a.words),
         newestMatches<ContactRow>(
           db,
           large.contacts,
           'c',
           searchedContacts(),
-          contactMatches(a.pattern),
+          contactContains(a.pattern),
           a.window,
         ) as never,
-        'contacts_found',
+        { found: 'contacts_found', words: 'contacts_words' },
       ),
     );
     return db
-      .with('deals_found', () => foundRows('deals as d', dealMatches(a.pattern)))
-      .with('contacts_found', () => foundRows('contacts as c', contactMatches(a.pattern)))
+      .with('deals_words', () =>
+        wordRows('deals as d', wordsMatch('d', a.words), ['title', 'company_name'], term),
+      )
+      .with('contacts_words', () => wordRows('contacts as c', wordsMatch('c', a.words), ['name'], term))
+      .with('deals_found', () => foundRows('deals as d', dealContains(a.pattern), 'deals_words'))
+      .with('contacts_found', () => foundRows('contacts as c', contactContains(a.pattern), 'contacts_words'))
       .selectNoFrom((eb) => [
         rankedAsJson(
           eb
@@ -380,11 +514,52 @@ const searchBoth = (large: { deals: boolean; contacts: boolean }) =>
               'x.k' as never,
             ]),
         ).as('contacts'),
-        boundedCount('deals as d', 'deals_found', ['title', 'company_name'], term).as('deals_matched'),
-        boundedCount('contacts as c', 'contacts_found', ['name'], term).as('contacts_matched'),
-        ...companyColumns(a.q, a.pattern),
+        boundedCount('deals as d', 'deals_found', 'deals_words', ['title', 'company_name'], term).as(
+          'deals_matched',
+        ),
+        boundedCount('contacts as c', 'contacts_found', 'contacts_words', ['name'], term).as(
+          'contacts_matched',
+        ),
+        ...companyColumns(a.q, a.pattern, a.words),
       ]);
-  });
+  };
+
+const searchBoth = (large: { deals: boolean; contacts: boolean }) => orgQuery(searchBuild(large));
+
+/** The compiled search statements of `searchSql`, by organization and plan, with stand-ins for the term. */
+const compiledSearches = new LRUCache<string, { sql: string; parameters: readonly unknown[] }>({
+  max: 1_000,
+});
+const STAND_IN = { q: '\u0000q', pattern: '\u0000pattern', words: '\u0000words', window: -271_828 } as const;
+
+/**
+ * The search's statement for one organization as SQL text and parameters (the organization's id among
+ * them), the plan picked as `search` picks it: what the bench's baseline runs without the framework
+ * (apps/bench/src/baseline-server.ts), so the two compare the same database work. Compiled once per
+ * organization and plan, as the service compiles once per plan.
+ */
+export function searchSql(
+  orgId: string,
+  q: string,
+  large: { deals: boolean; contacts: boolean },
+  newestWindow: number,
+) {
+  const words = wordsOf(q);
+  const key = `${orgId}/${large.deals}/${large.contacts}/${words !== undefined}`;
+  let compiled = compiledSearches.get(key);
+  if (!compiled) {
+    const args = { ...STAND_IN, words: words === undefined ? undefined : STAND_IN.words };
+    compiled = searchBuild(large)(compileOnlyOrgDb(orgId), args).compile();
+    compiledSearches.set(key, compiled);
+  }
+  const value = new Map<unknown, unknown>([
+    [STAND_IN.q, q],
+    [STAND_IN.pattern, likePattern(q)],
+    [STAND_IN.words, words],
+    [STAND_IN.window, newestWindow],
+  ]);
+  return { sql: compiled.sql, parameters: compiled.parameters.map((p) => (value.has(p) ? value.get(p) : p)) };
+}
 
 /** The four statements, by which of the two tables is large (`deals/contacts`). */
 const SEARCHES = new Map<string, ReturnType<typeof searchBoth>>(
@@ -451,7 +626,7 @@ export async function search(
 ) {
   const large = await largeTables(em, plainUpTo);
   const statement = SEARCHES.get(`${large.deals}/${large.contacts}`) as ReturnType<typeof searchBoth>;
-  const [row] = await statement(em, { q, pattern: likePattern(q), window: newestWindow });
+  const [row] = await statement(em, { q, pattern: likePattern(q), words: wordsOf(q), window: newestWindow });
   const companies = asJson<Record<string, unknown>[]>(row?.companies ?? '[]');
   const deals = asJson<Record<string, unknown>[]>(row?.deals ?? '[]');
   const contacts = asJson<Record<string, unknown>[]>(row?.contacts ?? '[]');
