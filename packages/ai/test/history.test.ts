@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { attentionReasons } from '../src/briefing/model.ts';
 import { type DealHistory, type FieldValueFacts, historyFactsAt, snapshotAt } from '../src/history.ts';
 import { labelledSnapshotTimes, trainingSet } from '../src/prediction/model.ts';
 
@@ -168,5 +169,33 @@ describe('the field history as of a moment', () => {
     expect(snapshotAt(deal, day(19)).fieldFacts.pushes).toHaveLength(2);
     expect(snapshotAt(deal, day(21)).fieldFacts.pushes).toHaveLength(3);
     expect(snapshotAt(lostDeal(), day(21)).fieldFacts.pushes).toEqual([]);
+  });
+});
+
+describe('the briefing and coaching name a listed deal whose close date keeps moving', () => {
+  const row = (count: number) => ({
+    id: 'd1',
+    title: 'Slipping',
+    company: null,
+    value: 1,
+    currency: 'EUR',
+    stage: 'Proposal',
+    expected_close_date: null,
+    days_idle: 1,
+    deal_health: null,
+    negative_stakeholders: 0,
+    attention: {
+      single_threaded_with: null,
+      overdue_tasks: 0,
+      oldest_overdue: null,
+      close_date_pushes: { count, last: { from: day(40), to: day(60), at: day(20), eventId: 'e20' } },
+    },
+  });
+
+  it('from two pushes on, citing the last move', () => {
+    expect(attentionReasons(row(2))).toEqual([
+      'close date pushed 2 times, last 2026-02-10 → 2026-03-02 on 2026-01-21, event e20',
+    ]);
+    expect(attentionReasons(row(1))).toEqual([]);
   });
 });

@@ -302,7 +302,7 @@ const fieldValueRows = orgQuery((db, a: { ids: string[] }) =>
 );
 
 /** Each deal's stage and close date values (FieldValueFacts, oldest first), by deal id. */
-async function fieldValues(em: EntityManager, ids: string[]): Promise<Map<string, FieldValueFacts[]>> {
+export async function fieldValues(em: EntityManager, ids: string[]): Promise<Map<string, FieldValueFacts[]>> {
   const byDeal = new Map<string, FieldValueFacts[]>();
   if (ids.length === 0) return byDeal;
   for (const row of await fieldValueRows(em, { ids })) {
