@@ -277,13 +277,14 @@ for (const { driver, label, skip } of DRIVERS) {
 
     describe('the field history (issue 31)', () => {
       it('names a close date pushed three times and a deal stuck in its stage, citing the history', async () => {
+        // Worth the most of the organization's at-risk deals, so the briefing lists it first.
         const deal = await fx.post('/deals', {
           title: 'Slipping deal',
-          value: 10_000,
-          expected_close_date: fx.inDays(30),
+          value: 900_000_000,
+          expected_close_date: fx.inDays(-40),
         });
-        // Pushed, pushed, pulled in, pushed: three pushes.
-        for (const days of [40, 50, 45, 60])
+        // Pushed, pushed, pulled in, pushed: three pushes, to a date already passed (so at risk).
+        for (const days of [-30, -20, -25, -10])
           await fx.patch(`/deals/${deal.id}`, { expected_close_date: fx.inDays(days) });
         // Its stage since 90 days ago (the creation's row moved back): past the 60 days of an
         // organization without a fitted model's typical times.
@@ -310,6 +311,12 @@ for (const { driver, label, skip } of DRIVERS) {
         );
         expect(data.recommended_actions.join(' ')).toContain('it was pushed 3 times');
         expect(data.breakdown).toMatchObject({ close_date_pushes: 3, days_in_stage: 90 });
+        // The briefing lists it with the last push cited; coaching names it.
+        const briefing = (await s.api('/briefing')).body.data;
+        const listed = briefing.at_risk_deals.find((d: Body) => d.id === deal.id);
+        expect(listed?.reason).toContain(`close date pushed 3 times, last ${cite(4)}`);
+        const coaching = (await s.api('/coaching')).body.data;
+        expect(coaching.coaching_tips.join(' ')).toContain('Slipping deal (pushed 3 times)');
         // One push is no risk: a fresh deal pushed once names none.
         const once = await fx.post('/deals', { title: 'Pushed once', expected_close_date: fx.inDays(30) });
         await fx.patch(`/deals/${once.id}`, { expected_close_date: fx.inDays(40) });
