@@ -137,6 +137,10 @@ export interface HistoryFacts {
   stageEventId: string | null;
 }
 
+/** A close date move cited: its dates, when and by which event (the field history's `event_id`). */
+export const citeMove = (m: CloseDateMove) =>
+  `${m.from.toISOString().slice(0, 10)} → ${m.to.toISOString().slice(0, 10)} on ${m.at.toISOString().slice(0, 10)}${m.eventId ? `, event ${m.eventId}` : ''}`;
+
 export const NO_HISTORY_FACTS: HistoryFacts = {
   pushes: [],
   pulledIn: 0,
@@ -174,7 +178,7 @@ export function historyFactsAt(values: readonly FieldValueFacts[] | undefined, t
 }
 
 /**
- * Days a deal spent in each open stage it left (by stage id, each visit added up), from its field history:
+ * Days a deal spent in each stage it left (by stage id, each visit added up), from its field history:
  * what an organization's typical time in a stage is read from.
  */
 export function stageDaysSpent(values: readonly FieldValueFacts[] | undefined): Map<string, number> {

@@ -1,5 +1,4 @@
-import { type CloseDateMove, type DealSnapshot, daysBetween, overdueTasks } from '../history.ts';
-import { citeMove } from '../prediction/features.ts';
+import { type CloseDateMove, citeMove, type DealSnapshot, daysBetween, overdueTasks } from '../history.ts';
 import {
   citeLogged,
   engagedContacts,
@@ -48,7 +47,7 @@ export const STUCK_TYPICAL_TIMES = 2;
 export const STUCK_DEFAULT_DAYS = 60;
 
 const day = (d: Date) => d.toISOString().slice(0, 10);
-const cut = (id: string | null) => (id ? `, event ${id}` : '');
+const eventCited = (id: string | null) => (id ? `, event ${id}` : '');
 
 /** The field history's risks: a close date pushed PUSHES_RISK times or more, a deal stuck in its stage. */
 function historyRisks(s: DealSnapshot, options: AnalysisOptions): { risks: string[]; actions: string[] } {
@@ -75,7 +74,7 @@ function historyRisks(s: DealSnapshot, options: AnalysisOptions): { risks: strin
         : STUCK_DEFAULT_DAYS;
     if (days > limit) {
       risks.push(
-        `Stuck in ${s.stage.name} for ${Math.floor(days)} days (stage_id since ${day(stageSince)}${cut(stageEventId)}; ` +
+        `Stuck in ${s.stage.name} for ${Math.floor(days)} days (stage_id since ${day(stageSince)}${eventCited(stageEventId)}; ` +
           (typical !== undefined
             ? `deals here typically spend ${typical} days in it)`
             : `no typical time known, stuck after ${STUCK_DEFAULT_DAYS} days)`),

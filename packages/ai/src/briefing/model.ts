@@ -1,6 +1,5 @@
 import { PUSHES_RISK } from '../analysis/model.ts';
-import type { CloseDateMove } from '../history.ts';
-import { citeMove } from '../prediction/features.ts';
+import { type CloseDateMove, citeMove } from '../history.ts';
 
 /** The briefing's inputs: aggregates the database computed over the organization's open deals. */
 export interface BriefingDealRow {

@@ -14,8 +14,8 @@ import {
   supportView,
 } from '../analysis/pillars.ts';
 import {
-  type CloseDateMove,
   type ContactFacts,
+  citeMove,
   type DealHistory,
   type DealSnapshot,
   daysBetween,
@@ -136,7 +136,7 @@ export interface FeatureContext {
   /** Groups of features this model leaves out. */
   omit?: FeatureGroup[];
   /**
-   * The median days the history's deals spent in each open stage they left (by stage id; stages left by at
+   * The median days the history's deals spent in each stage they left (by stage id; stages left by at
    * least MIN_STAGE_DAYS_DEALS deals), from their field history: the typical time the analysis compares with.
    */
   stageDays?: Record<string, number>;
@@ -410,7 +410,7 @@ export function contextOf(deals: DealSnapshot[]): FeatureContext {
   return { typicalValue, leadSources, custom: customFeatures(deals) };
 }
 
-/** The median days spent in each open stage by the deals that left it (see FeatureContext.stageDays). */
+/** The median days spent in each stage by the deals that left it (see FeatureContext.stageDays). */
 export function typicalStageDays(histories: DealHistory[]): Record<string, number> {
   const byStage = new Map<string, number[]>();
   for (const h of histories)
@@ -515,10 +515,6 @@ function describeCustom(factor: string, s: DealSnapshot, context: FeatureContext
     ? `${name} ${String(v)}`
     : `${name} ${String(v)} (too rare in the history to learn from)`;
 }
-
-/** A close date move cited: its dates, when and by which event (the field history's `event_id`). */
-export const citeMove = (m: CloseDateMove) =>
-  `${day(m.from)} → ${day(m.to)} on ${day(m.at)}${m.eventId ? `, event ${m.eventId}` : ''}`;
 
 function describePushes(s: DealSnapshot): string {
   const { pushes } = s.fieldFacts;
