@@ -275,6 +275,57 @@ for (const { driver, label, skip } of DRIVERS) {
       });
     });
 
+    describe('the field history (issue 31)', () => {
+      it('names a close date pushed three times and a deal stuck in its stage, citing the history', async () => {
+        // Worth the most of the organization's at-risk deals, so the briefing lists it first.
+        const deal = await fx.post('/deals', {
+          title: 'Slipping deal',
+          value: 900_000_000,
+          expected_close_date: fx.inDays(-40),
+        });
+        // Pushed, pushed, pulled in, pushed: three pushes, to a date already passed (so at risk).
+        for (const days of [-30, -20, -25, -10])
+          await fx.patch(`/deals/${deal.id}`, { expected_close_date: fx.inDays(days) });
+        // Its stage since 90 days ago (the creation's row moved back): past the 60 days of an
+        // organization without a fitted model's typical times.
+        await s.sql(
+          `update field_history set valid_from = valid_from - interval '90 days' where record_id = ? and field = '*'`,
+          [deal.id],
+        );
+        const history = await s.api(`/deals/${deal.id}/history?field=expected_close_date,stage_id`);
+        expect(history.status, history.text).toBe(200);
+        const entries = history.body.data as Body[];
+        const dates = entries.filter((e) => e.field === 'expected_close_date');
+        const stage = entries.find((e) => e.field === 'stage_id') as Body;
+        const day = (d: unknown) => String(d).slice(0, 10);
+        const cite = (i: number) =>
+          `${day(dates[i - 1]?.value)} → ${day(dates[i]?.value)} on ${day(dates[i]?.from)}, event ${dates[i]?.event_id}`;
+        const res = await s.api(`/deals/${deal.id}/analyze`, { method: 'POST' });
+        expect(res.status, res.text).toBe(200);
+        const data = res.body.data;
+        expect(data.risk_factors).toContain(
+          `Close date pushed 3 times (expected_close_date ${cite(1)}; ${cite(2)}; ${cite(4)})`,
+        );
+        expect(data.risk_factors).toContain(
+          `Stuck in ${deal.stage_name} for 90 days (stage_id since ${day(stage.from)}, event ${stage.event_id}; no typical time known, stuck after 60 days)`,
+        );
+        expect(data.recommended_actions.join(' ')).toContain('it was pushed 3 times');
+        expect(data.breakdown).toMatchObject({ close_date_pushes: 3, days_in_stage: 90 });
+        // The briefing lists it with the last push cited; coaching names it.
+        const briefing = (await s.api('/briefing')).body.data;
+        const listed = briefing.at_risk_deals.find((d: Body) => d.id === deal.id);
+        expect(listed?.reason).toContain(`close date pushed 3 times, last ${cite(4)}`);
+        const coaching = (await s.api('/coaching')).body.data;
+        expect(coaching.coaching_tips.join(' ')).toContain('Slipping deal (pushed 3 times)');
+        // One push is no risk: a fresh deal pushed once names none.
+        const once = await fx.post('/deals', { title: 'Pushed once', expected_close_date: fx.inDays(30) });
+        await fx.patch(`/deals/${once.id}`, { expected_close_date: fx.inDays(40) });
+        const calm = (await s.api(`/deals/${once.id}/analyze`, { method: 'POST' })).body.data;
+        expect(calm.breakdown.close_date_pushes).toBe(1);
+        expect(calm.risk_factors.join(' ')).not.toMatch(/Close date pushed|Stuck in/);
+      });
+    });
+
     describe('POST /deals/{id}/predict', () => {
       it('answers the contract’s prediction and stores win_probability on the deal', async () => {
         const deal = await fx.deal('Predict me', true);

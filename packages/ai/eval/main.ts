@@ -17,6 +17,7 @@ import {
   trainingSnapshots,
 } from '../src/prediction/model.ts';
 import { fitPlainRegression, plainProbability } from './baseline.ts';
+import { withFieldHistory } from './field-history.ts';
 import { withGraph } from './graph.ts';
 import { type ReliabilityBin, reliability, type Scores, scoresOf } from './metrics.ts';
 import { opportunityHistory } from './opportunities.ts';
@@ -208,7 +209,7 @@ const b = evaluate(
 );
 print(b, SYNTHETIC_TARGETS);
 syntheticChecks('synthetic B', b);
-const NO_NEW: FeatureGroup[] = ['graph', 'custom'];
+const NO_NEW: FeatureGroup[] = ['graph', 'custom', 'history'];
 effect(
   'synthetic A (no logged activities, no custom fields)',
   a,
@@ -239,6 +240,46 @@ checks.push(
       noise.model.brier <= noiseWithout.model.brier + 0.002,
   ],
   ['graph (helpful): ECE <= 0.05', helpful.model.ece <= 0.05],
+);
+
+// The field history (close date pushes, days in the stage) where pushes carry the outcome and where not.
+const NO_HISTORY: FeatureGroup[] = ['history'];
+const historyHelpfulDeals = withFieldHistory(syntheticDeals({ deals: 2_500, now, seed: 7 }), 9, 'helpful');
+const historyHelpful = evaluate('A + field history (helpful)', historyHelpfulDeals, cutoff, now);
+const historyHelpfulWithout = evaluate('A + history, without', historyHelpfulDeals, cutoff, now, NO_HISTORY);
+effect(
+  'synthetic A + field history, pushes carry the outcome (field-history.ts, helpful)',
+  historyHelpful,
+  historyHelpfulWithout,
+);
+const historyNoiseDeals = withFieldHistory(syntheticDeals({ deals: 2_500, now, seed: 7 }), 9, 'noise');
+const historyNoise = evaluate('A + field history (noise)', historyNoiseDeals, cutoff, now);
+const historyNoiseWithout = evaluate(
+  'A + history (noise), without',
+  historyNoiseDeals,
+  cutoff,
+  now,
+  NO_HISTORY,
+);
+effect(
+  'synthetic A + field history, pushes drawn without the outcome (field-history.ts, noise)',
+  historyNoise,
+  historyNoiseWithout,
+);
+const keptGroup = (r: Report, group: string) =>
+  r.winModel.candidates.some((c) => c.group === group && c.kept);
+checks.push(
+  ['history (helpful): close date pushes kept', keptGroup(historyHelpful, 'close_date_pushes')],
+  [
+    `history (helpful): AUC gains at least 0.005 with the features (${f(historyHelpful.model.auc)} vs ${f(historyHelpfulWithout.model.auc)})`,
+    historyHelpful.model.auc >= historyHelpfulWithout.model.auc + 0.005,
+  ],
+  ['history (noise): close date pushes not kept', !keptGroup(historyNoise, 'close_date_pushes')],
+  [
+    `history (noise): AUC within 0.01 and Brier within 0.002 without the features (${f(historyNoise.model.auc)} vs ${f(historyNoiseWithout.model.auc)})`,
+    Math.abs(historyNoise.model.auc - historyNoiseWithout.model.auc) <= 0.01 &&
+      historyNoise.model.brier <= historyNoiseWithout.model.brier + 0.002,
+  ],
 );
 
 const datasetDir = path.resolve(ROOT, process.argv[2] ?? '../shared/data/crm-sales-opportunities');
@@ -275,8 +316,9 @@ if (real) {
 }
 
 out(
-  '\n## The graph and custom-field features: with and without them\n\n' +
-    'Features: met_stakeholders (stakeholders who took part in a logged call or meeting), two_way_idle (days since the ' +
+  '\n## The graph, field-history and custom-field features: with and without them\n\n' +
+    'Features: close_date_pushes (close date moves to a later date, up to 3) and stage_days (days in the current stage), ' +
+    'each read from the field history as of the snapshot, each its own group; met_stakeholders (stakeholders who took part in a logged call or meeting), two_way_idle (days since the ' +
     'last call or meeting), overdue_tasks; each number custom field, each frequent option of a select one. A group ' +
     'is learned only when at least 10 deals of the history differ on it and, fitted on the rest on top of the groups ' +
     'kept before it, it lowers the log-loss of the 30% of the history that closed last by more than two standard errors.\n\n' +

@@ -99,6 +99,98 @@ export interface DealHistory {
   logged?: LoggedActivityFacts[];
   /** The organization's active custom fields on deals (the same list for every deal of one organization). */
   customFields?: CustomFieldFacts[];
+  /**
+   * The values its stage and expected close date held, oldest first (`field_history`, docs/api/history.md).
+   * Optional: without it the derived facts (close date pushes, days in the stage) are unknown, the analysis
+   * names neither and the win model never learns them.
+   */
+  fieldHistory?: FieldValueFacts[];
+}
+
+/** One value a deal's stage or expected close date held, from `at` (a row of its field history). */
+export interface FieldValueFacts {
+  field: 'stage_id' | 'expected_close_date';
+  /** The stage's id, or the date in ISO 8601; null when unset. */
+  value: string | null;
+  at: Date;
+  /** The change's event (null for a value recorded when history began). */
+  eventId: string | null;
+}
+
+/** A move of the expected close date: from one date to another, when, by which event. */
+export interface CloseDateMove {
+  from: Date;
+  to: Date;
+  at: Date;
+  eventId: string | null;
+}
+
+/** What the field history says of a deal at a moment (HistoryFacts of its snapshot). */
+export interface HistoryFacts {
+  /** Moves of the close date to a later date up to the moment, oldest first. */
+  pushes: CloseDateMove[];
+  /** Moves to an earlier date. */
+  pulledIn: number;
+  /** The stage it was in then (id) and since when: its last stage change, or its first recorded value. */
+  stageId: string | null;
+  stageSince: Date | null;
+  stageEventId: string | null;
+}
+
+/** A close date move cited: its dates, when and by which event (the field history's `event_id`). */
+export const citeMove = (m: CloseDateMove) =>
+  `${m.from.toISOString().slice(0, 10)} → ${m.to.toISOString().slice(0, 10)} on ${m.at.toISOString().slice(0, 10)}${m.eventId ? `, event ${m.eventId}` : ''}`;
+
+export const NO_HISTORY_FACTS: HistoryFacts = {
+  pushes: [],
+  pulledIn: 0,
+  stageId: null,
+  stageSince: null,
+  stageEventId: null,
+};
+
+/**
+ * The facts as of `t` (ms), read only from values recorded then or before (a training snapshot of a closed
+ * deal never sees a move made later). A first date set is no move; a date cleared and set again compares
+ * with the last date, as `GET /deals/{id}/history/summary` counts them.
+ */
+export function historyFactsAt(values: readonly FieldValueFacts[] | undefined, t: number): HistoryFacts {
+  if (!values || values.length === 0) return NO_HISTORY_FACTS;
+  const facts: HistoryFacts = { ...NO_HISTORY_FACTS, pushes: [] };
+  let lastDate: Date | null = null;
+  for (const v of values) {
+    if (v.at.getTime() > t) break;
+    if (v.field === 'stage_id') {
+      if (v.value !== facts.stageId || facts.stageSince === null) {
+        facts.stageId = v.value;
+        facts.stageSince = v.at;
+        facts.stageEventId = v.eventId;
+      }
+    } else if (v.value !== null) {
+      const date = new Date(v.value);
+      if (lastDate && date.getTime() > lastDate.getTime())
+        facts.pushes.push({ from: lastDate, to: date, at: v.at, eventId: v.eventId });
+      else if (lastDate && date.getTime() < lastDate.getTime()) facts.pulledIn++;
+      lastDate = date;
+    }
+  }
+  return facts;
+}
+
+/**
+ * Days a deal spent in each stage it left (by stage id, each visit added up), from its field history:
+ * what an organization's typical time in a stage is read from.
+ */
+export function stageDaysSpent(values: readonly FieldValueFacts[] | undefined): Map<string, number> {
+  const spent = new Map<string, number>();
+  let current: { id: string | null; since: number } | null = null;
+  for (const v of values ?? []) {
+    if (v.field !== 'stage_id') continue;
+    if (current && current.id !== null && v.value !== current.id)
+      spent.set(current.id, (spent.get(current.id) ?? 0) + (v.at.getTime() - current.since) / DAY_MS);
+    if (!current || v.value !== current.id) current = { id: v.value, since: v.at.getTime() };
+  }
+  return spent;
 }
 
 /** Activity types the API writes itself; any other type is a person's own entry (a call, a note). */
@@ -133,6 +225,8 @@ export interface DealSnapshot {
   customFields: CustomFieldFacts[];
   /** Stage moves before `asOf`: to a later or an earlier open stage. */
   stageMoves: { forward: number; back: number };
+  /** Close date pushes and the time in the stage, from the field history up to `asOf`. */
+  fieldFacts: HistoryFacts;
 }
 
 const DEAL_FIELDS: Record<string, keyof DealFacts> = {
@@ -237,6 +331,7 @@ export function snapshotAt(history: DealHistory, asOf: Date): DealSnapshot {
     logged,
     customFields: history.customFields ?? [],
     stageMoves,
+    fieldFacts: historyFactsAt(history.fieldHistory, t),
   };
 }
 

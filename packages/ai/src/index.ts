@@ -1,5 +1,5 @@
 export * from './analysis/chain.ts';
-export { DEAL_HEALTH, type DealHealth, SCORE_BANDS, type ScoreBand } from './analysis/model.ts';
+export { DEAL_HEALTH, type DealHealth, PUSHES_RISK, SCORE_BANDS, type ScoreBand } from './analysis/model.ts';
 export { PILLARS } from './analysis/pillars.ts';
 export * from './analysis/schema.ts';
 export * from './briefing/chain.ts';

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { withFieldHistory } from '../eval/field-history.ts';
 import type { SyntheticDeal } from '../eval/scenario.ts';
 import { syntheticDeals } from '../eval/synthetic.ts';
 import { generatorB } from '../eval/synthetic-b.ts';
@@ -62,6 +63,11 @@ function predictionProblems(s: DealSnapshot, p: BuiltInPrediction, model: Fitted
 
 const ORGANIZATIONS = [
   () => organization('A', syntheticDeals({ deals: 900, now, seed: 21 })),
+  () =>
+    organization(
+      'A + field history',
+      withFieldHistory(syntheticDeals({ deals: 900, now, seed: 21 }), 9, 'helpful'),
+    ),
   () => organization('B timeline', generatorB({ deals: 900, now, seed: 22, mode: 'timeline' })),
   () =>
     organization('B via the API', generatorB({ deals: 600, now, seed: 23, mode: 'api', closed: 400 }), now),
@@ -85,7 +91,10 @@ describe('every explanation is true of the deal it explains', () => {
           checked += p.factors.length;
           note(predictionProblems(s, p, model), s);
         }
-        const a = analyzeSnapshot(s, { staleAfterDays: STALE });
+        const a = analyzeSnapshot(s, {
+          staleAfterDays: STALE,
+          typicalStageDays: org.model.context.stageDays,
+        });
         const scores = new Map(
           scorePillars(s).map((x) => [PILLAR_LABELS[x.pillar], x.score] as [string, number]),
         );

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { type DealHistory, snapshotAt } from '../src/history.ts';
+import { attentionReasons } from '../src/briefing/model.ts';
+import { type DealHistory, type FieldValueFacts, historyFactsAt, snapshotAt } from '../src/history.ts';
 import { labelledSnapshotTimes, trainingSet } from '../src/prediction/model.ts';
 
 const STAGES: DealHistory['stages'] = [
@@ -122,5 +123,79 @@ describe('training never sees how a deal closed', () => {
     expect(labelledSnapshotTimes(open, day(60))).toBeNull();
     expect(labelledSnapshotTimes(lostDeal(), day(25))).toBeNull();
     expect(trainingSet([open], day(60)).deals).toBe(0);
+  });
+});
+
+describe('the field history as of a moment', () => {
+  const close = (n: number, at: number, eventId = `e${at}`): FieldValueFacts => ({
+    field: 'expected_close_date',
+    value: n < 0 ? null : day(n).toISOString(),
+    at: day(at),
+    eventId,
+  });
+  const stage = (id: string, at: number): FieldValueFacts => ({
+    field: 'stage_id',
+    value: id,
+    at: day(at),
+    eventId: `s${at}`,
+  });
+  const values = [
+    stage('lead', 0),
+    close(30, 0),
+    close(40, 5),
+    close(35, 6),
+    close(-1, 7),
+    close(50, 8),
+    stage('proposal', 10),
+    close(60, 20),
+  ];
+
+  it('counts pushes as the summary does (a cleared date compares with the last one), citing each', () => {
+    const facts = historyFactsAt(values, day(30).getTime());
+    expect(facts.pushes.map((m) => [m.from, m.to, m.eventId])).toEqual([
+      [day(30), day(40), 'e5'],
+      [day(35), day(50), 'e8'],
+      [day(50), day(60), 'e20'],
+    ]);
+    expect(facts.pulledIn).toBe(1);
+    expect(facts).toMatchObject({ stageId: 'proposal', stageSince: day(10), stageEventId: 's10' });
+  });
+
+  it('sees nothing recorded after the moment: a training snapshot before a push does not know it', () => {
+    const facts = historyFactsAt(values, day(9).getTime());
+    expect(facts.pushes).toHaveLength(2);
+    expect(facts).toMatchObject({ stageId: 'lead', stageSince: day(0) });
+    const deal = { ...lostDeal(), fieldHistory: values };
+    expect(snapshotAt(deal, day(19)).fieldFacts.pushes).toHaveLength(2);
+    expect(snapshotAt(deal, day(21)).fieldFacts.pushes).toHaveLength(3);
+    expect(snapshotAt(lostDeal(), day(21)).fieldFacts.pushes).toEqual([]);
+  });
+});
+
+describe('the briefing and coaching name a listed deal whose close date keeps moving', () => {
+  const row = (count: number) => ({
+    id: 'd1',
+    title: 'Slipping',
+    company: null,
+    value: 1,
+    currency: 'EUR',
+    stage: 'Proposal',
+    expected_close_date: null,
+    days_idle: 1,
+    deal_health: null,
+    negative_stakeholders: 0,
+    attention: {
+      single_threaded_with: null,
+      overdue_tasks: 0,
+      oldest_overdue: null,
+      close_date_pushes: { count, last: { from: day(40), to: day(60), at: day(20), eventId: 'e20' } },
+    },
+  });
+
+  it('from two pushes on, citing the last move', () => {
+    expect(attentionReasons(row(2))).toEqual([
+      'close date pushed 2 times, last 2026-02-10 → 2026-03-02 on 2026-01-21, event e20',
+    ]);
+    expect(attentionReasons(row(1))).toEqual([]);
   });
 });

@@ -431,6 +431,28 @@ export function checkPredictionFactor(
       -1,
     ],
     ['Overdue tasks', /^No overdue task$/, () => !s.logged.some((a) => a.type === 'task'), 1],
+    ['Close date pushed', /^Close date never pushed$/, () => s.fieldFacts.pushes.length === 0, 1],
+    [
+      'Close date pushed',
+      /^Close date pushed (\d+) times? \(expected_close_date .+\)$/,
+      (m) => s.fieldFacts.pushes.length === Number(m[1]),
+      -1,
+    ],
+    [
+      'Days in the current stage',
+      /^Time in the stage not known \(no field history\)$/,
+      () => s.fieldFacts.stageSince === null,
+      0,
+    ],
+    [
+      'Days in the current stage',
+      /^In (.+) for (\d+) days? \(since (\S+)\)(?:, typically [\d.]+ days? here)?$/,
+      (m) =>
+        m[1] === s.stage.name &&
+        s.fieldFacts.stageSince !== null &&
+        Math.floor((s.asOf.getTime() - s.fieldFacts.stageSince.getTime()) / DAY) === Number(m[2]),
+      0,
+    ],
   ];
   const rule = rules.find(([label, re]) => label === f.factor && re.test(claim));
   if (!rule) return [...problems, `unknown wording for ${f.factor}: ${claim}`];
@@ -469,6 +491,30 @@ export function checkAnalysisFactor(
       'risk',
     ],
     [/^No expected close date$/, () => !close, 'risk'],
+    [
+      /^Close date pushed (\d+) times \(expected_close_date (.+)\)$/,
+      (m) =>
+        s.fieldFacts.pushes.length === Number(m[1]) &&
+        Number(m[1]) >= 2 &&
+        s.fieldFacts.pushes
+          .slice(-3)
+          .every((p) =>
+            (m[2] as string).includes(
+              `${p.to.toISOString().slice(0, 10)} on ${p.at.toISOString().slice(0, 10)}`,
+            ),
+          ),
+      'risk',
+    ],
+    [
+      /^Stuck in (.+) for (\d+) days \(stage_id since (\S+)(?:, event \S+)?; (?:deals here typically spend ([\d.]+) days in it|no typical time known, stuck after 60 days)\)$/,
+      (m) => {
+        const since = s.fieldFacts.stageSince;
+        if (!since || m[1] !== s.stage.name || m[3] !== since.toISOString().slice(0, 10)) return false;
+        const days = (s.asOf.getTime() - since.getTime()) / DAY;
+        return Math.floor(days) === Number(m[2]) && days > (m[4] ? 2 * Number(m[4]) : 60);
+      },
+      'risk',
+    ],
     [/^No stakeholders recorded$/, () => s.contacts.length === 0, 'risk'],
     [/^Single-threaded: one stakeholder$/, () => s.contacts.length === 1, 'risk'],
     [

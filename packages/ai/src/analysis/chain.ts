@@ -66,7 +66,10 @@ export function analysisChain(model?: BaseChatModel): Runnable<AnalysisInput, An
       const snapshot = snapshotAt(input.history, input.asOf);
       return {
         input,
-        analysis: analyzeSnapshot(snapshot, { staleAfterDays: input.staleAfterDays }),
+        analysis: analyzeSnapshot(snapshot, {
+          staleAfterDays: input.staleAfterDays,
+          typicalStageDays: input.winModel?.context.stageDays,
+        }),
         prediction: predictSnapshot(snapshot, {
           staleAfterDays: input.staleAfterDays,
           winModel: input.winModel,

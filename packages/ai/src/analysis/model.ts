@@ -1,4 +1,4 @@
-import { type DealSnapshot, daysBetween, overdueTasks } from '../history.ts';
+import { type CloseDateMove, citeMove, type DealSnapshot, daysBetween, overdueTasks } from '../history.ts';
 import {
   citeLogged,
   engagedContacts,
@@ -32,6 +32,57 @@ export const bandOf = (score: number): ScoreBand =>
 export interface AnalysisOptions {
   /** Days without activity after which an open deal is stale (the pipeline-health threshold). */
   staleAfterDays: number;
+  /** The organization's median days in each open stage, by stage id (its fitted win model's, when it has one). */
+  typicalStageDays?: Record<string, number> | undefined;
+}
+
+/**
+ * A close date pushed this many times is a risk: one push is ordinary replanning, a second one a pattern
+ * (the customer's timeline is not the seller's).
+ */
+export const PUSHES_RISK = 2;
+/** A deal is stuck after this many times its stage's typical days (and never before T, the stale threshold). */
+export const STUCK_TYPICAL_TIMES = 2;
+/** Without a typical time for its stage (no fitted history), a deal is stuck after this many days. */
+export const STUCK_DEFAULT_DAYS = 60;
+
+const day = (d: Date) => d.toISOString().slice(0, 10);
+const eventCited = (id: string | null) => (id ? `, event ${id}` : '');
+
+/** The field history's risks: a close date pushed PUSHES_RISK times or more, a deal stuck in its stage. */
+function historyRisks(s: DealSnapshot, options: AnalysisOptions): { risks: string[]; actions: string[] } {
+  const risks: string[] = [];
+  const actions: string[] = [];
+  const { pushes, stageSince, stageId, stageEventId } = s.fieldFacts;
+  if (pushes.length >= PUSHES_RISK) {
+    risks.push(
+      `Close date pushed ${pushes.length} times (expected_close_date ${pushes
+        .slice(-3)
+        .map(citeMove)
+        .join('; ')}${pushes.length > 3 ? `; ${pushes.length - 3} earlier` : ''})`,
+    );
+    actions.push(
+      `Confirm the close date with the economic buyer: it was pushed ${pushes.length} times, last to ${day((pushes.at(-1) as CloseDateMove).to)}`,
+    );
+  }
+  if (stageSince) {
+    const days = daysBetween(stageSince, s.asOf);
+    const typical = stageId ? options.typicalStageDays?.[stageId] : undefined;
+    const limit =
+      typical !== undefined
+        ? Math.max(STUCK_TYPICAL_TIMES * typical, options.staleAfterDays)
+        : STUCK_DEFAULT_DAYS;
+    if (days > limit) {
+      risks.push(
+        `Stuck in ${s.stage.name} for ${Math.floor(days)} days (stage_id since ${day(stageSince)}${eventCited(stageEventId)}; ` +
+          (typical !== undefined
+            ? `deals here typically spend ${typical} days in it)`
+            : `no typical time known, stuck after ${STUCK_DEFAULT_DAYS} days)`),
+      );
+      actions.push(`Agree the step that moves the deal out of ${s.stage.name}, with a date`);
+    }
+  }
+  return { risks, actions };
 }
 
 export interface StageReadiness {
@@ -138,6 +189,8 @@ export function analyzeSnapshot(s: DealSnapshot, options: AnalysisOptions): Buil
   const engagedPeople = engagedContacts(s);
   const engagedCount = engagedPeople.length;
   const overdue = s.stage.type === 'open' ? overdueTasks(s) : [];
+  const fromHistory =
+    s.stage.type === 'open' ? historyRisks(s, options) : { risks: [] as string[], actions: [] as string[] };
 
   let health: DealHealth;
   if (s.stage.type === 'won') health = 'won';
@@ -156,6 +209,7 @@ export function analyzeSnapshot(s: DealSnapshot, options: AnalysisOptions): Buil
     if (pastClose && close)
       risks.push(`Expected close date passed ${Math.floor(daysBetween(close, s.asOf))} day(s) ago`);
     if (!close) risks.push('No expected close date');
+    risks.push(...fromHistory.risks);
   }
   if (s.contacts.length <= 1)
     risks.push(s.contacts.length === 0 ? 'No stakeholders recorded' : 'Single-threaded: one stakeholder');
@@ -198,6 +252,7 @@ export function analyzeSnapshot(s: DealSnapshot, options: AnalysisOptions): Buil
   if (s.stage.type === 'open') {
     if (idle > stale) actions.push(`Re-engage now: no activity for ${Math.floor(idle)} days`);
     if (pastClose) actions.push('Confirm a new expected close date with the customer');
+    actions.push(...fromHistory.actions);
     if (overdue.length > 0)
       actions.push(
         `Complete or reschedule ${overdue.length} overdue task${overdue.length === 1 ? '' : 's'}, first “${overdue[0]?.subject}”`,
@@ -237,6 +292,10 @@ export function analyzeSnapshot(s: DealSnapshot, options: AnalysisOptions): Buil
       activities: s.activities.length,
       logged_activities: s.logged.length,
       overdue_tasks: overdue.length,
+      close_date_pushes: s.fieldFacts.pushes.length,
+      days_in_stage: s.fieldFacts.stageSince
+        ? Math.floor(daysBetween(s.fieldFacts.stageSince, s.asOf))
+        : null,
       signals,
     },
     pillar_analyses: pillars.map((p) => ({

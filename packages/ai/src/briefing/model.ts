@@ -1,3 +1,6 @@
+import { PUSHES_RISK } from '../analysis/model.ts';
+import { type CloseDateMove, citeMove } from '../history.ts';
+
 /** The briefing's inputs: aggregates the database computed over the organization's open deals. */
 export interface BriefingDealRow {
   id: string;
@@ -21,6 +24,8 @@ export interface DealAttention {
   /** Open tasks linked to the deal whose due date has passed, and the oldest of them. */
   overdue_tasks: number;
   oldest_overdue: OverdueTask | null;
+  /** The close date's pushes (field history), the last one cited; absent when not read. */
+  close_date_pushes?: { count: number; last: CloseDateMove | null };
 }
 
 export interface OverdueTask {
@@ -85,7 +90,7 @@ const tasks = (n: number, more = false) =>
 export const taskNamed = (t: OverdueTask) =>
   `“${t.subject}”${t.deal_title ? ` on ${t.deal_title}` : ''} due ${day(t.due_at)} (task ${t.id})`;
 
-/** Why the graph says a listed deal needs attention: single-threaded, overdue tasks. */
+/** Why the graph and the field history say a listed deal needs attention: single-threaded, overdue tasks, a slipping close date. */
 export function attentionReasons(row: BriefingDealRow): string[] {
   const a = row.attention;
   if (!a) return [];
@@ -96,6 +101,9 @@ export function attentionReasons(row: BriefingDealRow): string[] {
     reasons.push(
       `${tasks(a.overdue_tasks)}, the oldest ${taskNamed({ ...a.oldest_overdue, deal_title: null })}`,
     );
+  const pushes = a.close_date_pushes;
+  if (pushes && pushes.count >= PUSHES_RISK && pushes.last)
+    reasons.push(`close date pushed ${pushes.count} times, last ${citeMove(pushes.last)}`);
   return reasons;
 }
 

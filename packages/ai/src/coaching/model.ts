@@ -47,6 +47,8 @@ export interface CoachingAttention {
   /** Single-threaded deals among the ones the briefing lists: the deal and its one engaged contact. */
   singleThreaded: Array<{ id: string; title: string; with: string }>;
   overdueTasks: OverdueTasks;
+  /** Listed deals whose close date was pushed PUSHES_RISK times or more (field history), with the count. */
+  slipping?: Array<{ id: string; title: string; pushes: number }>;
 }
 
 export interface CoachingFacts {
@@ -85,6 +87,15 @@ function attentionTips(a: CoachingAttention | undefined): string[] {
     tips.push(
       `Clear the overdue tasks: ${o.more ? 'more than ' : ''}${o.count.toLocaleString('en-US')} open ${o.count === 1 && !o.more ? 'task is' : 'tasks are'} past due` +
         (o.oldest.length > 0 ? `, the oldest ${o.oldest.map(taskNamed).join('; ')}.` : '.'),
+    );
+  const slipping = a.slipping ?? [];
+  if (slipping.length > 0)
+    tips.push(
+      `Confirm the close date with the economic buyer on ${slipping.length} open deal${slipping.length === 1 ? '' : 's'} whose date keeps moving: ` +
+        `${slipping
+          .slice(0, NAMED_DEALS)
+          .map((d) => `${d.title} (pushed ${d.pushes} times)`)
+          .join(', ')}${slipping.length > NAMED_DEALS ? ` and ${slipping.length - NAMED_DEALS} more` : ''}.`,
     );
   return tips;
 }

@@ -13,7 +13,15 @@ import {
   supportPillars,
   supportView,
 } from '../analysis/pillars.ts';
-import { type ContactFacts, type DealSnapshot, daysBetween, overdueTasks } from '../history.ts';
+import {
+  type ContactFacts,
+  citeMove,
+  type DealHistory,
+  type DealSnapshot,
+  daysBetween,
+  overdueTasks,
+  stageDaysSpent,
+} from '../history.ts';
 
 /**
  * What the win model sees of a deal, all as of the snapshot. Two kinds, never mixed in one feature:
@@ -50,6 +58,8 @@ export const FACTORS = [
   'negative_notes',
   'two_way',
   'overdue_tasks',
+  'close_date_pushes',
+  'stage_days',
 ] as const;
 export type FactorKey = (typeof FACTORS)[number];
 /** An explanation factor: a fixed one, or a custom field of the organization (`custom.<key>`). */
@@ -81,6 +91,8 @@ export const FACTOR_LABELS: Record<FactorKey, string> = {
   negative_notes: 'Concerns in notes',
   two_way: 'Calls and meetings',
   overdue_tasks: 'Overdue tasks',
+  close_date_pushes: 'Close date pushed',
+  stage_days: 'Days in the current stage',
 };
 
 /** A factor's label: a custom field's is the field's own. */
@@ -111,7 +123,7 @@ export interface CustomFeature {
 }
 
 /** Features a run can leave out (the eval compares with and without them). */
-export type FeatureGroup = 'graph' | 'custom';
+export type FeatureGroup = 'graph' | 'custom' | 'history';
 
 /** What a fitted model knows about its organization, needed to read a deal the same way later. */
 export interface FeatureContext {
@@ -123,6 +135,11 @@ export interface FeatureContext {
   custom?: CustomFeature[];
   /** Groups of features this model leaves out. */
   omit?: FeatureGroup[];
+  /**
+   * The median days the history's deals spent in each stage they left (by stage id; stages left by at
+   * least MIN_STAGE_DAYS_DEALS deals), from their field history: the typical time the analysis compares with.
+   */
+  stageDays?: Record<string, number>;
 }
 
 export const NO_CONTEXT: FeatureContext = { typicalValue: null, leadSources: [] };
@@ -163,9 +180,22 @@ const FIXED: FeatureSpec[] = [
   { key: 'met_stakeholders', factor: 'two_way', sign: 1, unit: 1 },
   { key: 'two_way_idle', factor: 'two_way', sign: -1, unit: 1 },
   { key: 'overdue_tasks', factor: 'overdue_tasks', sign: -1, unit: 0.5 },
+  // The field history (docs/api/history.md), as of the snapshot: how often the close date was pushed and
+  // how long the deal has been in its stage. Without history (imported data, the eval's real set) they are
+  // 0 for every deal and never learned.
+  { key: 'close_date_pushes', factor: 'close_date_pushes', sign: -1, unit: 0.5 },
+  { key: 'stage_days', factor: 'stage_days', sign: -1, unit: 1 },
 ];
 /** The graph features (FeatureGroup 'graph'). */
 export const GRAPH_FEATURES = new Set(['met_stakeholders', 'two_way_idle', 'overdue_tasks']);
+
+/** The history features, each its own candidate group (named by its factor). */
+export const HISTORY_FEATURES = new Set(['close_date_pushes', 'stage_days']);
+
+/** Days in a stage counted at most by the win model. */
+const STAGE_DAYS_CAP = 180;
+/** Stages left by fewer deals of the history than this have no typical time. */
+export const MIN_STAGE_DAYS_DEALS = 10;
 
 /** Days without a call or meeting counted at most (and for a deal that never had one). */
 const TWO_WAY_CAP_DAYS = 180;
@@ -178,7 +208,11 @@ const TWO_WAY_CAP_DAYS = 180;
 export function featureSpecs(context: FeatureContext): FeatureSpec[] {
   const omit = new Set(context.omit ?? []);
   return [
-    ...FIXED.filter((f) => !(omit.has('graph') && GRAPH_FEATURES.has(f.key))),
+    ...FIXED.filter(
+      (f) =>
+        !(omit.has('graph') && GRAPH_FEATURES.has(f.key)) &&
+        !(omit.has('history') && HISTORY_FEATURES.has(f.key)),
+    ),
     ...context.leadSources.map(
       (source): FeatureSpec => ({ key: `lead_source:${source}`, factor: 'lead_source', sign: 0, unit: 0.5 }),
     ),
@@ -331,6 +365,12 @@ function featureValue(key: string, r: DealReading, context: FeatureContext): num
     }
     case 'overdue_tasks':
       return Math.min(3, overdueTasks(s).length);
+    case 'close_date_pushes':
+      return Math.min(3, s.fieldFacts.pushes.length);
+    case 'stage_days': {
+      const since = s.fieldFacts.stageSince;
+      return since ? Math.min(Math.max(0, daysBetween(since, s.asOf)), STAGE_DAYS_CAP) / 30 : 0;
+    }
     default: {
       const pillar = r.pillars.get(key as Pillar);
       if (pillar) return pillar.score / 10;
@@ -368,6 +408,19 @@ export function contextOf(deals: DealSnapshot[]): FeatureContext {
     .slice(0, MAX_LEAD_SOURCES)
     .map(([source]) => source);
   return { typicalValue, leadSources, custom: customFeatures(deals) };
+}
+
+/** The median days spent in each stage by the deals that left it (see FeatureContext.stageDays). */
+export function typicalStageDays(histories: DealHistory[]): Record<string, number> {
+  const byStage = new Map<string, number[]>();
+  for (const h of histories)
+    for (const [stage, days] of stageDaysSpent(h.fieldHistory))
+      byStage.set(stage, [...(byStage.get(stage) ?? []), days]);
+  const out: Record<string, number> = {};
+  for (const [stage, days] of byStage)
+    if (days.length >= MIN_STAGE_DAYS_DEALS)
+      out[stage] = Math.round(median(days.sort((a, b) => a - b)) * 10) / 10;
+  return out;
 }
 
 const median = (sorted: number[]) => {
@@ -461,6 +514,20 @@ function describeCustom(factor: string, s: DealSnapshot, context: FeatureContext
   return f?.options?.includes(String(v))
     ? `${name} ${String(v)}`
     : `${name} ${String(v)} (too rare in the history to learn from)`;
+}
+
+function describePushes(s: DealSnapshot): string {
+  const { pushes } = s.fieldFacts;
+  if (pushes.length === 0) return 'Close date never pushed';
+  return `Close date pushed ${plural(pushes.length, 'time')} (expected_close_date ${pushes.slice(-3).map(citeMove).join('; ')})`;
+}
+
+function describeStageDays(s: DealSnapshot, context: FeatureContext): string {
+  const { stageSince, stageId } = s.fieldFacts;
+  if (!stageSince) return 'Time in the stage not known (no field history)';
+  const days = Math.floor(Math.max(0, daysBetween(stageSince, s.asOf)));
+  const typical = stageId ? context.stageDays?.[stageId] : undefined;
+  return `In ${s.stage.name} for ${plural(days, 'day')} (since ${day(stageSince)})${typical !== undefined ? `, typically ${plural(typical, 'day')} here` : ''}`;
 }
 
 /** The sentence naming what the deal has or lacks for one factor, true of this deal read alone. */
@@ -560,6 +627,10 @@ export function describeFactor(factor: FactorId, r: DealReading, context: Featur
       const days = Math.floor(Math.max(0, daysBetween(last.at, s.asOf)));
       return `Last call or meeting ${plural(days, 'day')} ago (${citeLogged(last)}); ${plural(people.length, 'stakeholder')} took part in one${people.length > 0 ? `: ${names(people)}` : ''}`;
     }
+    case 'close_date_pushes':
+      return describePushes(s);
+    case 'stage_days':
+      return describeStageDays(s, context);
     case 'overdue_tasks': {
       const tasks = overdueTasks(s);
       if (tasks.length === 0) return 'No overdue task';

@@ -13,11 +13,13 @@ import {
   featureSpecs,
   featureVector,
   GRAPH_FEATURES,
+  HISTORY_FEATURES,
   logit,
   NO_CONTEXT,
   readDeal,
   sigmoid,
   stageProbability,
+  typicalStageDays,
 } from './features.ts';
 import { contributions, fitLogistic, type LogisticModel, predictLogistic } from './logistic-regression.ts';
 
@@ -160,9 +162,11 @@ function lastSnapshots(set: TrainingSnapshots): DealSnapshot[] {
 /** The training rows of an organization's closed deals: one feature vector per snapshot. */
 export function trainingSet(histories: DealHistory[], now: Date, omit: FeatureGroup[] = []): TrainingSet {
   const snapshots = trainingSnapshots(histories, now);
+  const stageDays = typicalStageDays(histories);
   const context: FeatureContext = {
     ...contextOf(lastSnapshots(snapshots)),
     ...(omit.length > 0 ? { omit } : {}),
+    ...(Object.keys(stageDays).length > 0 ? { stageDays } : {}),
   };
   const specs = featureSpecs(context);
   return {
@@ -198,9 +202,16 @@ function supported(set: TrainingSet): boolean[] {
   });
 }
 
-/** Which candidate group a feature belongs to: the graph's, a custom field's (`custom.<key>`), or none. */
-const candidateOf = (f: FeatureSpec): string | null =>
-  GRAPH_FEATURES.has(f.key) ? 'graph' : f.factor.startsWith('custom.') ? f.factor : null;
+/**
+ * Which candidate group a feature belongs to: the graph's, a history feature's own (`close_date_pushes`,
+ * `stage_days`), a custom field's (`custom.<key>`), or none.
+ */
+export const candidateOf = (f: FeatureSpec): string | null =>
+  GRAPH_FEATURES.has(f.key)
+    ? 'graph'
+    : HISTORY_FEATURES.has(f.key) || f.factor.startsWith('custom.')
+      ? f.factor
+      : null;
 
 /** The latest-closed share of the history's deals held out to test whether a candidate group helps. */
 const HOLD_OUT_SHARE = 0.3;
@@ -361,6 +372,8 @@ const ACTION_FOR: Record<FactorKey, string> = {
   negative_notes: 'Resolve the concerns recorded in the notes',
   two_way: 'Talk to the customer: book a call or meeting with the stakeholders',
   overdue_tasks: 'Complete or reschedule the overdue tasks',
+  close_date_pushes: 'Confirm the close date with the economic buyer: ask what moved it',
+  stage_days: 'Agree the step that moves the deal out of its stage, with a date',
 };
 
 const actionFor = (key: FactorId, context: FeatureContext) =>

@@ -1,10 +1,17 @@
-import type { BriefingDealRow, DealAttention, OverdueTasks } from '@crm/ai';
+import {
+  type BriefingDealRow,
+  type DealAttention,
+  type FieldValueFacts,
+  historyFactsAt,
+  type OverdueTasks,
+} from '@crm/ai';
 import type { EntityManager } from '@crm/db';
 import { sql } from 'kysely';
 import { jsonBuildObject } from 'kysely/helpers/postgres';
 import { orgQuery } from '../../org-scope.ts';
 import { asJson } from '../../read-model.ts';
 import { stakeholdersOf } from '../deals/stakeholders.service.ts';
+import { fieldValues } from './deal-history.queries.ts';
 import { asDate } from './rows.ts';
 
 /** The organization's overdue tasks are counted up to this many (then "more than"), as search counts. */
@@ -77,15 +84,24 @@ const attentionRows = orgQuery((db, a: { ids: string[] }) =>
     .where('d.id', '=', (eb) => eb.fn.any(eb.val(a.ids))),
 );
 
+/** A deal's close date pushes up to now (the analysis' count, history.ts `historyFactsAt`), the last one cited. */
+function pushesOf(values: FieldValueFacts[] | undefined, now: number): DealAttention['close_date_pushes'] {
+  const { pushes } = historyFactsAt(values, now);
+  return { count: pushes.length, last: pushes.at(-1) ?? null };
+}
+
 /**
  * The deals' attention facts (DealAttention) set on the rows: single-threaded when exactly one of its
  * stakeholders is engaged (engagement high or medium, or a part in a logged call or meeting: the
- * analysis' definition, pillars.ts `engagedContacts`), and its overdue tasks.
+ * analysis' definition, pillars.ts `engagedContacts`), its overdue tasks and its close date pushes.
  */
+
 export async function withAttention(em: EntityManager, rows: BriefingDealRow[]): Promise<void> {
   const ids = [...new Set(rows.map((r) => r.id))];
   if (ids.length === 0) return;
-  const found = await attentionRows(em, { ids });
+  // The listed deals' close date values too (at most 30 deals: one more statement, bounded at any size).
+  const [found, values] = await Promise.all([attentionRows(em, { ids }), fieldValues(em, ids)]);
+  const now = Date.now();
   const byId = new Map<string, DealAttention>();
   for (const r of found) {
     const people = asJson<Array<{ id: string; name: string; engagement_level: string | null }>>(r.people);
@@ -100,6 +116,7 @@ export async function withAttention(em: EntityManager, rows: BriefingDealRow[]):
       oldest_overdue: oldest
         ? { id: oldest.id, subject: oldest.subject, due_at: asDate(oldest.due_at) }
         : null,
+      close_date_pushes: pushesOf(values.get(r.id), now),
     });
   }
   for (const row of rows) row.attention = byId.get(row.id);

@@ -1,4 +1,4 @@
-import { type CoachingFacts, type CoachingResult, TRAITS, type TraitKey } from '@crm/ai';
+import { type CoachingFacts, type CoachingResult, PUSHES_RISK, TRAITS, type TraitKey } from '@crm/ai';
 import { type SqlBool, sql } from 'kysely';
 import type { AuthedContext } from '../../context.ts';
 import { orgQuery } from '../../org-scope.ts';
@@ -121,6 +121,10 @@ export async function coaching(ctx: AuthedContext): Promise<CoachingResult> {
           : [],
       ),
       overdueTasks: overdue,
+      slipping: [...listed.values()].flatMap((r) => {
+        const pushes = r.attention?.close_date_pushes?.count ?? 0;
+        return pushes >= PUSHES_RISK ? [{ id: r.id, title: r.title, pushes }] : [];
+      }),
     },
   };
   const { result } = await aiRuntime(ctx.services).coaching.invoke(facts);

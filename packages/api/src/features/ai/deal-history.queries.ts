@@ -1,4 +1,4 @@
-import type { CustomFieldFacts, DealHistory, StageFacts } from '@crm/ai';
+import type { CustomFieldFacts, DealHistory, FieldValueFacts, StageFacts } from '@crm/ai';
 import { HISTORY_DAYS, HISTORY_MAX_DEALS, SYSTEM_ACTIVITY_TYPES } from '@crm/ai';
 import type { EntityManager, Tables } from '@crm/db';
 import { type Kysely, sql } from 'kysely';
@@ -267,9 +267,69 @@ const oneHistory = orgQuery((db, a: { id: string }) =>
     .where('d.id', '=', a.id),
 );
 
+/** The field history's fields the AI reads (docs/ai.md: close date pushes, days in the stage). */
+const AI_FIELDS = ['stage_id', 'expected_close_date'] as const;
+/** A creation's row (`*`, the record as created) and the fields' own rows. */
+const AI_ROWS = ['*', ...AI_FIELDS];
+
+/**
+ * The stage and close date values of the given deals, oldest first, in one statement: per deal an index
+ * range of (org_id, record_id, field, valid_from) for each of the three fields (`*` the creation's row, of
+ * which only the two values leave the database).
+ */
+const fieldValueRows = orgQuery((db, a: { ids: string[] }) =>
+  db
+    .selectFrom('field_history as h')
+    .select([
+      'h.record_id',
+      'h.field',
+      sql<string>`(case when h.field = '*'
+        then jsonb_build_object(${sql.join(
+          AI_FIELDS.map((f) => sql`${sql.lit(f)}, h.value -> ${sql.lit(f)}`),
+        )}) else h.value end)::text`.as('value'),
+      'h.valid_from',
+      'h.event_id',
+    ])
+    .where(sql<boolean>`h.record_id = any(${a.ids}::uuid[])`)
+    .where(
+      'h.field',
+      'in',
+      AI_ROWS.map((f) => sql.lit(f)),
+    )
+    .orderBy('h.record_id')
+    .orderBy('h.valid_from')
+    .orderBy('h.id'),
+);
+
+/** Each deal's stage and close date values (FieldValueFacts, oldest first), by deal id. */
+export async function fieldValues(em: EntityManager, ids: string[]): Promise<Map<string, FieldValueFacts[]>> {
+  const byDeal = new Map<string, FieldValueFacts[]>();
+  if (ids.length === 0) return byDeal;
+  for (const row of await fieldValueRows(em, { ids })) {
+    const parsed: unknown = JSON.parse(row.value);
+    const at = asDate(row.valid_from);
+    const list = byDeal.get(row.record_id) ?? [];
+    const values: Array<[string, unknown]> =
+      row.field === '*' ? Object.entries(parsed as Record<string, unknown>) : [[row.field, parsed]];
+    for (const [field, value] of values)
+      list.push({
+        field: field as FieldValueFacts['field'],
+        value: typeof value === 'string' ? value : null,
+        at,
+        eventId: row.event_id,
+      });
+    byDeal.set(row.record_id, list);
+  }
+  return byDeal;
+}
+
 /** One deal's history (its pipeline, contacts and activity log), or undefined when it is not the caller's. */
 export async function loadDealHistory(em: EntityManager, dealId: string): Promise<DealHistory | undefined> {
-  const [[row], customFields] = await Promise.all([oneHistory(em, { id: dealId }), dealCustomFields(em)]);
+  const [[row], customFields, values] = await Promise.all([
+    oneHistory(em, { id: dealId }),
+    dealCustomFields(em),
+    fieldValues(em, [dealId]),
+  ]);
   if (!row) return undefined;
   const stages = asJson<StageRow[]>(row.stages ?? '[]').map((r) => ({
     name: r.name,
@@ -277,7 +337,10 @@ export async function loadDealHistory(em: EntityManager, dealId: string): Promis
     position: r.position,
     probability: r.probability,
   }));
-  return historyOf(row, new Map([[row.pipeline_id, stages]]), customFields);
+  return {
+    ...historyOf(row, new Map([[row.pipeline_id, stages]]), customFields),
+    fieldHistory: values.get(dealId) ?? [],
+  };
 }
 
 /** Closed deals are read for a fit in pages of this many, so other requests' queries run in between. */
@@ -334,5 +397,11 @@ export async function loadClosedHistories(em: EntityManager): Promise<DealHistor
       if (row) histories.push(historyOf(row, stagesOf, customFields));
     }
   }
+  // Their stage and close date values in one statement for the fit (not one per deal).
+  const values = await fieldValues(
+    em,
+    histories.map((h) => h.deal.id),
+  );
+  for (const h of histories) h.fieldHistory = values.get(h.deal.id) ?? [];
   return histories;
 }
