@@ -1,3 +1,4 @@
+import { historyFactsAt } from '@crm/ai';
 import { type EntityManager, HISTORY_FIELDS } from '@crm/db';
 import { sql } from 'kysely';
 import { nearest } from '../../did-you-mean.ts';
@@ -305,13 +306,18 @@ export async function dealHistorySummary(em: EntityManager, id: string, now: Dat
     past.set(stage, spent);
   });
   const currentId = current.value as string;
-  let pushed = 0;
-  let pulledIn = 0;
-  for (let i = 1; i < closeDates.length; i++) {
-    const [before, after] = [Date.parse(closeDates[i - 1] as string), Date.parse(closeDates[i] as string)];
-    if (after > before) pushed++;
-    else if (after < before) pulledIn++;
-  }
+  // Moves counted as the AI counts them (one definition: historyFactsAt in @crm/ai).
+  const moves = historyFactsAt(
+    closeRows.map((e) => ({
+      field: 'expected_close_date' as const,
+      value: e.value as string | null,
+      at: new Date(e.from),
+      eventId: e.event_id,
+    })),
+    now.getTime(),
+  );
+  const pushed = moves.pushes.length;
+  const pulledIn = moves.pulledIn;
   const [start] = await historyStart(em, { record: id });
   return {
     deal_id: id,
