@@ -1,28 +1,10 @@
-/**
- * `npm run bench:scale`: does a call cost the same at a million deals as at ten thousand? For each
- * database and each data shape (SCALE_SHAPES, default `today,common`: see scale-data.ts; issue 33) it
- * creates two organizations, writes an NDJSON file of N deals (one contact each) for each,
- * loads both with `crm import` (timed: the import is half of what is measured), starts the server, waits
- * for it to be idle (the import's events dispatched and placed in the feed), and measures each call one request
- * at a time (p50, p99) and GET /deals at 10 connections (requests/s), beside the same call on the small
- * organization in the same run. Targets (issue 14): within 2× at 1,000,000 on PostgreSQL, within 3× at
- * 100,000 on PGlite; the import of 1,000,000 deals under 5 minutes.
- *
- * Last, the writes (POST /deals, PATCH /deals/{id}) at both sizes, beside the import's time.
- *
- * SCALE_DEALS (default 1000000, PostgreSQL), SCALE_DEALS_EMBEDDED (default 100000), SCALE_SMALL (10000),
- * SCALE_SECONDS (per measured call, default 4), SCALE_DATABASES (postgresql,pglite), SCALE_ONLY (parts of
- * the calls' names, comma-separated: only those, GET /deals (first page) first whatever it says),
- * BENCH_DATABASE_URL or TEST_DATABASE_URL (admin URL, 127.0.0.1 only), SCALE_KEEP_DATABASE=true (leave
- * the PostgreSQL database in place, and print its name, to study its plans afterwards; drop it yourself).
- */
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { crmCli, SERVER } from './crm-calls.ts';
 import { API, type Fixtures, type LoadStats, measure, type Scenario } from './load.ts';
 import { cpuMsOf, memoryOf, startServerProcess } from './processes.ts';
 import { COMMON_COMPANIES, COMPANIES, type Shape, TERMS, writeDeals } from './scale-data.ts';
@@ -40,9 +22,6 @@ const ONLY = (env.SCALE_ONLY ?? '').split(',').filter(Boolean);
 const ADMIN_URL =
   env.BENCH_DATABASE_URL || env.TEST_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
 
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
-const CLI = path.join(ROOT, 'apps/cli/src/main.ts');
-const SERVER = path.join(ROOT, 'apps/server/src/main.ts');
 const RESULTS_DIR = fileURLToPath(new URL('../results/', import.meta.url));
 
 const log = (msg: string) =>
@@ -62,40 +41,6 @@ const UNTHROTTLED: Record<string, string> = {
 };
 
 // ---- the CLI and the server --------------------------------------------------------------------------
-
-/** Runs `node apps/cli/src/main.ts …` and answers its JSON lines and how long it took. */
-function cli(dbEnv: Record<string, string>, ...args: string[]) {
-  return new Promise<{ lines: Array<Record<string, unknown>>; seconds: number; cpuSeconds: number }>(
-    (resolve, reject) => {
-      const t0 = performance.now();
-      const child = spawn(process.execPath, [CLI, ...args], {
-        env: { ...process.env, LOG_LEVEL: 'warn', ...dbEnv },
-        stdio: ['ignore', 'pipe', 'inherit'],
-      });
-      let stdout = '';
-      child.stdout.on('data', (c) => {
-        stdout += c;
-      });
-      child.on('error', reject);
-      let cpu = 0;
-      const sample = setInterval(() => {
-        cpu = cpuMsOf(child.pid as number) ?? cpu;
-      }, 500);
-      child.on('close', (code) => {
-        clearInterval(sample);
-        if (code !== 0) return reject(new Error(`crm ${args.join(' ')} exited ${code}: ${stdout}`));
-        resolve({
-          lines: stdout
-            .split('\n')
-            .filter(Boolean)
-            .map((l) => JSON.parse(l)),
-          seconds: (performance.now() - t0) / 1000,
-          cpuSeconds: cpu / 1000,
-        });
-      });
-    },
-  );
-}
 
 /** Waits until the server has had nothing to do for a few seconds (the import's events worked off). */
 async function untilIdle(pid: number, maxSeconds: number): Promise<number> {
@@ -275,7 +220,7 @@ async function benchDatabase(
   const orgs: Array<{ n: number; shape: Shape; orgId: string; key: string; file: string }> = [];
   for (const shape of SHAPES)
     for (const n of [SMALL, large]) {
-      const created = (await cli(dbEnv, 'org', 'create', `Scale ${shape} ${n}`)).lines[0] as {
+      const created = (await crmCli(dbEnv, 'org', 'create', `Scale ${shape} ${n}`)).lines[0] as {
         org_id: string;
         api_key: string;
       };
@@ -287,7 +232,7 @@ async function benchDatabase(
   const imports: Array<{ seconds: number; cpuSeconds: number }> = [];
   for (const o of orgs) {
     log(`${label}: crm import of ${o.n.toLocaleString('en-US')} deals (${o.shape})`);
-    const run = await cli(dbEnv, 'import', o.file, '--org', o.orgId);
+    const run = await crmCli(dbEnv, 'import', o.file, '--org', o.orgId);
     rmSync(o.file, { force: true });
     const summary = run.lines[0] as { imported: number; rejected: number };
     if (summary.imported !== o.n) throw new Error(`import of ${o.file}: ${JSON.stringify(summary)}`);

@@ -22,6 +22,26 @@ export interface SyncedObject {
   listed?: ListedObject;
 }
 
+/**
+ * A listed object as a sync reads it: its table in `sync_changes`, its rows and its filter language's
+ * declaration, read when called (the query language's objects import the features' modules: a cycle at
+ * load).
+ */
+export function syncedOf(table: SyncedObject['table'], listed: () => ListedObject): SyncedObject {
+  return {
+    table,
+    get alias() {
+      return listed().alias;
+    },
+    get rows() {
+      return listed().rows;
+    },
+    get listed() {
+      return listed();
+    },
+  };
+}
+
 export interface SyncPage {
   rows: Record<string, unknown>[];
   deleted?: Array<{ id: string; deleted_at: string }>;

@@ -2,7 +2,7 @@ import type { EntityManager } from '@crm/db';
 import { type Expression, expressionBuilder, type SqlBool, sql } from 'kysely';
 import { queryList } from '../../query/list.ts';
 import { ACTIVITIES } from '../../query/objects.ts';
-import { type SyncedObject, syncAnswer, syncList } from '../../query/sync.ts';
+import { syncAnswer, syncedOf, syncList } from '../../query/sync.ts';
 import { listActivities, toActivityDto } from './activities.service.ts';
 import type { ActivityListQuery, ActivityQueryBody } from './activity.schemas.ts';
 
@@ -25,16 +25,7 @@ function ownConditions(query: ActivityListQuery | ActivityQueryBody): Expression
 }
 
 /** The activities as a sync reads them (docs/api/sync.md): the language's object, read when called. */
-const SYNCED_ACTIVITIES: SyncedObject = {
-  table: 'engagements',
-  alias: 'e',
-  get rows() {
-    return ACTIVITIES.rows;
-  },
-  get listed() {
-    return ACTIVITIES;
-  },
-};
+const SYNCED_ACTIVITIES = syncedOf('engagements', () => ACTIVITIES);
 
 /**
  * GET /activities and POST /activities/query. Without `filter` and `sort`, the list as it was (its own

@@ -7,7 +7,7 @@ import { emitEvent } from '../../events.ts';
 import { lockForOrg, orgDb, orgQuery } from '../../org-scope.ts';
 import { queryList } from '../../query/list.ts';
 import { COMPANIES } from '../../query/objects.ts';
-import { type SyncedObject, syncAnswer, syncList } from '../../query/sync.ts';
+import { syncAnswer, syncedOf, syncList } from '../../query/sync.ts';
 import { afterAnchor, asJson, checkCursor, isoOf, numberOrNull } from '../../read-model.ts';
 import { fieldRules } from '../custom-fields/custom-fields.service.ts';
 import { customChanges, customValuesOf } from '../custom-fields/custom-values.ts';
@@ -203,17 +203,7 @@ const keptCompanyCount = orgQuery((db) =>
  * A page of companies, newest first, as `GET /contacts` pages contacts (the same totals and bounds); with
  * `filter` or `sort`, through the filter language (docs/api/query.md), `q` ANDed with the filter.
  */
-const SYNCED_COMPANIES: SyncedObject = {
-  table: 'companies',
-  alias: 'co',
-  // Read when called: the query language's objects import this module's neighbours (a cycle at load).
-  get rows() {
-    return COMPANIES.rows;
-  },
-  get listed() {
-    return COMPANIES;
-  },
-};
+const SYNCED_COMPANIES = syncedOf('companies', () => COMPANIES);
 
 export async function listCompanies(
   em: EntityManager,

@@ -7,7 +7,7 @@ import { emitEvent, outboxRow } from '../../events.ts';
 import { orgQuery } from '../../org-scope.ts';
 import { queryList } from '../../query/list.ts';
 import { CONTACTS } from '../../query/objects.ts';
-import { type SyncedObject, syncAnswer, syncList } from '../../query/sync.ts';
+import { syncAnswer, syncedOf, syncList } from '../../query/sync.ts';
 import { afterAnchor, checkCursor } from '../../read-model.ts';
 import { toIso } from '../../schemas.ts';
 import { linkedCompany } from '../companies/companies.service.ts';
@@ -86,17 +86,7 @@ const keptContactCount = orgQuery((db) =>
  * is the count the database keeps; with `q` the matches are counted up to MATCH_COUNT_BOUND: beyond,
  * `total` is the bound and `total_exact` false ("more than"); `total_exact` (false) is there only then.
  */
-const SYNCED_CONTACTS: SyncedObject = {
-  table: 'contacts',
-  alias: 'c',
-  // Read when called: the query language's objects import this module's neighbours (a cycle at load).
-  get rows() {
-    return CONTACTS.rows;
-  },
-  get listed() {
-    return CONTACTS;
-  },
-};
+const SYNCED_CONTACTS = syncedOf('contacts', () => CONTACTS);
 
 export async function listContacts(
   em: EntityManager,

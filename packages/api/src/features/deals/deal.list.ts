@@ -2,21 +2,11 @@ import type { EntityManager } from '@crm/db';
 import { type Expression, type SqlBool, sql } from 'kysely';
 import { queryList } from '../../query/list.ts';
 import { DEALS } from '../../query/objects.ts';
-import { type SyncedObject, syncAnswer, syncList } from '../../query/sync.ts';
+import { syncAnswer, syncedOf, syncList } from '../../query/sync.ts';
 import { type DealRow, dealTotal, queryDeals, toDealDto } from './deal.queries.ts';
 import type { DealListQuery, DealQueryBody } from './deal.schemas.ts';
 
-const SYNCED_DEALS: SyncedObject = {
-  table: 'deals',
-  alias: 'd',
-  // Read when called: the query language's objects import the features' modules (a cycle at load).
-  get rows() {
-    return DEALS.rows;
-  },
-  get listed() {
-    return DEALS;
-  },
-};
+const SYNCED_DEALS = syncedOf('deals', () => DEALS);
 
 /**
  * GET /deals and POST /deals/query. Without `filter` and `sort`, the list as the contract has it (newest
