@@ -223,7 +223,7 @@ export function tooSlow(
   const indexed = [...catalogue.values()].filter((f) => f.index).map((f) => f.name);
   return new ApiError(
     'invalid_request',
-    `filter: the list ran over its time limit (${SCAN_TIMEOUT_MS / 1000} s at most for a list that reads fields no index serves): no index serves ${slow.join(', ') || 'its conditions'}, so every ${object.what} of the organization is read; add a condition on an indexed field (${indexed.join(', ')}) or ask for an index on ${slow[0] ?? 'the field'} (docs/api/query.md, Speed)`,
+    `filter: the list ran over its time limit (${SCAN_TIMEOUT_MS / 1000} s at most for a list that reads fields no index serves): no index serves ${slow.join(', ') || 'its conditions'}, so every ${object.what} of the organization is read; add a condition on an indexed field (${indexed.join(', ')}) (a unique custom field's eq and in are indexed too; docs/api/query.md, Speed)`,
   );
 }
 
