@@ -55,7 +55,7 @@ export async function run(argv: string[], env: Record<string, string | undefined
       argv[0] === 'migrate'
         ? (which: string) => io.stderr(`note: no database ${which}: creating a new, empty one`)
         : undefined;
-    db = await openDatabase(config.database, 'cli', { createMissing });
+    db = await openDatabase(longStatements(argv[0], config.database), 'cli', { createMissing });
   } catch (err) {
     if (err instanceof DataDirLockedError && config?.database.kind === 'pglite') {
       // An import runs as long as its file takes; every other command answers within the default minute.
@@ -77,4 +77,18 @@ export async function run(argv: string[], env: Record<string, string | undefined
     if (code === 0) code = closeCode;
   }
   return code;
+}
+
+/** How long one statement of `crm import` or `crm migrate` may run on PostgreSQL: an hour. */
+const LONG_STATEMENT_MS = 3_600_000;
+
+/**
+ * The database as a command opens it: an import's closing VACUUM (ANALYZE) and a migration's index builds
+ * take as long as the tables are large (a million deals: well over the 10 s a request's statement gets,
+ * and the import's statistics were left stale), so these two wait up to LONG_STATEMENT_MS for a statement;
+ * every other command keeps DATABASE_QUERY_TIMEOUT_MS.
+ */
+function longStatements(command: string | undefined, database: Config['database']): Config['database'] {
+  if (database.kind !== 'postgresql' || (command !== 'import' && command !== 'migrate')) return database;
+  return { ...database, queryTimeoutMs: Math.max(database.queryTimeoutMs, LONG_STATEMENT_MS) };
 }
