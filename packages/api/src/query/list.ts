@@ -97,9 +97,14 @@ export async function queryList<Counted extends boolean = true>(
       );
   }
   const all = (q: ObjectFrom) => conditions.reduce((acc: ObjectFrom, c) => acc.where(c), q);
-  // Read before the page, on the unit of work's own connection (the embedded database has one).
+  // A list that reads a field no index serves may read every row of the organization: it gets at most
+  // SCAN_TIMEOUT_MS (never more than the statement timeout it would have had), then the 400 naming them.
+  const scan = unindexed(checked, keys).length > 0;
   const narrow = checked === undefined ? {} : keptNarrowing(checked, object.keptBy ?? []);
-  const kept = narrow && keptTotal && options.count !== false ? await keptTotal(narrow) : undefined;
+  const keptCount = narrow && keptTotal && options.count !== false ? () => keptTotal(narrow) : undefined;
+  // A scan's kept count is read before its transaction, on the unit of work's own connection (the
+  // embedded database has one: inside, it would wait for the transaction); otherwise beside the page.
+  const kept = scan && keptCount ? await keptCount() : undefined;
   const countFrom = checked && namesJoined(checked) ? object.from : (object.table ?? object.from);
   const read = (db: Kysely<Tables>) => {
     let page = all(object.rows(db));
@@ -115,12 +120,11 @@ export async function queryList<Counted extends boolean = true>(
         ? []
         : kept !== undefined
           ? [{ total: String(kept) }]
-          : all(countFrom(db)).select(sql<string>`count(*)`.as('total')).execute(),
+          : keptCount
+            ? keptCount().then((total) => [{ total: String(total) }])
+            : all(countFrom(db)).select(sql<string>`count(*)`.as('total')).execute(),
     ]) as Promise<[Record<string, unknown>[], Array<{ total: string }>]>;
   };
-  // A list that reads a field no index serves may read every row of the organization: it gets at most
-  // SCAN_TIMEOUT_MS (never more than the statement timeout it would have had), then the 400 naming them.
-  const scan = unindexed(checked, keys).length > 0;
   const [rows, [counted]] = await (scan
     ? em.transactional(async (tx) => {
         await limitStatementTime(tx, SCAN_TIMEOUT_MS);

@@ -199,12 +199,13 @@ const keptCompanyCount = orgQuery((db) =>
   db.selectFrom('company_counts').select((eb) => eb.fn.sum<string | null>('n').as('total')),
 );
 
+/** The companies as a sync reads them (docs/api/sync.md). */
+const SYNCED_COMPANIES = syncedOf('companies', () => COMPANIES);
+
 /**
  * A page of companies, newest first, as `GET /contacts` pages contacts (the same totals and bounds); with
  * `filter` or `sort`, through the filter language (docs/api/query.md), `q` ANDed with the filter.
  */
-const SYNCED_COMPANIES = syncedOf('companies', () => COMPANIES);
-
 export async function listCompanies(
   em: EntityManager,
   query: CompanyListQuery | CompanyQueryBody,

@@ -80,14 +80,15 @@ const keptContactCount = orgQuery((db) =>
   db.selectFrom('contact_counts').select((eb) => eb.fn.sum<string | null>('n').as('total')),
 );
 
+/** The contacts as a sync reads them (docs/api/sync.md). */
+const SYNCED_CONTACTS = syncedOf('contacts', () => CONTACTS);
+
 /**
  * A page of contacts, newest first, by `offset` or after a cursor (compared in SQL with the anchor row, at
  * the column's full precision, and read down the (org_id, created_at, id) index). Without `q` the total
  * is the count the database keeps; with `q` the matches are counted up to MATCH_COUNT_BOUND: beyond,
  * `total` is the bound and `total_exact` false ("more than"); `total_exact` (false) is there only then.
  */
-const SYNCED_CONTACTS = syncedOf('contacts', () => CONTACTS);
-
 export async function listContacts(
   em: EntityManager,
   query: ContactListQuery | ContactQueryBody,
