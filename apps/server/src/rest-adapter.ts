@@ -1,4 +1,4 @@
-import { matchOperation, type RestMatch, restInput, serveCall } from '@crm/api';
+import { jsonText, matchOperation, type RestMatch, restInput, serveCall } from '@crm/api';
 import type { Middleware } from 'koa';
 import { contextOf } from './request-context.ts';
 
@@ -26,6 +26,11 @@ export function restHandler(prefix: string): Middleware {
     const outcome = await serveCall(contextOf(ctx.req), match.operation, input);
     ctx.set(outcome.headers);
     ctx.status = outcome.status;
-    ctx.body = outcome.ok ? outcome.result : outcome.error;
+    if (!outcome.ok || outcome.result == null) ctx.body = outcome.ok ? outcome.result : outcome.error;
+    else {
+      // Serialized here rather than by Koa: a list's stored custom values go out as stored (StoredJson).
+      ctx.type = 'json';
+      ctx.body = jsonText(outcome.result);
+    }
   };
 }

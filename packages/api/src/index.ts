@@ -45,5 +45,6 @@ export * from './scopes.ts';
 export { placeCommitted } from './sequencer.ts';
 export { type CallOutcome, logFailure, serveCall } from './serve-call.ts';
 export { createServices } from './services.ts';
+export { jsonText } from './stored-json.ts';
 export type { ApiErrorData, Meta, RateLimitGroup } from './trpc.ts';
 export { RATE_LIMIT_GROUPS } from './trpc.ts';

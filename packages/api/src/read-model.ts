@@ -12,6 +12,9 @@ export const numberOrNull = (v: unknown): number | null => (v == null ? null : N
 export const isoOf = (column: string) =>
   sql<string>`to_char(${sql.ref(column)} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
+/** A jsonb column as its stored text, for a list to answer as it is (`StoredJson`). */
+export const storedText = (column: string) => sql<string>`${sql.ref(column)}::text`;
+
 /** A list's anchor row, by id: is the cursor's row there? */
 const anchorOf = {
   deals: orgQuery((db, a: { id: string }) => db.selectFrom('deals').select('id').where('id', '=', a.id), {

@@ -29,7 +29,7 @@ export const DEALS: ListedObject = {
       .leftJoin('pipeline_stages as s', 's.id', 'd.stage_id')
       .leftJoin('pipelines as p', 'p.id', 'd.pipeline_id'),
   table: (db) => db.selectFrom('deals as d'),
-  rows: dealRows,
+  rows: (db) => dealRows(db, true),
   output: Deal,
   keptBy: ['stage_id', 'pipeline_id', 'lifecycle_stage'],
   fields: {

@@ -4,17 +4,19 @@ import { jsonBuildObject } from 'kysely/helpers/postgres';
 import type { z } from 'zod';
 import { orgQuery } from '../../org-scope.ts';
 import type { KeptNarrowing } from '../../query/list.ts';
-import { afterAnchor, asJson, checkCursor, isoOf, numberOrNull } from '../../read-model.ts';
+import { afterAnchor, asJson, checkCursor, isoOf, numberOrNull, storedText } from '../../read-model.ts';
 import { toIso } from '../../schemas.ts';
+import { storedJson } from '../../stored-json.ts';
 import type { StageRow } from '../pipeline/stages.service.ts';
 import type { Activity, DealDto, DealListQuery, Stakeholder } from './deal.schemas.ts';
 import { stakeholdersOf } from './stakeholders.service.ts';
 
 /**
  * A deal's columns as the API answers them, its stage and pipeline joined (as `d`, `s`, `p`); from the
- * query's own builder, or a subquery's (whose tables the scope reaches through the outer query).
+ * query's own builder, or a subquery's (whose tables the scope reaches through the outer query). A list's
+ * (`listed`) has its custom values as their stored text (`StoredJson`).
  */
-export const dealRows = (db: Pick<ExpressionBuilder<Tables, never>, 'selectFrom'>) =>
+export const dealRows = (db: Pick<ExpressionBuilder<Tables, never>, 'selectFrom'>, listed = false) =>
   db
     .selectFrom('deals as d')
     .leftJoin('pipeline_stages as s', 's.id', 'd.stage_id')
@@ -44,7 +46,7 @@ export const dealRows = (db: Pick<ExpressionBuilder<Tables, never>, 'selectFrom'
       isoOf('d.last_activity_at').as('last_activity_at'),
       isoOf('d.created_at').as('created_at'),
       isoOf('d.updated_at').as('updated_at'),
-      'd.custom',
+      listed ? storedText('d.custom').as('custom') : 'd.custom',
     ]);
 
 export type DealRow = Omit<DealDto, 'value'> & { value: string | number | null };
@@ -80,7 +82,7 @@ export function toDealDto(row: DealRow): DealDto {
     last_activity_at: row.last_activity_at,
     created_at: row.created_at,
     updated_at: row.updated_at,
-    custom: row.custom,
+    custom: storedJson(row.custom),
   };
 }
 
@@ -141,7 +143,7 @@ const dealPage = orgQuery(
       })
       .leftJoinLateral(
         (eb) => {
-          let page = dealRows(eb).select('d.created_at as list_at');
+          let page = dealRows(eb, true).select('d.created_at as list_at');
           if (a.lifecycle_stage) page = page.where('d.lifecycle_stage', '=', a.lifecycle_stage);
           if (a.pipeline_id) page = page.where('d.pipeline_id', '=', a.pipeline_id);
           if (a.after) page = page.where(afterAnchor({ table: 'deals', alias: 'd' }, a.after));
