@@ -82,7 +82,7 @@ export const COMPANIES: ListedObject = {
   what: 'company',
   alias: 'co',
   from: (db) => db.selectFrom('companies as co'),
-  rows: companyRows,
+  rows: (db) => companyRows(db, true),
   output: Company,
   fields: {
     created_at: { index: 'companies_org_created (org_id, created_at desc, id desc)' },

@@ -9,6 +9,7 @@ import { queryList } from '../../query/list.ts';
 import { COMPANIES } from '../../query/objects.ts';
 import { syncAnswer, syncedOf, syncList } from '../../query/sync.ts';
 import { afterAnchor, asJson, checkCursor, isoOf, numberOrNull } from '../../read-model.ts';
+import { storedJson } from '../../stored-json.ts';
 import { fieldRules } from '../custom-fields/custom-fields.service.ts';
 import { customChanges, customValuesOf } from '../custom-fields/custom-values.ts';
 import {
@@ -39,7 +40,7 @@ function toCompanyDto(row: Record<string, unknown>): CompanyDto {
     website: (row.website as string | null) ?? null,
     created_at: row.created_at as string,
     updated_at: (row.updated_at as string | null) ?? null,
-    custom: (row.custom as Record<string, unknown>) ?? {},
+    custom: storedJson<Record<string, unknown> | null>(row.custom) ?? {},
   };
 }
 
@@ -175,7 +176,7 @@ export async function deleteCompany(em: EntityManager, id: string): Promise<void
 
 const companyPage = orgQuery(
   (db, a: { pattern?: string; words?: string; after?: string; limit: number; offset: number }) => {
-    let page = companyRows(db);
+    let page = companyRows(db, true);
     if (a.pattern) page = page.where(companyMatches(a.pattern, a.words));
     if (a.after) page = page.where(afterAnchor({ table: 'companies', alias: 'co' }, a.after));
     return page.orderBy('co.created_at', 'desc').orderBy('co.id', 'desc').limit(a.limit).offset(a.offset);

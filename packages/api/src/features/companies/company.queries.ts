@@ -1,9 +1,12 @@
 import type { Tables } from '@crm/db';
 import type { ExpressionBuilder } from 'kysely';
-import { isoOf } from '../../read-model.ts';
+import { isoOf, storedText } from '../../read-model.ts';
 
-/** A company's columns as the API answers them (as `co`); from the query's own builder, or a subquery's. */
-export const companyRows = (db: Pick<ExpressionBuilder<Tables, never>, 'selectFrom'>) =>
+/**
+ * A company's columns as the API answers them (as `co`); from the query's own builder, or a subquery's. A
+ * list's (`listed`) has its custom values as their stored text (`StoredJson`).
+ */
+export const companyRows = (db: Pick<ExpressionBuilder<Tables, never>, 'selectFrom'>, listed = false) =>
   db
     .selectFrom('companies as co')
     .select([
@@ -15,5 +18,5 @@ export const companyRows = (db: Pick<ExpressionBuilder<Tables, never>, 'selectFr
       'co.website',
       isoOf('co.created_at').as('created_at'),
       isoOf('co.updated_at').as('updated_at'),
-      'co.custom',
+      listed ? storedText('co.custom').as('custom') : 'co.custom',
     ]);

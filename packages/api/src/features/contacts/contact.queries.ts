@@ -1,8 +1,13 @@
 import type { Tables } from '@crm/db';
 import type { ExpressionBuilder } from 'kysely';
-import { isoOf } from '../../read-model.ts';
+import { isoOf, storedText } from '../../read-model.ts';
+import { storedJson } from '../../stored-json.ts';
+import type { ContactDto } from './contact.schemas.ts';
 
-/** A contact's columns as the API answers them (as `c`); from the query's own builder, or a subquery's. */
+/**
+ * A contact's columns as a list answers them (as `c`), from the query's own builder or a subquery's; its
+ * custom values as their stored text, answered by `listedContact`.
+ */
 export const contactRows = (db: Pick<ExpressionBuilder<Tables, never>, 'selectFrom'>) =>
   db
     .selectFrom('contacts as c')
@@ -23,5 +28,9 @@ export const contactRows = (db: Pick<ExpressionBuilder<Tables, never>, 'selectFr
       'c.notes',
       isoOf('c.created_at').as('created_at'),
       isoOf('c.updated_at').as('updated_at'),
-      'c.custom',
+      storedText('c.custom').as('custom'),
     ]);
+
+/** A listed contact's row as the API's Contact: its custom values as stored (`StoredJson`). */
+export const listedContact = (row: Record<string, unknown>): ContactDto =>
+  ({ ...row, custom: storedJson(row.custom) }) as ContactDto;

@@ -20,7 +20,7 @@ import {
   matchedOf,
   wordsOf,
 } from '../search/search.service.ts';
-import { contactRows } from './contact.queries.ts';
+import { contactRows, listedContact } from './contact.queries.ts';
 import type {
   ContactCreateInput,
   ContactDto,
@@ -101,7 +101,7 @@ export async function listContacts(
       { ...query, updated_since: query.updated_since },
       { granted, where: qMatches(query.q) },
     );
-    return { data: page.rows as ContactDto[], ...syncAnswer(page, query.limit) };
+    return { data: page.rows.map(listedContact), ...syncAnswer(page, query.limit) };
   }
   if (query.filter !== undefined || query.sort !== undefined) return queryContacts(em, query, granted);
   await checkCursor(em, { table: 'contacts', what: 'contact' }, query);
@@ -118,7 +118,7 @@ export async function listContacts(
       ? matchCount(em, { pattern, words: query.q ? wordsOf(query.q) : undefined })
       : keptContactCount(em, {}),
   ]);
-  const data: ContactDto[] = rows.slice(0, query.limit);
+  const data = rows.slice(0, query.limit).map(listedContact);
   const matched = pattern ? matchedOf(counted?.total) : undefined;
   return {
     data,
@@ -149,7 +149,7 @@ async function queryContacts(
     keptTotal: query.q ? undefined : async () => Number((await keptContactCount(em, {}))[0]?.total ?? 0),
   });
   return {
-    data: page.rows as ContactDto[],
+    data: page.rows.map(listedContact),
     meta: { total: page.total, limit: query.limit, offset: query.offset, next_cursor: page.next_cursor },
   };
 }
