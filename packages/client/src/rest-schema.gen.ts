@@ -2454,6 +2454,7 @@ export interface operations {
                 pipeline_id?: string;
                 filter?: string;
                 sort?: string;
+                view?: string;
                 updated_since?: string;
                 include_deleted?: boolean;
             };
@@ -2768,6 +2769,11 @@ export interface operations {
                     };
                     /** @description Comma-separated fields, `-` for descending (`-value,created_at`), at most 5; empty values last, the id breaks ties. Newest first when left out */
                     sort?: string;
+                    /**
+                     * Format: uuid
+                     * @description A saved view’s id (POST /views): its filter is ANDed with `filter` and the other parameters, its sort applies unless `sort` is given (docs/api/query.md, Saved views)
+                     */
+                    view?: string;
                     /**
                      * Format: date-time
                      * @description Only records changed (created, updated, or changed through what they show) at or after this time, in the order the changes committed (sync order), by `after` cursor; `meta.next_cursor` is where the next sync starts. Not with `sort` or `offset` (docs/api/sync.md)
@@ -3775,6 +3781,7 @@ export interface operations {
                 q?: string;
                 filter?: string;
                 sort?: string;
+                view?: string;
                 updated_since?: string;
                 include_deleted?: boolean;
             };
@@ -4092,6 +4099,11 @@ export interface operations {
                     };
                     /** @description Comma-separated fields, `-` for descending (`-value,created_at`), at most 5; empty values last, the id breaks ties. Newest first when left out */
                     sort?: string;
+                    /**
+                     * Format: uuid
+                     * @description A saved view’s id (POST /views): its filter is ANDed with `filter` and the other parameters, its sort applies unless `sort` is given (docs/api/query.md, Saved views)
+                     */
+                    view?: string;
                     /**
                      * Format: date-time
                      * @description Only records changed (created, updated, or changed through what they show) at or after this time, in the order the changes committed (sync order), by `after` cursor; `meta.next_cursor` is where the next sync starts. Not with `sort` or `offset` (docs/api/sync.md)
@@ -4970,6 +4982,7 @@ export interface operations {
                 q?: string;
                 filter?: string;
                 sort?: string;
+                view?: string;
                 updated_since?: string;
                 include_deleted?: boolean;
             };
@@ -5259,6 +5272,11 @@ export interface operations {
                     };
                     /** @description Comma-separated fields, `-` for descending (`-value,created_at`), at most 5; empty values last, the id breaks ties. Newest first when left out */
                     sort?: string;
+                    /**
+                     * Format: uuid
+                     * @description A saved view’s id (POST /views): its filter is ANDed with `filter` and the other parameters, its sort applies unless `sort` is given (docs/api/query.md, Saved views)
+                     */
+                    view?: string;
                     /**
                      * Format: date-time
                      * @description Only records changed (created, updated, or changed through what they show) at or after this time, in the order the changes committed (sync order), by `after` cursor; `meta.next_cursor` is where the next sync starts. Not with `sort` or `offset` (docs/api/sync.md)
@@ -5925,6 +5943,7 @@ export interface operations {
                 status?: "open" | "done";
                 due_before?: string;
                 sort?: string;
+                view?: string;
                 updated_since?: string;
                 include_deleted?: boolean;
                 filter?: string;
@@ -6250,6 +6269,11 @@ export interface operations {
                     due_before?: string;
                     /** @description Comma-separated fields, `-` for descending (`due_at`, `-occurred_at`); empty values last, the id breaks ties. Newest first (`-occurred_at`) when left out */
                     sort?: string;
+                    /**
+                     * Format: uuid
+                     * @description A saved view’s id (POST /views): its filter is ANDed with `filter` and the other parameters, its sort applies unless `sort` is given (docs/api/query.md, Saved views)
+                     */
+                    view?: string;
                     /**
                      * Format: date-time
                      * @description Only records changed (created, updated, or changed through what they show) at or after this time, in the order the changes committed (sync order), by `after` cursor; `meta.next_cursor` is where the next sync starts. Not with `sort` or `offset` (docs/api/sync.md)

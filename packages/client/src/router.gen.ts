@@ -106,6 +106,7 @@ export type AppRouter = TRPCBuiltRouter<{
         pipeline_id?: string | undefined;
         filter?: string | undefined;
         sort?: string | undefined;
+        view?: string | undefined;
         limit?: number | undefined;
         offset?: number | undefined;
       };
@@ -161,6 +162,7 @@ export type AppRouter = TRPCBuiltRouter<{
         pipeline_id?: string | undefined;
         filter?: Record<string, unknown> | undefined;
         sort?: string | undefined;
+        view?: string | undefined;
         limit?: number | undefined;
         offset?: number | undefined;
       };
@@ -498,6 +500,7 @@ export type AppRouter = TRPCBuiltRouter<{
         q?: string | undefined;
         filter?: string | undefined;
         sort?: string | undefined;
+        view?: string | undefined;
         limit?: number | undefined;
         offset?: number | undefined;
       };
@@ -544,6 +547,7 @@ export type AppRouter = TRPCBuiltRouter<{
         q?: string | undefined;
         filter?: Record<string, unknown> | undefined;
         sort?: string | undefined;
+        view?: string | undefined;
         limit?: number | undefined;
         offset?: number | undefined;
       };
@@ -876,6 +880,7 @@ export type AppRouter = TRPCBuiltRouter<{
         q?: string | undefined;
         filter?: string | undefined;
         sort?: string | undefined;
+        view?: string | undefined;
         limit?: number | undefined;
         offset?: number | undefined;
       };
@@ -914,6 +919,7 @@ export type AppRouter = TRPCBuiltRouter<{
         q?: string | undefined;
         filter?: Record<string, unknown> | undefined;
         sort?: string | undefined;
+        view?: string | undefined;
         limit?: number | undefined;
         offset?: number | undefined;
       };
@@ -1090,6 +1096,7 @@ export type AppRouter = TRPCBuiltRouter<{
         status?: "open" | "done" | undefined;
         due_before?: string | undefined;
         sort?: string | undefined;
+        view?: string | undefined;
       };
       output: {
         data: {
@@ -1135,6 +1142,7 @@ export type AppRouter = TRPCBuiltRouter<{
         status?: "open" | "done" | undefined;
         due_before?: string | undefined;
         sort?: string | undefined;
+        view?: string | undefined;
       };
       output: {
         data: {
