@@ -429,6 +429,7 @@ for (const { driver, label, skip } of DRIVERS) {
         ['/deals?pipeline_id=123', 'pipeline_id'],
         ['/deals?view=123', 'view'],
         ['/deals?view=0195f3a2-7c1e-7b3a-9f10-2d4e6a8c0b12', 'view'],
+        ['/views?object=leads', 'object'],
         ['/contacts?limit=0', 'limit'],
         ['/contacts?limit=101', 'limit'],
         ['/contacts?limit=abc', 'limit'],

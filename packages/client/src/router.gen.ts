@@ -2591,6 +2591,106 @@ export type AppRouter = TRPCBuiltRouter<{
       };
     }>;
   };
+  views: {
+    list: TRPCQueryProcedure<{
+      meta: object;
+      input: {
+        object?: "deals" | "contacts" | "companies" | "activities" | undefined;
+        after?: string | undefined;
+        limit?: number | undefined;
+        offset?: number | undefined;
+      };
+      output: {
+        data: {
+          id: string;
+          name: string;
+          object: "deals" | "contacts" | "companies" | "activities";
+          filter: Record<string, unknown> | null;
+          sort: string | null;
+          description: string | null;
+          created_at: string;
+          updated_at: string | null;
+        }[];
+        meta: {
+          total: number;
+          limit: number;
+          offset: number;
+          next_cursor: string | null;
+        };
+      };
+    }>;
+    create: TRPCMutationProcedure<{
+      meta: object;
+      input: {
+        name: string;
+        object: "deals" | "contacts" | "companies" | "activities";
+        filter?: Record<string, unknown> | undefined;
+        sort?: string | undefined;
+        description?: string | undefined;
+      };
+      output: {
+        data: {
+          id: string;
+          name: string;
+          object: "deals" | "contacts" | "companies" | "activities";
+          filter: Record<string, unknown> | null;
+          sort: string | null;
+          description: string | null;
+          created_at: string;
+          updated_at: string | null;
+        };
+      };
+    }>;
+    get: TRPCQueryProcedure<{
+      meta: object;
+      input: {
+        id: string;
+      };
+      output: {
+        data: {
+          id: string;
+          name: string;
+          object: "deals" | "contacts" | "companies" | "activities";
+          filter: Record<string, unknown> | null;
+          sort: string | null;
+          description: string | null;
+          created_at: string;
+          updated_at: string | null;
+        };
+      };
+    }>;
+    update: TRPCMutationProcedure<{
+      meta: object;
+      input: {
+        id: string;
+        name?: string | undefined;
+        filter?: Record<string, unknown> | null | undefined;
+        sort?: string | null | undefined;
+        description?: string | null | undefined;
+      };
+      output: {
+        data: {
+          id: string;
+          name: string;
+          object: "deals" | "contacts" | "companies" | "activities";
+          filter: Record<string, unknown> | null;
+          sort: string | null;
+          description: string | null;
+          created_at: string;
+          updated_at: string | null;
+        };
+      };
+    }>;
+    delete: TRPCMutationProcedure<{
+      meta: object;
+      input: {
+        id: string;
+      };
+      output: {
+        success: true;
+      };
+    }>;
+  };
 }>;
 
 /** The creates that take an `Idempotency-Key`: tRPC path, REST path (POST). */
