@@ -468,7 +468,8 @@ describeOnEachDatabase(
       const made = await trpc.views.create.mutate({
         name: 'Via tRPC',
         object: 'deals',
-        filter: BIG_EMEA_APAC,
+        // The test's client has no declaration of the organization's fields: the tree is not typed.
+        filter: BIG_EMEA_APAC as never,
         sort: '-value',
       });
       expect(made.data).toMatchObject({ name: 'Via tRPC', object: 'deals', filter: BIG_EMEA_APAC });
