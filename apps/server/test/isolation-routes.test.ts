@@ -108,6 +108,15 @@ const MAKERS: Array<[kind: string, make: Maker]> = [
       }),
   ],
   [
+    'views',
+    (s, org) =>
+      created(s, org, '/views', {
+        name: 'Isolated view',
+        object: 'deals',
+        filter: { field: 'title', op: 'contains', value: 'Isolated' },
+      }),
+  ],
+  [
     'events',
     (s, org) =>
       eventually('the deal.created event in the feed', async () => {

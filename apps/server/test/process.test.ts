@@ -205,6 +205,11 @@ describe('the server process', () => {
         'GET /deals/{id}/history/summary',
         'GET /contacts/{id}/history',
         'GET /companies/{id}/history',
+        'GET /views',
+        'POST /views',
+        'GET /views/{id}',
+        'PATCH /views/{id}',
+        'DELETE /views/{id}',
       ].sort(),
     );
   });

@@ -66,6 +66,11 @@ const TAGS = [
     description:
       'The organization’s own fields on deals and contacts: typed, checked on every write, their values under `custom` on every record.',
   },
+  {
+    name: 'Views',
+    description:
+      'Saved views: a named filter and sort of one list (deals, contacts, companies, activities), applied with `?view=<id>`.',
+  },
 ];
 
 type MediaType = { schema?: { examples?: unknown[] }; example?: unknown; examples?: Record<string, unknown> };

@@ -94,6 +94,7 @@ export const TENANT_TABLES: ReadonlySet<string> = new Set([
   'outbox_events',
   'pipeline_stages',
   'pipelines',
+  'saved_views',
   'sync_changes',
   'usage_alerts',
   'usage_counters',

@@ -30,6 +30,10 @@ const anchorOf = {
     (db, a: { id: string }) => db.selectFrom('companies').select('id').where('id', '=', a.id),
     { reusePlan: true },
   ),
+  saved_views: orgQuery(
+    (db, a: { id: string }) => db.selectFrom('saved_views').select('id').where('id', '=', a.id),
+    { reusePlan: true },
+  ),
 };
 
 /** The lists read newest first by cursor. */

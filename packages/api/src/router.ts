@@ -9,6 +9,7 @@ import { pipelineRouter } from './features/pipeline/pipeline.router.ts';
 import { pipelinesRouter } from './features/pipeline/pipelines.router.ts';
 import { searchRouter } from './features/search/search.router.ts';
 import { usageRouter } from './features/usage/usage.router.ts';
+import { viewsRouter } from './features/views/views.router.ts';
 import { webhooksRouter } from './features/webhooks/webhooks.router.ts';
 import { router } from './trpc.ts';
 
@@ -25,5 +26,6 @@ export const appRouter = router({
   events: eventsRouter,
   ai: aiRouter,
   customFields: customFieldsRouter,
+  views: viewsRouter,
 });
 export type AppRouter = typeof appRouter;

@@ -22,6 +22,8 @@ export const SCOPES = [
   'events:read',
   'schema:read',
   'schema:write',
+  'views:read',
+  'views:write',
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 

@@ -104,6 +104,7 @@ describe('the OpenAPI document', () => {
       'PATCH /deals/{id}',
       'PATCH /pipelines/{id}',
       'PATCH /pipelines/{id}/stages/{stage_id}',
+      'PATCH /views/{id}',
       'PATCH /webhooks/{id}',
       'POST /activities',
       'POST /activities/batch',
@@ -123,6 +124,7 @@ describe('the OpenAPI document', () => {
       'POST /deals/query',
       'POST /pipelines',
       'POST /pipelines/{id}/stages',
+      'POST /views',
       'POST /webhooks',
       'PUT /deals/{id}/stakeholders/{contact_id}',
     ]);

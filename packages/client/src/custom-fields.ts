@@ -178,6 +178,21 @@ export type Filter<F, O extends CustomObject> =
   | { or: readonly Filter<F, O>[] }
   | { not: Filter<F, O> };
 
+/**
+ * A saved view's create (`views.create`, `POST /views`) for an organization's fields `F`: one shape per
+ * object the view can be of, each with its `filter` typed as that object's Filter, so a field of another
+ * object or a misspelled one does not compile. Activities have no custom fields: theirs stays an object.
+ */
+export type ViewCreateWith<T, F> = T extends { object: infer O extends string }
+  ? {
+      [K in O]: Flat<
+        Omit<T, 'object' | 'filter'> & { object: K } & (K extends CustomObject
+            ? { filter?: Filter<F, K> }
+            : Pick<T, Extract<'filter', keyof T>>)
+      >;
+    }[O]
+  : T;
+
 // ---- The router and the REST paths with `custom` and `filter` typed ----
 
 type Direction = 'create' | 'patch' | 'out';

@@ -1226,6 +1226,68 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/views": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List saved views, newest first
+         * @description Returns a page of the organization’s saved views (`limit`, `offset`, or `after` a cursor) with `meta.total`; `object` keeps the views of one list (deals, contacts, companies, activities).
+         *
+         *     Needs an API key with the scope `views:read` (or `*`).
+         */
+        get: operations["views-list"];
+        put?: never;
+        /**
+         * Save a view: a named filter and sort of one list
+         * @description Saves `filter` (the list’s filter tree) and `sort` under `name` for one `object` (deals, contacts, companies or activities) and returns the view with 201; `GET /{object}?view=<id>` then applies them. Both are checked against the object’s fields exactly as the list checks its own: a mistake is a 400 naming the node (`filter/and/1/field: unknown field …`, `sort/0: …`). A name another view of the same object has (case aside) is a 409 naming it (`conflicting_id`). Not idempotent: a retried create with another name makes a second view.
+         *
+         *     Needs an API key with the scope `views:write` (or `*`).
+         */
+        post: operations["views-create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/views/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A saved view
+         * @description Returns the view: its object, filter tree, sort and description. An unknown view is a 404.
+         *
+         *     Needs an API key with the scope `views:read` (or `*`).
+         */
+        get: operations["views-get"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a saved view
+         * @description Deletes the view and returns `{"success": true}`; a list given its id answers 400 from then on. The records it filtered are not touched. An unknown view is a 404.
+         *
+         *     Needs an API key with the scope `views:write` (or `*`).
+         */
+        delete: operations["views-delete"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a saved view’s name, filter, sort or description
+         * @description Changes what is sent (`null` removes the filter, the sort or the description) and returns the view; what is sent is checked as at creation (a 400 naming the node). The object does not change. A name another view of the object has is a 409; an unknown view is a 404.
+         *
+         *     Needs an API key with the scope `views:write` (or `*`).
+         */
+        patch: operations["views-update"];
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2418,6 +2480,22 @@ export interface components {
             /** @description The field as it is after the conversion (applied only) */
             field?: components["schemas"]["CustomField"];
         };
+        SavedView: {
+            /** Format: uuid */
+            id: string;
+            name: string;
+            /** @enum {string} */
+            object: "deals" | "contacts" | "companies" | "activities";
+            /** @description The filter tree as saved */
+            filter: {
+                [key: string]: unknown;
+            } | null;
+            sort: string | null;
+            description: string | null;
+            /** Format: date-time */
+            created_at: string;
+            updated_at: string | null;
+        };
         Error: {
             /** @description What went wrong, naming the field for invalid input */
             error: string;
@@ -2454,6 +2532,7 @@ export interface operations {
                 pipeline_id?: string;
                 filter?: string;
                 sort?: string;
+                view?: string;
                 updated_since?: string;
                 include_deleted?: boolean;
             };
@@ -2768,6 +2847,11 @@ export interface operations {
                     };
                     /** @description Comma-separated fields, `-` for descending (`-value,created_at`), at most 5; empty values last, the id breaks ties. Newest first when left out */
                     sort?: string;
+                    /**
+                     * Format: uuid
+                     * @description A saved view’s id (POST /views): its filter is ANDed with `filter` and the other parameters, its sort applies unless `sort` is given (docs/api/query.md, Saved views)
+                     */
+                    view?: string;
                     /**
                      * Format: date-time
                      * @description Only records changed (created, updated, or changed through what they show) at or after this time, in the order the changes committed (sync order), by `after` cursor; `meta.next_cursor` is where the next sync starts. Not with `sort` or `offset` (docs/api/sync.md)
@@ -3775,6 +3859,7 @@ export interface operations {
                 q?: string;
                 filter?: string;
                 sort?: string;
+                view?: string;
                 updated_since?: string;
                 include_deleted?: boolean;
             };
@@ -4092,6 +4177,11 @@ export interface operations {
                     };
                     /** @description Comma-separated fields, `-` for descending (`-value,created_at`), at most 5; empty values last, the id breaks ties. Newest first when left out */
                     sort?: string;
+                    /**
+                     * Format: uuid
+                     * @description A saved view’s id (POST /views): its filter is ANDed with `filter` and the other parameters, its sort applies unless `sort` is given (docs/api/query.md, Saved views)
+                     */
+                    view?: string;
                     /**
                      * Format: date-time
                      * @description Only records changed (created, updated, or changed through what they show) at or after this time, in the order the changes committed (sync order), by `after` cursor; `meta.next_cursor` is where the next sync starts. Not with `sort` or `offset` (docs/api/sync.md)
@@ -4970,6 +5060,7 @@ export interface operations {
                 q?: string;
                 filter?: string;
                 sort?: string;
+                view?: string;
                 updated_since?: string;
                 include_deleted?: boolean;
             };
@@ -5259,6 +5350,11 @@ export interface operations {
                     };
                     /** @description Comma-separated fields, `-` for descending (`-value,created_at`), at most 5; empty values last, the id breaks ties. Newest first when left out */
                     sort?: string;
+                    /**
+                     * Format: uuid
+                     * @description A saved view’s id (POST /views): its filter is ANDed with `filter` and the other parameters, its sort applies unless `sort` is given (docs/api/query.md, Saved views)
+                     */
+                    view?: string;
                     /**
                      * Format: date-time
                      * @description Only records changed (created, updated, or changed through what they show) at or after this time, in the order the changes committed (sync order), by `after` cursor; `meta.next_cursor` is where the next sync starts. Not with `sort` or `offset` (docs/api/sync.md)
@@ -5925,6 +6021,7 @@ export interface operations {
                 status?: "open" | "done";
                 due_before?: string;
                 sort?: string;
+                view?: string;
                 updated_since?: string;
                 include_deleted?: boolean;
                 filter?: string;
@@ -6250,6 +6347,11 @@ export interface operations {
                     due_before?: string;
                     /** @description Comma-separated fields, `-` for descending (`due_at`, `-occurred_at`); empty values last, the id breaks ties. Newest first (`-occurred_at`) when left out */
                     sort?: string;
+                    /**
+                     * Format: uuid
+                     * @description A saved view’s id (POST /views): its filter is ANDed with `filter` and the other parameters, its sort applies unless `sort` is given (docs/api/query.md, Saved views)
+                     */
+                    view?: string;
                     /**
                      * Format: date-time
                      * @description Only records changed (created, updated, or changed through what they show) at or after this time, in the order the changes committed (sync order), by `after` cursor; `meta.next_cursor` is where the next sync starts. Not with `sort` or `offset` (docs/api/sync.md)
@@ -10437,6 +10539,565 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: components["schemas"]["CustomFieldConversion"];
+                    };
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected. `invalid_json`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `conflict`: The write conflicts with the data as it is (a unique custom field’s value another record holds, a rule the records break, a stage deals are in, the default pipeline): the message says with what and how to proceed; `conflicting_id` names the record that holds a value */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large`: The body is over 1 MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type`: The body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "views-list": {
+        parameters: {
+            query?: {
+                limit?: number;
+                offset?: number;
+                after?: string;
+                object?: "deals" | "contacts" | "companies" | "activities";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["SavedView"][];
+                        meta: {
+                            total: number;
+                            limit: number;
+                            offset: number;
+                            /** @description Pass as `after` for the next page; null on the last page */
+                            next_cursor: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "views-create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Big open deals",
+                 *       "object": "deals",
+                 *       "filter": {
+                 *         "and": [
+                 *           {
+                 *             "field": "value",
+                 *             "op": "gte",
+                 *             "value": 50000
+                 *           },
+                 *           {
+                 *             "field": "stage_type",
+                 *             "op": "eq",
+                 *             "value": "open"
+                 *           }
+                 *         ]
+                 *       },
+                 *       "sort": "-value"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description Unique among the organization’s views of the same object, case aside */
+                    name: string;
+                    /**
+                     * @description The list the view is of: GET /deals, /contacts, /companies or /activities
+                     * @enum {string}
+                     */
+                    object: "deals" | "contacts" | "companies" | "activities";
+                    /**
+                     * @description The filter tree of the list’s `filter` (docs/api/query.md), checked against the object’s fields as the list checks it
+                     * @example {
+                     *       "and": [
+                     *         {
+                     *           "field": "value",
+                     *           "op": "gte",
+                     *           "value": 10000
+                     *         },
+                     *         {
+                     *           "field": "stage_type",
+                     *           "op": "eq",
+                     *           "value": "open"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    filter?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description The list’s `sort` (`-value,created_at`), checked as the list checks it; a request’s own `sort` overrides it */
+                    sort?: string;
+                    description?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["SavedView"];
+                    };
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected. `invalid_json`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `conflict`: The write conflicts with the data as it is (a unique custom field’s value another record holds, a rule the records break, a stage deals are in, the default pipeline): the message says with what and how to proceed; `conflicting_id` names the record that holds a value */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large`: The body is over 1 MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type`: The body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "views-get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource id (uuid) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["SavedView"];
+                    };
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "views-delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource id (uuid) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description `invalid_request`: The input does not fit: the message names the field and what was expected */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `missing_api_key`: No API key: send `Authorization: Bearer <key>`. `invalid_api_key`: The API key is unknown or revoked. `expired_api_key`: The API key has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope`: The API key lacks the scope the operation needs; the call counts against no limit */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found`: No such resource (another organization’s ids alike) or endpoint */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Over the rate limit of the operation’s group: `Retry-After` says when to try again. `api_quota_exceeded`: The monthly API call quota is used up: `Retry-After` says when it resets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: The server failed (never with details or a stack) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database (or the sign-in service) is not answering: `Retry-After` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "views-update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource id (uuid) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Big open deals (EMEA)",
+                 *       "sort": "-value,created_at"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description Unique among the organization’s views of the same object, case aside */
+                    name?: string;
+                    /** @description The new filter tree; null removes it */
+                    filter?: {
+                        [key: string]: unknown;
+                    } | null;
+                    /** @description The new sort; null removes it (the list’s own order) */
+                    sort?: string | null;
+                    description?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["SavedView"];
                     };
                 };
             };

@@ -1,5 +1,5 @@
 import createClient, { type Client } from 'openapi-fetch';
-import type { CustomObject, UntypedFields, WithFields } from './custom-fields.ts';
+import type { CustomObject, UntypedFields, ViewCreateWith, WithFields } from './custom-fields.ts';
 import { type ClientOptions, trimSlash } from './options.ts';
 import type { paths } from './rest-schema.gen.ts';
 import { crmFetch, REST_PATH } from './transport.ts';
@@ -18,6 +18,16 @@ type OperationWith<Op, F, O extends CustomObject | undefined, Method> = {
       : Op[K];
 };
 
+/** `POST /views` with its filter typed by the object the view is of (ViewCreateWith). */
+type ViewCreateOperation<Op, F> = {
+  [K in keyof Op]: K extends 'requestBody'
+    ? { content: { 'application/json': ViewCreateWith<JsonBody<NonNullable<Op[K]>>, F> } }
+    : Op[K];
+};
+
+/** A request body's JSON, as openapi-typescript writes it. */
+type JsonBody<B> = B extends { content: { 'application/json': infer T } } ? T : never;
+
 /** The paths with the organization's fields `F` (`crm schema types`) in `custom` and `filter`. */
 export type RestPathsWith<F> = {
   [P in keyof paths]: AreaOf<P> extends CustomObject | 'search'
@@ -26,7 +36,9 @@ export type RestPathsWith<F> = {
           ? paths[P][M]
           : OperationWith<paths[P][M], F, AreaOf<P> extends CustomObject ? AreaOf<P> : undefined, M>;
       }
-    : paths[P];
+    : P extends '/views'
+      ? { [M in keyof paths[P]]: M extends 'post' ? ViewCreateOperation<paths[P][M], F> : paths[P][M] }
+      : paths[P];
 };
 
 /** The REST client; with an organization's fields (`CrmRestClient<OrgFields>`), `custom` and `filter` typed by them. */

@@ -106,6 +106,7 @@ export type AppRouter = TRPCBuiltRouter<{
         pipeline_id?: string | undefined;
         filter?: string | undefined;
         sort?: string | undefined;
+        view?: string | undefined;
         limit?: number | undefined;
         offset?: number | undefined;
       };
@@ -161,6 +162,7 @@ export type AppRouter = TRPCBuiltRouter<{
         pipeline_id?: string | undefined;
         filter?: Record<string, unknown> | undefined;
         sort?: string | undefined;
+        view?: string | undefined;
         limit?: number | undefined;
         offset?: number | undefined;
       };
@@ -498,6 +500,7 @@ export type AppRouter = TRPCBuiltRouter<{
         q?: string | undefined;
         filter?: string | undefined;
         sort?: string | undefined;
+        view?: string | undefined;
         limit?: number | undefined;
         offset?: number | undefined;
       };
@@ -544,6 +547,7 @@ export type AppRouter = TRPCBuiltRouter<{
         q?: string | undefined;
         filter?: Record<string, unknown> | undefined;
         sort?: string | undefined;
+        view?: string | undefined;
         limit?: number | undefined;
         offset?: number | undefined;
       };
@@ -876,6 +880,7 @@ export type AppRouter = TRPCBuiltRouter<{
         q?: string | undefined;
         filter?: string | undefined;
         sort?: string | undefined;
+        view?: string | undefined;
         limit?: number | undefined;
         offset?: number | undefined;
       };
@@ -914,6 +919,7 @@ export type AppRouter = TRPCBuiltRouter<{
         q?: string | undefined;
         filter?: Record<string, unknown> | undefined;
         sort?: string | undefined;
+        view?: string | undefined;
         limit?: number | undefined;
         offset?: number | undefined;
       };
@@ -1090,6 +1096,7 @@ export type AppRouter = TRPCBuiltRouter<{
         status?: "open" | "done" | undefined;
         due_before?: string | undefined;
         sort?: string | undefined;
+        view?: string | undefined;
       };
       output: {
         data: {
@@ -1135,6 +1142,7 @@ export type AppRouter = TRPCBuiltRouter<{
         status?: "open" | "done" | undefined;
         due_before?: string | undefined;
         sort?: string | undefined;
+        view?: string | undefined;
       };
       output: {
         data: {
@@ -2580,6 +2588,106 @@ export type AppRouter = TRPCBuiltRouter<{
           created_at: string;
           updated_at: string | null;
         };
+      };
+    }>;
+  };
+  views: {
+    list: TRPCQueryProcedure<{
+      meta: object;
+      input: {
+        object?: "deals" | "contacts" | "companies" | "activities" | undefined;
+        after?: string | undefined;
+        limit?: number | undefined;
+        offset?: number | undefined;
+      };
+      output: {
+        data: {
+          id: string;
+          name: string;
+          object: "deals" | "contacts" | "companies" | "activities";
+          filter: Record<string, unknown> | null;
+          sort: string | null;
+          description: string | null;
+          created_at: string;
+          updated_at: string | null;
+        }[];
+        meta: {
+          total: number;
+          limit: number;
+          offset: number;
+          next_cursor: string | null;
+        };
+      };
+    }>;
+    create: TRPCMutationProcedure<{
+      meta: object;
+      input: {
+        name: string;
+        object: "deals" | "contacts" | "companies" | "activities";
+        filter?: Record<string, unknown> | undefined;
+        sort?: string | undefined;
+        description?: string | undefined;
+      };
+      output: {
+        data: {
+          id: string;
+          name: string;
+          object: "deals" | "contacts" | "companies" | "activities";
+          filter: Record<string, unknown> | null;
+          sort: string | null;
+          description: string | null;
+          created_at: string;
+          updated_at: string | null;
+        };
+      };
+    }>;
+    get: TRPCQueryProcedure<{
+      meta: object;
+      input: {
+        id: string;
+      };
+      output: {
+        data: {
+          id: string;
+          name: string;
+          object: "deals" | "contacts" | "companies" | "activities";
+          filter: Record<string, unknown> | null;
+          sort: string | null;
+          description: string | null;
+          created_at: string;
+          updated_at: string | null;
+        };
+      };
+    }>;
+    update: TRPCMutationProcedure<{
+      meta: object;
+      input: {
+        id: string;
+        name?: string | undefined;
+        filter?: Record<string, unknown> | null | undefined;
+        sort?: string | null | undefined;
+        description?: string | null | undefined;
+      };
+      output: {
+        data: {
+          id: string;
+          name: string;
+          object: "deals" | "contacts" | "companies" | "activities";
+          filter: Record<string, unknown> | null;
+          sort: string | null;
+          description: string | null;
+          created_at: string;
+          updated_at: string | null;
+        };
+      };
+    }>;
+    delete: TRPCMutationProcedure<{
+      meta: object;
+      input: {
+        id: string;
+      };
+      output: {
+        success: true;
       };
     }>;
   };

@@ -9,7 +9,7 @@ import {
 } from '@trpc/client';
 import type { TRPCBuiltRouter, TRPCMutationProcedure, TRPCQueryProcedure } from '@trpc/server';
 import { observable } from '@trpc/server/observable';
-import type { CustomObject, UntypedFields, WithFields } from './custom-fields.ts';
+import type { CustomObject, UntypedFields, ViewCreateWith, WithFields } from './custom-fields.ts';
 import { type ClientOptions, trimSlash } from './options.ts';
 import { rememberResponse } from './response.ts';
 import type { AppRouter } from './router.gen.ts';
@@ -43,6 +43,11 @@ type TypedProcedure<P, F, O extends CustomObject | undefined, Name> = P extends 
       }>
   : P;
 
+/** `views.create` with its filter typed by the object the view is of (ViewCreateWith). */
+type ViewCreateProcedure<P, F> = P extends { _def: { $types: { input: infer I; output: infer Out } } }
+  ? TRPCMutationProcedure<{ meta: object; input: ViewCreateWith<I, F>; output: Out }>
+  : P;
+
 /** The router with the organization's fields `F` (`crm schema types`) in `custom` and `filter`. */
 export type AppRouterWith<F> = TRPCBuiltRouter<
   AppRouter['_def']['_config']['$types'],
@@ -56,7 +61,13 @@ export type AppRouterWith<F> = TRPCBuiltRouter<
             Op
           >;
         }
-      : Record_[A];
+      : A extends 'views'
+        ? {
+            [Op in keyof Record_[A]]: Op extends 'create'
+              ? ViewCreateProcedure<Record_[A][Op], F>
+              : Record_[A][Op];
+          }
+        : Record_[A];
   }
 >;
 

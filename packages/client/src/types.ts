@@ -16,6 +16,8 @@ export type Company = RouterOutputs['companies']['create']['data'];
 export type StakeholderLink = RouterOutputs['deals']['linkStakeholder']['data'];
 /** A logged activity (note, task, call, meeting, e-mail) as the API answers it. */
 export type LoggedActivity = RouterOutputs['activities']['create']['data'];
+/** A saved view (a named filter and sort of one list) as `POST /views` answers it. */
+export type SavedView = RouterOutputs['views']['create']['data'];
 /** A MEDDPICC analysis as `POST /deals/{id}/analyze` answers it. */
 export type Analysis = RouterOutputs['ai']['analyze']['data'];
 /** The kinds of event a webhook endpoint can subscribe to. */

@@ -640,6 +640,31 @@ export const CustomField = defineEntity({
 });
 export type CustomField = InferEntity<typeof CustomField>;
 
+/**
+ * A saved view (docs/api/query.md, Saved views): a named filter and sort of one listed object, which
+ * `GET /{object}?view=<id>` applies. The filter is kept as the client sent it and checked against the
+ * object's fields again each time it is applied (custom fields change).
+ */
+export const SavedView = defineEntity({
+  name: 'SavedView',
+  tableName: 'saved_views',
+  filters: orgFilter,
+  properties: {
+    id: id(),
+    orgId: p.uuid(),
+    /** Unique per organization and object, case aside. */
+    name: p.text(),
+    /** The list it filters: deals, contacts, companies or activities. */
+    object: p.text(),
+    filter: p.json<Record<string, unknown>>().nullable(),
+    sort: p.text().nullable(),
+    description: p.text().nullable(),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+});
+export type SavedView = InferEntity<typeof SavedView>;
+
 export const entities = [
   Organization,
   ApiKey,
@@ -668,4 +693,5 @@ export const entities = [
   UsageDay,
   ServerSecret,
   CustomField,
+  SavedView,
 ];

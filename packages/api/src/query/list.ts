@@ -6,6 +6,7 @@ import { allows } from '../scopes.ts';
 import { type Catalogue, catalogueOf, type ObjectFrom, type QueryObject } from './fields.ts';
 import { type Checked, checkFilter, compileFilter } from './filter.ts';
 import { afterRow, orderOf, parseSort, type SortKey } from './sort.ts';
+import { type AppliedView, appliedView, withinView } from './views.ts';
 
 /**
  * The most a list reading a field no index serves may take in the database (issue 31: such a filter answers
@@ -39,6 +40,8 @@ export interface ListQuery {
   /** The filter tree, as parsed from JSON; checked here against the object's fields. */
   filter?: unknown;
   sort?: string;
+  /** A saved view's id: its filter ANDed with `filter`, its sort unless `sort` is given. */
+  view?: string;
   after?: string;
   limit: number;
   offset: number;
@@ -75,12 +78,13 @@ export async function queryList<Counted extends boolean = true>(
   const catalogue = await catalogueOf(em, object);
   const { granted, keptTotal } = options;
   const conditions = [...(options.where ?? [])];
-  const checked = query.filter === undefined ? undefined : checkFilter(query.filter, catalogue, object.name);
-  if (checked) {
-    checkScopes(checked, granted);
-    conditions.push(compileFilter(checked));
-  }
-  const keys = parseSort(query.sort ?? object.defaultSort ?? '-created_at', catalogue);
+  const view = query.view === undefined ? undefined : await appliedView(em, object.name, query.view);
+  const checked = filterOf(object, catalogue, { filter: query.filter, view }, granted);
+  if (checked) conditions.push(compileFilter(checked));
+  const keys =
+    query.sort === undefined && view?.sort
+      ? withinView(view, object.name, () => parseSort(view.sort as string, catalogue))
+      : parseSort(query.sort ?? object.defaultSort ?? '-created_at', catalogue);
   const db = orgDb(em);
   const id = `${object.alias}.id`;
   if (query.after) {
@@ -142,6 +146,31 @@ export async function queryList<Counted extends boolean = true>(
       : number,
     next_cursor: rows.length > query.limit ? ((found.at(-1)?.id as string | undefined) ?? null) : null,
   };
+}
+
+/**
+ * A list's conditions from its `filter` and its saved view's, each checked against the object's fields
+ * (with its related records' scopes) on its own, so each keeps its own limits and pointers, then ANDed
+ * (one flat `and`: the kept count and the cursor read the top-level conditions). A view that no longer fits
+ * is a 400 naming it (`withinView`). Undefined when there are none.
+ */
+export function filterOf(
+  object: QueryObject,
+  catalogue: Catalogue,
+  sent: { filter?: unknown; view?: AppliedView | undefined },
+  granted: readonly string[],
+): Checked | undefined {
+  const check = (tree: unknown) => {
+    const checked = checkFilter(tree, catalogue, object.name);
+    checkScopes(checked, granted);
+    return checked;
+  };
+  const { view } = sent;
+  const saved = view?.filter == null ? undefined : withinView(view, object.name, () => check(view.filter));
+  const own = sent.filter === undefined ? undefined : check(sent.filter);
+  if (!saved || !own) return saved ?? own;
+  const parts = (c: Checked) => (c.kind === 'and' ? c.nodes : [c]);
+  return { kind: 'and', nodes: [...parts(saved), ...parts(own)] };
 }
 
 /** Whether a filter names a column of a table its object joins (a field declared on another alias). */

@@ -172,3 +172,13 @@ export const EVENT_RECORDS: Partial<Record<WebhookEventType, ListedObject>> = {
   'activity.created': ACTIVITIES,
   'activity.updated': ACTIVITIES,
 };
+
+/** The lists the language filters, by the name of their path (`GET /deals`): what a saved view is of. */
+export const LISTED_OBJECTS = ['deals', 'contacts', 'companies', 'activities'] as const;
+export type ListedObjectName = (typeof LISTED_OBJECTS)[number];
+export const LISTS: Record<ListedObjectName, ListedObject> = {
+  deals: DEALS,
+  contacts: CONTACTS,
+  companies: COMPANIES,
+  activities: ACTIVITIES,
+};

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { Uuid } from '../schemas.ts';
 import { FILTER_LIMITS } from './filter.ts';
 import { MAX_SORT_KEYS } from './sort.ts';
 
@@ -41,3 +42,11 @@ export const SortParam = z
   .describe(
     `Comma-separated fields, \`-\` for descending (\`-value,created_at\`), at most ${MAX_SORT_KEYS}; empty values last, the id breaks ties. Newest first when left out`,
   );
+
+/**
+ * `view`: a saved view's id (POST /views). Its filter is ANDed with `filter` and the list's own
+ * parameters; its sort applies unless `sort` is given.
+ */
+export const ViewParam = Uuid.describe(
+  'A saved view’s id (POST /views): its filter is ANDed with `filter` and the other parameters, its sort applies unless `sort` is given (docs/api/query.md, Saved views)',
+);

@@ -5,9 +5,10 @@ import { orgDb } from '../org-scope.ts';
 import { isoOf } from '../read-model.ts';
 import { placeCommitted } from '../sequencer.ts';
 import { catalogueOf, type ObjectFrom } from './fields.ts';
-import { checkFilter, compileFilter } from './filter.ts';
-import { checkScopes, type ListedObject } from './list.ts';
+import { compileFilter } from './filter.ts';
+import { filterOf, type ListedObject } from './list.ts';
 import { SYNC_COUNTED, SYNC_DOCS, TOMBSTONE_DAYS } from './sync-schemas.ts';
+import { appliedView } from './views.ts';
 
 /** How far before `updated_since` a walk starts: the application's clock may run ahead of the database's. */
 const CLOCK_MARGIN = '1 minute';
@@ -67,15 +68,23 @@ export async function syncList(
     after?: string | undefined;
     limit: number;
     filter?: unknown;
+    view?: string | undefined;
   },
   options: { granted: readonly string[]; where?: Expression<SqlBool>[] },
 ): Promise<SyncPage> {
   const conditions = [...(options.where ?? [])];
-  if (query.filter !== undefined) {
-    if (!object.listed) throw new ApiError('invalid_request', 'filter: this list takes no filter');
-    const checked = checkFilter(query.filter, await catalogueOf(em, object.listed), object.listed.name);
-    checkScopes(checked, options.granted);
-    conditions.push(compileFilter(checked));
+  if (query.filter !== undefined || query.view !== undefined) {
+    const listed = object.listed;
+    if (!listed) throw new ApiError('invalid_request', 'filter: this list takes no filter');
+    // A saved view's filter applies; its sort does not (a sync answers in sync order).
+    const view = query.view === undefined ? undefined : await appliedView(em, listed.name, query.view);
+    const checked = filterOf(
+      listed,
+      await catalogueOf(em, listed),
+      { filter: query.filter, view },
+      options.granted,
+    );
+    if (checked) conditions.push(compileFilter(checked));
   }
   await placeCommitted(em);
   const db = orgDb(em);

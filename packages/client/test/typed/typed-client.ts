@@ -101,6 +101,33 @@ export async function typedTrpc() {
   // A list's ?filter= is text: a typed tree, stringified.
   const open: Filter<OrgFields, 'deals'> = { field: 'custom.renews', op: 'eq', value: true };
   await crm.deals.list.query({ filter: JSON.stringify(open) });
+
+  // A saved view's filter is typed by the object it is of; a list applies it by id.
+  const { data: view } = await crm.views.create.mutate({
+    name: 'Big EMEA',
+    object: 'deals',
+    filter: { field: 'custom.region', op: 'eq', value: 'emea' },
+    sort: '-value',
+  });
+  await crm.deals.list.query({ view: view.id });
+  await crm.views.create.mutate({
+    name: 'Seniors',
+    object: 'contacts',
+    filter: { field: 'custom.seniority', op: 'gte', value: 3 },
+  });
+  await crm.views.create.mutate({ name: 'Calls', object: 'activities', filter: { field: 'type', op: 'eq' } });
+  // @ts-expect-error a deal's custom field on a view of contacts
+  await crm.views.create.mutate({
+    name: 'x',
+    object: 'contacts',
+    filter: { field: 'custom.region', op: 'eq', value: 'emea' },
+  });
+  // @ts-expect-error an option that is not the field's
+  await crm.views.create.mutate({
+    name: 'x',
+    object: 'deals',
+    filter: { field: 'custom.region', op: 'eq', value: 'mars' },
+  });
 }
 
 export async function typedRest() {
@@ -114,6 +141,12 @@ export async function typedRest() {
   await rest.POST('/deals/query', { body: { filter: { field: 'custom.arr', op: 'gt', value: 1 } } });
   // @ts-expect-error a misspelled field
   await rest.POST('/deals/query', { body: { filter: { field: 'custom.ar', op: 'gt', value: 1 } } });
+  await rest.POST('/views', {
+    body: { name: 'x', object: 'deals', filter: { field: 'custom.arr', op: 'gt', value: 1 } },
+  });
+  const misspelled = { field: 'custom.ar', op: 'gt', value: 1 } as const;
+  // @ts-expect-error a misspelled field in a view's filter
+  await rest.POST('/views', { body: { name: 'x', object: 'deals', filter: misspelled } });
 }
 
 export function untyped(crm: CrmClient, rest: CrmRestClient) {

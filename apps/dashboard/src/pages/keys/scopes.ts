@@ -40,6 +40,8 @@ export const SCOPE_INFO: Record<Scope, { group: string; description: string }> =
     description: 'read the custom fields of deals, contacts and companies',
   },
   'schema:write': { group: 'Custom fields', description: 'define, change and archive custom fields' },
+  'views:read': { group: 'Saved views', description: 'read saved views (named filters of a list)' },
+  'views:write': { group: 'Saved views', description: 'save, change and delete views' },
 };
 export const SCOPES = Object.keys(SCOPE_INFO) as Scope[];
 export const SCOPE_GROUPS = [...new Set(SCOPES.map((s) => SCOPE_INFO[s].group))].map((group) => ({

@@ -28,9 +28,9 @@ function ownConditions(query: ActivityListQuery | ActivityQueryBody): Expression
 const SYNCED_ACTIVITIES = syncedOf('engagements', () => ACTIVITIES);
 
 /**
- * GET /activities and POST /activities/query. Without `filter` and `sort`, the list as it was (its own
- * filters, read along the link or type index); with either, through the query language, its own
- * parameters ANDed with the filter, the same keyset cursor (`after`, an activity's id) and no total.
+ * GET /activities and POST /activities/query. Without `filter`, `sort` and `view` (a saved view), the list
+ * as it was (its own filters, read along the link or type index); with any, through the query language,
+ * its own parameters ANDed with the filter, the same keyset cursor (`after`, an activity's id) and no total.
  */
 export async function listActivitiesBy(
   em: EntityManager,
@@ -51,7 +51,7 @@ export async function listActivitiesBy(
       ...deleted,
     };
   }
-  if (query.filter === undefined && query.sort === undefined)
+  if (query.filter === undefined && query.sort === undefined && query.view === undefined)
     return listActivities(em, query as ActivityListQuery);
   const page = await queryList(
     em,

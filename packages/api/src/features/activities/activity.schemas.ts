@@ -1,6 +1,6 @@
 import { ENGAGEMENT_TYPES, LINK_TARGETS, TASK_STATUSES } from '@crm/db';
 import { z } from 'zod';
-import { FilterBody, FilterParam, SortParam } from '../../query/schemas.ts';
+import { FilterBody, FilterParam, SortParam, ViewParam } from '../../query/schemas.ts';
 import {
   checkSyncInput,
   SyncAfter,
@@ -141,6 +141,7 @@ const ActivityListParams = {
   sort: SortParam.optional().describe(
     'Comma-separated fields, `-` for descending (`due_at`, `-occurred_at`); empty values last, the id breaks ties. Newest first (`-occurred_at`) when left out',
   ),
+  view: ViewParam.optional(),
   ...SyncParams,
 };
 

@@ -205,7 +205,8 @@ const SYNCED_COMPANIES = syncedOf('companies', () => COMPANIES);
 
 /**
  * A page of companies, newest first, as `GET /contacts` pages contacts (the same totals and bounds); with
- * `filter` or `sort`, through the filter language (docs/api/query.md), `q` ANDed with the filter.
+ * `filter`, `sort` or `view` (a saved view), through the filter language (docs/api/query.md), `q` ANDed
+ * with the filter.
  */
 export async function listCompanies(
   em: EntityManager,
@@ -221,7 +222,7 @@ export async function listCompanies(
     );
     return { data: page.rows.map(toCompanyDto), ...syncAnswer(page, query.limit) };
   }
-  if (query.filter !== undefined || query.sort !== undefined) {
+  if (query.filter !== undefined || query.sort !== undefined || query.view !== undefined) {
     const page = await queryList(em, COMPANIES, query, {
       granted,
       where: qMatches(query.q),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { FilterBody, FilterParam, SortParam } from '../../query/schemas.ts';
+import { FilterBody, FilterParam, SortParam, ViewParam } from '../../query/schemas.ts';
 import {
   checkSyncInput,
   SyncAfter,
@@ -121,6 +121,7 @@ export const CompanyListQuery = z
     q: CompanyQ.optional(),
     filter: FilterParam.optional(),
     sort: SortParam.optional(),
+    view: ViewParam.optional(),
     ...SyncParams,
   })
   .superRefine(checkSyncInput);
@@ -134,6 +135,7 @@ export const CompanyQueryBody = z
     q: CompanyQ.optional(),
     filter: FilterBody.optional(),
     sort: SortParam.optional(),
+    view: ViewParam.optional(),
     ...SyncParams,
   })
   .superRefine(checkSyncInput)

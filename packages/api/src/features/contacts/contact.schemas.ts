@@ -1,6 +1,6 @@
 import { ENGAGEMENT_LEVELS, INFLUENCE_LEVELS, ROLE_TYPES, SENTIMENTS } from '@crm/db';
 import { z } from 'zod';
-import { FilterBody, FilterParam, SortParam } from '../../query/schemas.ts';
+import { FilterBody, FilterParam, SortParam, ViewParam } from '../../query/schemas.ts';
 import {
   checkSyncInput,
   SyncAfter,
@@ -136,6 +136,7 @@ export const ContactListQuery = z
     q: ContactQ.optional(),
     filter: FilterParam.optional(),
     sort: SortParam.optional(),
+    view: ViewParam.optional(),
     ...SyncParams,
   })
   .superRefine(checkSyncInput);
@@ -149,6 +150,7 @@ export const ContactQueryBody = z
     q: ContactQ.optional(),
     filter: FilterBody.optional(),
     sort: SortParam.optional(),
+    view: ViewParam.optional(),
     ...SyncParams,
   })
   .superRefine(checkSyncInput)

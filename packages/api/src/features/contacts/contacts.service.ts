@@ -103,7 +103,8 @@ export async function listContacts(
     );
     return { data: page.rows.map(listedContact), ...syncAnswer(page, query.limit) };
   }
-  if (query.filter !== undefined || query.sort !== undefined) return queryContacts(em, query, granted);
+  if (query.filter !== undefined || query.sort !== undefined || query.view !== undefined)
+    return queryContacts(em, query, granted);
   await checkCursor(em, { table: 'contacts', what: 'contact' }, query);
   const pattern = query.q ? likePattern(query.q) : undefined;
   const [rows, [counted]] = await Promise.all([
@@ -134,8 +135,8 @@ export async function listContacts(
 }
 
 /**
- * GET /contacts and POST /contacts/query with `filter` or `sort`: through the filter language, `q` ANDed
- * with the filter, the total counted exactly (not bounded as `q`'s alone is).
+ * GET /contacts and POST /contacts/query with `filter`, `sort` or `view` (a saved view): through the filter
+ * language, `q` ANDed with the filter, the total counted exactly (not bounded as `q`'s alone is).
  */
 async function queryContacts(
   em: EntityManager,

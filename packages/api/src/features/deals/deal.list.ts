@@ -9,9 +9,9 @@ import type { DealListQuery, DealQueryBody } from './deal.schemas.ts';
 const SYNCED_DEALS = syncedOf('deals', () => DEALS);
 
 /**
- * GET /deals and POST /deals/query. Without `filter` and `sort`, the list as the contract has it (newest
- * first, its total from the kept counts); with either, through the filter language, the list's own
- * parameters ANDed with the filter and the total counted exactly. With `updated_since`, a sync
+ * GET /deals and POST /deals/query. Without `filter`, `sort` and `view` (a saved view), the list as the
+ * contract has it (newest first, its total from the kept counts); with any, through the filter language,
+ * the list's own parameters ANDed with the filter and the total counted exactly. With `updated_since`, a sync
  * (docs/api/sync.md): the changed deals meeting the same conditions, in sync order.
  */
 export async function listDeals(
@@ -34,7 +34,8 @@ export async function listDeals(
       ...syncAnswer(page, query.limit),
     };
   }
-  if (query.filter === undefined && query.sort === undefined) return queryDeals(em, query);
+  if (query.filter === undefined && query.sort === undefined && query.view === undefined)
+    return queryDeals(em, query);
   const page = await queryList(em, DEALS, query, {
     granted,
     where,

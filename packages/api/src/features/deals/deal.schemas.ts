@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { FilterBody, FilterParam, SortParam } from '../../query/schemas.ts';
+import { FilterBody, FilterParam, SortParam, ViewParam } from '../../query/schemas.ts';
 import {
   checkSyncInput,
   SyncAfter,
@@ -175,6 +175,7 @@ export const DealListQuery = z
     pipeline_id: Uuid.optional(),
     filter: FilterParam.optional(),
     sort: SortParam.optional(),
+    view: ViewParam.optional(),
     ...SyncParams,
   })
   .superRefine(checkSyncInput);
@@ -189,6 +190,7 @@ export const DealQueryBody = z
     pipeline_id: Uuid.optional(),
     filter: FilterBody.optional(),
     sort: SortParam.optional(),
+    view: ViewParam.optional(),
     ...SyncParams,
   })
   .superRefine(checkSyncInput)
