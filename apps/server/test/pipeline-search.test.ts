@@ -240,6 +240,19 @@ for (const { driver, label, skip } of DRIVERS) {
       ]);
     });
 
+    it('puts rows holding the term’s words whole before rows whose words only begin with them', async () => {
+      const org = (await s.newOrg('Whole words')).apiKey;
+      const post = async (json: Record<string, unknown>) =>
+        (await s.api('/deals', { method: 'POST', key: org, json })).body.data;
+      const whole = await post({ title: 'Renewal for Hooli Systems' });
+      const begins = await post({ title: 'Renewals for Hooligans' });
+      const inside = await post({ title: 'Shooli renewal' });
+      const res = await s.api('/search?q=hooli%20renewal', { key: org });
+      // Newest first within a rank, but "Renewals for Hooligans", the newer, only begins the words.
+      expect(res.body.data.deals.map((d: { id: string }) => d.id)).toEqual([whole.id, begins.id, inside.id]);
+      expect(res.body.meta.deals).toEqual({ total: 3, exact: true });
+    });
+
     it('treats % and _ in the query as plain characters', async () => {
       await s.api('/deals', { method: 'POST', json: { title: '100% uptime deal' } });
       const res = await s.api(`/search?q=${encodeURIComponent('0%')}`);
