@@ -579,6 +579,7 @@ for (const { driver, label, skip } of DRIVERS) {
         pipelines: { used: 1, limit: 100 },
         stages_per_pipeline: { used: pipeline.stages.length, limit: 50, pipeline_id: pipeline.id },
         webhook_endpoints: { used: 0, limit: 100 },
+        saved_views: { used: 0, limit: 500 },
       });
       // GET /usage answers as the contract says, without these.
       expect(Object.keys((await api('/usage')).body.data).sort()).toEqual([

@@ -174,6 +174,29 @@ describeOnEachDatabase(
         expect((await api(`/views/${id}`, { method: 'DELETE' })).status).toBe(200);
     });
 
+    it('an organization keeps at most 500 views: the next is a 400 naming the limit, shown in /usage/limits', async () => {
+      const other = await s.newOrg('Many views');
+      // 499 written directly (500 creates would be most of this file's time); the 500th and 501st by the API.
+      await s.sql(
+        `insert into saved_views (id, org_id, name, object, created_at)
+         select gen_random_uuid(), ?, 'View ' || i, 'deals', now() from generate_series(1, 499) i`,
+        [other.orgId],
+      );
+      expect((await post('/views', { name: 'The 500th', object: 'contacts' }, other.apiKey)).status).toBe(
+        201,
+      );
+      const over = await post('/views', { name: 'One more', object: 'deals' }, other.apiKey);
+      expect(over.status).toBe(400);
+      expect(over.body).toEqual({
+        error: 'An organization can have at most 500 saved views; delete one first',
+        code: 'invalid_request',
+      });
+      const limits = await s.api('/usage/limits', { key: other.apiKey });
+      expect(limits.body.data.saved_views).toEqual({ used: 500, limit: 500 });
+      // Another organization's views are not counted.
+      expect((await api('/usage/limits')).body.data.saved_views.used).toBeLessThan(500);
+    });
+
     it('a filter or sort that does not fit the object is a 400 naming the node, and nothing is saved', async () => {
       const cases: Array<[Row, string]> = [
         [

@@ -831,7 +831,7 @@ export interface paths {
         };
         /**
          * How much of each limit on the organization’s schema and settings is used
-         * @description Returns, for each limit on what the organization keeps, how much is used: custom fields per object (200), the options of its largest select (500), pipelines (100), the stages of its largest pipeline (50), webhook endpoints (100). The 32 KB of custom values per record is given as a limit only: each write checks it (docs/api/limits.md).
+         * @description Returns, for each limit on what the organization keeps, how much is used: custom fields per object (200), the options of its largest select (500), pipelines (100), the stages of its largest pipeline (50), webhook endpoints (100), saved views (500). The 32 KB of custom values per record is given as a limit only: each write checks it (docs/api/limits.md).
          *
          *     Needs an API key with the scope `usage:read` (or `*`).
          */
@@ -2090,6 +2090,11 @@ export interface components {
             };
             /** @description Webhook endpoints, inactive ones included */
             webhook_endpoints: {
+                used: number;
+                limit: number;
+            };
+            /** @description Saved views, of every object */
+            saved_views: {
                 used: number;
                 limit: number;
             };

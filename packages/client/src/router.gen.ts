@@ -1760,6 +1760,10 @@ export type AppRouter = TRPCBuiltRouter<{
             used: number;
             limit: number;
           };
+          saved_views: {
+            used: number;
+            limit: number;
+          };
         };
       };
     }>;

@@ -29,7 +29,7 @@ export const usageRouter = router({
         tags: ['Usage'],
         summary: 'How much of each limit on the organization’s schema and settings is used',
         description:
-          'Returns, for each limit on what the organization keeps, how much is used: custom fields per object (200), the options of its largest select (500), pipelines (100), the stages of its largest pipeline (50), webhook endpoints (100). The 32 KB of custom values per record is given as a limit only: each write checks it (docs/api/limits.md).',
+          'Returns, for each limit on what the organization keeps, how much is used: custom fields per object (200), the options of its largest select (500), pipelines (100), the stages of its largest pipeline (50), webhook endpoints (100), saved views (500). The 32 KB of custom values per record is given as a limit only: each write checks it (docs/api/limits.md).',
       },
       scope: 'usage:read',
       agentHint: 'Use before adding custom fields, select options, pipelines or webhooks in bulk.',

@@ -67,6 +67,7 @@ export const UsageLimits = z
       pipeline_id: z.string().nullable().describe('The pipeline with the most stages'),
     }).describe('The most stages one pipeline has'),
     webhook_endpoints: LimitUse.describe('Webhook endpoints, inactive ones included'),
+    saved_views: LimitUse.describe('Saved views, of every object'),
   })
   .meta({ id: 'UsageLimits' });
 export type UsageLimits = z.infer<typeof UsageLimits>;

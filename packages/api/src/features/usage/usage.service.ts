@@ -7,6 +7,7 @@ import { orgDb, orgQuery } from '../../org-scope.ts';
 import { isoOf } from '../../read-model.ts';
 import { CUSTOM_LIMITS, CUSTOM_OBJECTS } from '../custom-fields/custom-field.schemas.ts';
 import { MAX_PIPELINES, MAX_STAGES } from '../pipeline/pipeline.schemas.ts';
+import { MAX_VIEWS_PER_ORG } from '../views/views.service.ts';
 import { MAX_WEBHOOKS_PER_ORG } from '../webhooks/webhooks.service.ts';
 import type { UsageLimits, UsageResponse } from './usage.schemas.ts';
 
@@ -84,7 +85,7 @@ export function quotaNotices(quotas: UsageResponse['quotas']): QuotaNotice[] {
  */
 export async function usageLimits(em: EntityManager): Promise<UsageLimits> {
   const db = orgDb(em);
-  const [fields, pipelines, stages, webhooks] = await Promise.all([
+  const [fields, pipelines, stages, webhooks, views] = await Promise.all([
     db
       .selectFrom('custom_fields')
       .select(['object', 'key', sql<number>`jsonb_array_length(options)`.as('options')])
@@ -103,6 +104,10 @@ export async function usageLimits(em: EntityManager): Promise<UsageLimits> {
       .executeTakeFirst(),
     db
       .selectFrom('webhook_endpoints')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .executeTakeFirst(),
+    db
+      .selectFrom('saved_views')
       .select((eb) => eb.fn.countAll<string>().as('n'))
       .executeTakeFirst(),
   ]);
@@ -136,5 +141,6 @@ export async function usageLimits(em: EntityManager): Promise<UsageLimits> {
       pipeline_id: stages?.pipeline_id ?? null,
     },
     webhook_endpoints: { used: Number(webhooks?.n ?? 0), limit: MAX_WEBHOOKS_PER_ORG },
+    saved_views: { used: Number(views?.n ?? 0), limit: MAX_VIEWS_PER_ORG },
   };
 }

@@ -1,7 +1,7 @@
 import { type EntityManager, sqlOf, type Tables, uuidv7 } from '@crm/db';
 import { type Kysely, type SqlBool, sql } from 'kysely';
 import type { AuthedContext } from '../../context.ts';
-import { conflict, notFound } from '../../errors.ts';
+import { ApiError, conflict, notFound } from '../../errors.ts';
 import { lockForOrg, orgDb, orgQuery } from '../../org-scope.ts';
 import { catalogueOf } from '../../query/fields.ts';
 import { checkFilter } from '../../query/filter.ts';
@@ -9,6 +9,9 @@ import { LISTS, type ListedObjectName } from '../../query/objects.ts';
 import { parseSort } from '../../query/sort.ts';
 import { afterAnchor, asJson, checkCursor, isoOf } from '../../read-model.ts';
 import type { SavedViewDto, ViewCreateInput, ViewListQuery, ViewUpdateInput } from './view.schemas.ts';
+
+/** Saved views per organization, of all objects together: each is read and checked when a list names it. */
+export const MAX_VIEWS_PER_ORG = 500;
 
 const viewRows = (db: Kysely<Tables>) =>
   db
@@ -91,6 +94,17 @@ export async function createView(
   input: ViewCreateInput,
 ): Promise<SavedViewDto> {
   await checkView(tx, input.object, input);
+  // Counted under the organization's lock of its views, so concurrent creates cannot pass the limit.
+  await lockForOrg(tx, 'saved_views');
+  const held = await orgDb(tx)
+    .selectFrom('saved_views')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .executeTakeFirst();
+  if (Number(held?.n ?? 0) >= MAX_VIEWS_PER_ORG)
+    throw new ApiError(
+      'invalid_request',
+      `An organization can have at most ${MAX_VIEWS_PER_ORG} saved views; delete one first`,
+    );
   await claimName(tx, input.object, input.name);
   const id = uuidv7();
   await sqlOf(tx)
