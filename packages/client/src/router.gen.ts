@@ -1701,6 +1701,10 @@ export type AppRouter = TRPCBuiltRouter<{
                 used: number;
                 limit: number;
               };
+              indexed_fields: {
+                used: number;
+                limit: number;
+              };
               options_per_select: {
                 used: number;
                 limit: number;
@@ -1715,6 +1719,10 @@ export type AppRouter = TRPCBuiltRouter<{
                 used: number;
                 limit: number;
               };
+              indexed_fields: {
+                used: number;
+                limit: number;
+              };
               options_per_select: {
                 used: number;
                 limit: number;
@@ -1726,6 +1734,10 @@ export type AppRouter = TRPCBuiltRouter<{
             };
             companies: {
               fields: {
+                used: number;
+                limit: number;
+              };
+              indexed_fields: {
                 used: number;
                 limit: number;
               };
@@ -2102,6 +2114,7 @@ export type AppRouter = TRPCBuiltRouter<{
             label?: string | undefined;
             required?: boolean | undefined;
             unique?: boolean | undefined;
+            indexed?: boolean | undefined;
             default?: unknown;
             options?: {
               value: string;
@@ -2123,6 +2136,7 @@ export type AppRouter = TRPCBuiltRouter<{
             label?: string | undefined;
             required?: boolean | undefined;
             unique?: boolean | undefined;
+            indexed?: boolean | undefined;
             default?: unknown;
             options?: {
               value: string;
@@ -2144,6 +2158,7 @@ export type AppRouter = TRPCBuiltRouter<{
             label?: string | undefined;
             required?: boolean | undefined;
             unique?: boolean | undefined;
+            indexed?: boolean | undefined;
             default?: unknown;
             options?: {
               value: string;
@@ -2183,6 +2198,10 @@ export type AppRouter = TRPCBuiltRouter<{
               }[];
             } | undefined;
             records_with_values?: number | undefined;
+            index?: {
+              action: "build" | "drop" | "rebuild";
+              records: number;
+            } | undefined;
             problem?: string | undefined;
           }[];
           applicable: boolean;
@@ -2200,6 +2219,7 @@ export type AppRouter = TRPCBuiltRouter<{
             label?: string | undefined;
             required?: boolean | undefined;
             unique?: boolean | undefined;
+            indexed?: boolean | undefined;
             default?: unknown;
             options?: {
               value: string;
@@ -2221,6 +2241,7 @@ export type AppRouter = TRPCBuiltRouter<{
             label?: string | undefined;
             required?: boolean | undefined;
             unique?: boolean | undefined;
+            indexed?: boolean | undefined;
             default?: unknown;
             options?: {
               value: string;
@@ -2242,6 +2263,7 @@ export type AppRouter = TRPCBuiltRouter<{
             label?: string | undefined;
             required?: boolean | undefined;
             unique?: boolean | undefined;
+            indexed?: boolean | undefined;
             default?: unknown;
             options?: {
               value: string;
@@ -2281,6 +2303,10 @@ export type AppRouter = TRPCBuiltRouter<{
               }[];
             } | undefined;
             records_with_values?: number | undefined;
+            index?: {
+              action: "build" | "drop" | "rebuild";
+              records: number;
+            } | undefined;
             problem?: string | undefined;
           }[];
           applicable: boolean;
@@ -2291,6 +2317,7 @@ export type AppRouter = TRPCBuiltRouter<{
             type: "number" | "boolean" | "date" | "datetime" | "currency" | "email" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
             required: boolean;
             unique: boolean;
+            indexed: boolean;
             default: unknown;
             options: {
               value: string;
@@ -2326,6 +2353,7 @@ export type AppRouter = TRPCBuiltRouter<{
           type: "number" | "boolean" | "date" | "datetime" | "currency" | "email" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
           required: boolean;
           unique: boolean;
+          indexed: boolean;
           default: unknown;
           options: {
             value: string;
@@ -2355,6 +2383,7 @@ export type AppRouter = TRPCBuiltRouter<{
         label?: string | undefined;
         required?: boolean | undefined;
         unique?: boolean | undefined;
+        indexed?: boolean | undefined;
         default?: unknown;
         options?: {
           value: string;
@@ -2378,6 +2407,7 @@ export type AppRouter = TRPCBuiltRouter<{
           type: "number" | "boolean" | "date" | "datetime" | "currency" | "email" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
           required: boolean;
           unique: boolean;
+          indexed: boolean;
           default: unknown;
           options: {
             value: string;
@@ -2412,6 +2442,7 @@ export type AppRouter = TRPCBuiltRouter<{
           type: "number" | "boolean" | "date" | "datetime" | "currency" | "email" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
           required: boolean;
           unique: boolean;
+          indexed: boolean;
           default: unknown;
           options: {
             value: string;
@@ -2440,6 +2471,7 @@ export type AppRouter = TRPCBuiltRouter<{
         label?: string | undefined;
         required?: boolean | undefined;
         unique?: boolean | undefined;
+        indexed?: boolean | undefined;
         default?: unknown;
         options?: {
           value: string;
@@ -2463,6 +2495,7 @@ export type AppRouter = TRPCBuiltRouter<{
           type: "number" | "boolean" | "date" | "datetime" | "currency" | "email" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
           required: boolean;
           unique: boolean;
+          indexed: boolean;
           default: unknown;
           options: {
             value: string;
@@ -2527,6 +2560,7 @@ export type AppRouter = TRPCBuiltRouter<{
             type: "number" | "boolean" | "date" | "datetime" | "currency" | "email" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
             required: boolean;
             unique: boolean;
+            indexed: boolean;
             default: unknown;
             options: {
               value: string;
@@ -2562,6 +2596,7 @@ export type AppRouter = TRPCBuiltRouter<{
           type: "number" | "boolean" | "date" | "datetime" | "currency" | "email" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
           required: boolean;
           unique: boolean;
+          indexed: boolean;
           default: unknown;
           options: {
             value: string;
