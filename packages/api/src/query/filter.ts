@@ -260,13 +260,25 @@ function param(field: Field, value: unknown): RawBuilder<unknown> {
   }
 }
 
-/** A leaf that is true for the rows it keeps; it may be null (unknown) for others, never true. */
+/**
+ * A leaf that is true for the rows it keeps; it may be null (unknown) for others, never true. On a field a
+ * kept table serves for `op` (Field.lookup), the condition on the JSON is ANDed with the ids read there
+ * (`x.id in (select record_id …)`: the database reads those rows, not every row's JSON), so the answer
+ * stays exactly the JSON's.
+ */
 function leafSql(field: Field, op: Operator, value: unknown): RawBuilder<SqlBool> {
+  const plain = jsonLeafSql(field, op, value);
+  const lookup = field.lookup;
+  if (!lookup?.serves(op, value)) return plain;
+  // The subquery brings its own brackets.
+  return sql`(${plain} and ${sql.ref(lookup.id)} in ${lookup.ids(op, value)})`;
+}
+
+function jsonLeafSql(field: Field, op: Operator, value: unknown): RawBuilder<SqlBool> {
   const e = field.expr;
   const list = (values: unknown[]) => sql.join(values.map((v) => param(field, v)));
   switch (op) {
     case 'eq':
-      if (field.claimed) return sql`(${e} = ${param(field, value)} and ${field.claimed([value as string])})`;
       return sql`${e} = ${param(field, value)}`;
     case 'neq':
       return sql`${e} is distinct from ${param(field, value)}`;
@@ -283,8 +295,6 @@ function leafSql(field: Field, op: Operator, value: unknown): RawBuilder<SqlBool
       return sql`(${e} >= ${param(field, low)} and ${e} <= ${param(field, high)})`;
     }
     case 'in':
-      if (field.claimed)
-        return sql`(${e} in (${list(value as unknown[])}) and ${field.claimed(value as string[])})`;
       return sql`${e} in (${list(value as unknown[])})`;
     case 'nin':
       return sql`not coalesce(${e} in (${list(value as unknown[])}), false)`;
