@@ -178,8 +178,18 @@ for (const { driver, label, skip } of DRIVERS) {
       expect(created.status, created.text).toBe(201);
       const one = created.body.data;
       await expectExact('deals', 'create');
-      // A long text is kept to its first 500 characters.
+      // A long text is kept to its first 500 characters: found whole all the same, and a value that is
+      // only its first 500 is not it (the JSON decides what the kept prefix cannot).
       expect((await held('deals')).find((e) => e[0] === 'memo')?.[1]).toHaveLength(500);
+      const byMemo = async (value: string) =>
+        (
+          await api(
+            `/deals?filter=${encodeURIComponent(JSON.stringify({ field: 'custom.memo', op: 'eq', value }))}`,
+          )
+        ).body;
+      expect(await byMemo('x'.repeat(600))).toMatchObject({ data: [{ id: one.id }], meta: { total: 1 } });
+      expect(await byMemo('x'.repeat(500))).toMatchObject({ data: [], meta: { total: 0 } });
+      expect(await byMemo('x'.repeat(499))).toMatchObject({ data: [], meta: { total: 0 } });
 
       const patched = await api(`/deals/${one.id}`, {
         method: 'PATCH',

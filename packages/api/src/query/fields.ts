@@ -70,8 +70,8 @@ export interface Field {
 
 /**
  * The records whose value of a custom field meets a condition, read from a kept table of the values
- * (`ids`: a select of their `record_id`), which the filter ANDs with the condition on the JSON itself: the
- * answer is the JSON's, the table only narrows the rows read (a value kept shortened finds a few more).
+ * (`ids`: a select of their `record_id`). Exactly those records when `exact` says so; otherwise more (a
+ * text kept shortened, a claim of a value's text), and the filter ANDs the condition on the JSON itself.
  */
 export interface Lookup {
   table: 'custom_indexed_values' | 'custom_unique_values';
@@ -187,7 +187,9 @@ export const CUSTOM_TYPES: Record<CustomFieldType, ValueType> = {
 /**
  * A custom value as its type compares: read out of `custom` with a cast guarded by the JSON value's own
  * type, so that a row the condition does not keep (another organization's, where the same key may be
- * another type) can never fail the statement, whatever order the planner tests conditions in.
+ * another type) can never fail the statement, whatever order the planner tests conditions in. An indexed
+ * field's rows are written by the same guards (`crm_custom_index_entries`, Migration20261203000100): a
+ * change here is a change there, in a migration, or an indexed field's answers would differ.
  */
 function customExpr(alias: string, rule: FieldRule): RawBuilder<unknown> {
   const value = sql`${sql.ref(`${alias}.custom`)}->${sql.lit(rule.key)}`;

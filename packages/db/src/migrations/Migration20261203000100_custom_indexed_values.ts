@@ -13,8 +13,8 @@ import { Migration } from '@mikro-orm/migrations';
  *   and by the backfill of a field made indexed (custom-fields.service.ts): exactly the values the filter's
  *   JSON expression (query/fields.ts `customExpr`) gives a value, so a lookup here keeps the same rows.
  *   Text is kept to its first 500 characters (a B-tree entry holds at most 2,704 bytes; a text value may be
- *   32 KB): the filter ANDs the JSON's own condition, and counts from here only values shorter than that.
- *   A date is its midnight UTC, a boolean its text.
+ *   32 KB): a filter value of 500 characters or more ANDs the JSON's own condition (query/filter.ts). A
+ *   date is its midnight UTC, a boolean its text.
  * - Row triggers on deals, contacts and companies keep it, as the unique claims are kept (same events,
  *   same skip of `custom = '{}'`): on an update only the keys whose value changed, read against the
  *   organization's active indexed fields (`custom_fields.is_indexed`); a deleted record's rows go with it.
