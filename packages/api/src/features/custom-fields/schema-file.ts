@@ -2,6 +2,7 @@ import type { EntityManager } from '@crm/db';
 import { sql } from 'kysely';
 import { z } from 'zod';
 import { ApiError, describeZodIssues } from '../../errors.ts';
+import { canonicalJson } from '../../idempotency.ts';
 import { orgDb } from '../../org-scope.ts';
 import {
   CUSTOM_LIMITS,
@@ -166,7 +167,9 @@ function changedAttributes(stored: CustomFieldDto, wanted: CustomFieldCreateInpu
   const changes: Record<string, { from: unknown; to: unknown }> = {};
   for (const attr of new Set([...Object.keys(now), ...Object.keys(next)])) {
     if (attr === 'key') continue;
-    if (JSON.stringify(now[attr] ?? null) !== JSON.stringify(next[attr] ?? null))
+    // Keys in any order: a stored validation reads back in the database's order ({max, min}), a file's
+    // in the schema's ({min, max}), and the same rules are no change.
+    if (canonicalJson(now[attr] ?? null) !== canonicalJson(next[attr] ?? null))
       changes[attr] = { from: now[attr] ?? null, to: next[attr] ?? null };
   }
   return changes;
