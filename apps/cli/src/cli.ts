@@ -79,16 +79,18 @@ export async function run(argv: string[], env: Record<string, string | undefined
   return code;
 }
 
-/** How long one statement of `crm import` or `crm migrate` may run on PostgreSQL: an hour. */
+/** How long one statement of `crm import`, `crm migrate` or `crm schema` may run on PostgreSQL: an hour. */
 const LONG_STATEMENT_MS = 3_600_000;
+const LONG_COMMANDS = new Set(['import', 'migrate', 'schema']);
 
 /**
- * The database as a command opens it: an import's closing VACUUM (ANALYZE) and a migration's index builds
- * take as long as the tables are large (a million deals: well over the 10 s a request's statement gets,
- * and the import's statistics were left stale), so these two wait up to LONG_STATEMENT_MS for a statement;
- * every other command keeps DATABASE_QUERY_TIMEOUT_MS.
+ * The database as a command opens it: an import's closing VACUUM (ANALYZE), a migration's index builds and
+ * a schema apply's checks and index of a custom field (`indexed: true`: one INSERT … SELECT of every record
+ * holding a value) take as long as the tables are large (a million deals: well over the 10 s a request's
+ * statement gets, and the import's statistics were left stale), so these three wait up to
+ * LONG_STATEMENT_MS for a statement; every other command keeps DATABASE_QUERY_TIMEOUT_MS.
  */
 function longStatements(command: string | undefined, database: Config['database']): Config['database'] {
-  if (database.kind !== 'postgresql' || (command !== 'import' && command !== 'migrate')) return database;
+  if (database.kind !== 'postgresql' || !LONG_COMMANDS.has(command ?? '')) return database;
   return { ...database, queryTimeoutMs: Math.max(database.queryTimeoutMs, LONG_STATEMENT_MS) };
 }

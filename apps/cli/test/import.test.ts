@@ -109,7 +109,12 @@ for (const { driver, label, skip } of DRIVERS) {
       const field = await s.api('/custom-fields/deals', {
         method: 'POST',
         key: own.apiKey,
-        json: { key: 'import_tier', type: 'select', options: [{ value: 'gold' }, { value: 'silver' }] },
+        json: {
+          key: 'import_tier',
+          type: 'select',
+          indexed: true,
+          options: [{ value: 'gold' }, { value: 'silver' }],
+        },
       });
       expect(field.status, field.text).toBe(201);
       const file = path.join(dir, 'custom.ndjson');
@@ -139,6 +144,12 @@ for (const { driver, label, skip } of DRIVERS) {
       expect((await s.api(`/deals/${id}`, { key: own.apiKey })).body.data.deal.custom).toEqual({
         import_tier: 'gold',
       });
+      // The field is indexed: the imported value is in its index, as a create's is (the same trigger).
+      const rows = await s.sql<{ key: string; value_text: string; record_id: string }>(
+        'select key, value_text, record_id from custom_indexed_values where org_id = ?',
+        [own.orgId],
+      );
+      expect(rows).toEqual([{ key: 'import_tier', value_text: 'gold', record_id: id }]);
     });
 
     it('emits a deal.created event per imported deal, seen in the event feed as any other create', async () => {

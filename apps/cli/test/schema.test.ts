@@ -131,7 +131,12 @@ for (const { driver, label, skip } of DRIVERS) {
         objects: {
           deals: [
             { key: 'arr', type: 'number', label: 'ARR', validation: { min: 0 } },
-            { key: 'region', type: 'select', options: [{ value: 'emea' }, { value: 'apac' }] },
+            {
+              key: 'region',
+              type: 'select',
+              indexed: true,
+              options: [{ value: 'emea' }, { value: 'apac' }],
+            },
           ],
         },
       };
@@ -147,7 +152,7 @@ for (const { driver, label, skip } of DRIVERS) {
             action: 'change',
             changes: { label: { from: 'arr', to: 'ARR' }, validation: { from: null, to: { min: 0 } } },
           },
-          { object: 'deals', key: 'region', action: 'add' },
+          { object: 'deals', key: 'region', action: 'add', index: { action: 'build', records: 0 } },
           { object: 'deals', key: 'legacy_code', action: 'archive', records_with_values: 1 },
         ],
         applicable: true,
@@ -166,8 +171,20 @@ for (const { driver, label, skip } of DRIVERS) {
         ['arr', 'ARR'],
         ['region', 'region'],
       ]);
-      // Applying again plans nothing.
+      expect(fields[1].indexed).toBe(true);
+      // Applying again plans nothing; the export states the index.
       expect((await schema('plan', at)).lines[0]).toEqual({ steps: [], applicable: true });
+      const exportedAgain = (await schema('export')).lines[0] as typeof file;
+      expect(exportedAgain.objects.deals?.[1]).toEqual({
+        key: 'region',
+        type: 'select',
+        label: 'region',
+        indexed: true,
+        options: [
+          { value: 'emea', label: 'emea' },
+          { value: 'apac', label: 'apac' },
+        ],
+      });
       // The archived field's value stays readable.
       const deal = (await api('/deals')).body.data[0];
       expect(deal.custom).toEqual({ legacy_code: 'L-1' });

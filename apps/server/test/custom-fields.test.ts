@@ -44,6 +44,7 @@ for (const { driver, label, skip } of DRIVERS) {
         type: 'currency',
         required: false,
         unique: false,
+        indexed: false,
         default: null,
         options: [],
         validation: { min: 0 },
@@ -542,6 +543,7 @@ for (const { driver, label, skip } of DRIVERS) {
       const before = (await api('/usage/limits')).body.data;
       expect(before.custom_fields.deals).toEqual({
         fields: { used: 0, limit: 200 },
+        indexed_fields: { used: 0, limit: 20 },
         options_per_select: { used: 0, limit: 500, key: null },
         value_bytes_per_record: { limit: 32768 },
       });
@@ -549,6 +551,7 @@ for (const { driver, label, skip } of DRIVERS) {
       await define('deals', {
         key: 'region',
         type: 'select',
+        indexed: true,
         options: [{ value: 'emea' }, { value: 'apac' }, { value: 'amer' }],
       });
       await define('deals', { key: 'tags', type: 'multi_select', options: [{ value: 'a' }, { value: 'b' }] });
@@ -562,16 +565,19 @@ for (const { driver, label, skip } of DRIVERS) {
         custom_fields: {
           deals: {
             fields: { used: 3, limit: 200 },
+            indexed_fields: { used: 1, limit: 20 },
             options_per_select: { used: 3, limit: 500, key: 'region' },
             value_bytes_per_record: { limit: 32768 },
           },
           contacts: {
             fields: { used: 1, limit: 200 },
+            indexed_fields: { used: 0, limit: 20 },
             options_per_select: { used: 0, limit: 500, key: null },
             value_bytes_per_record: { limit: 32768 },
           },
           companies: {
             fields: { used: 0, limit: 200 },
+            indexed_fields: { used: 0, limit: 20 },
             options_per_select: { used: 0, limit: 500, key: null },
             value_bytes_per_record: { limit: 32768 },
           },

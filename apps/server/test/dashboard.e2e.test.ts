@@ -444,6 +444,8 @@ for (const { driver, label, skip } of DRIVERS) {
           await dialog.getByRole('button', { name: 'Add option' }).click();
           await dialog.getByRole('button', { name: 'Add option' }).click();
           await dialog.getByLabel('Option 3 value').fill('emea');
+          // A select can be indexed (a checkbox of the types that can).
+          await dialog.getByLabel('Indexed').check();
           await dialog.getByRole('button', { name: 'Create field' }).click();
           // The server's rule, by the input it is about, said with the input's label.
           const keyError = dialog.locator('#field-key-error');
@@ -467,6 +469,8 @@ for (const { driver, label, skip } of DRIVERS) {
           await region.getByText('emea', { exact: true }).waitFor();
           await region.getByText('apac', { exact: true }).waitFor();
           await region.getByText('Active').waitFor();
+          await region.getByText('Indexed', { exact: true }).waitFor();
+          expect((await s.api('/custom-fields/deals/region')).body.data.indexed).toBe(true);
 
           // A duplicate key and a pattern RE2 cannot run: each by its input.
           await page.getByRole('button', { name: 'Create field' }).click();
@@ -481,6 +485,11 @@ for (const { driver, label, skip } of DRIVERS) {
             .getByText(/^Pattern: not a regular expression RE2 can run/)
             .waitFor();
           await dialog.getByLabel('Pattern (optional)').fill('^[A-Z]{3}$');
+          // Not indexed unless asked; a type no index serves offers no checkbox.
+          await dialog.getByLabel('Type', { exact: true }).selectOption('json');
+          expect(await dialog.getByLabel('Indexed').count()).toBe(0);
+          await dialog.getByLabel('Type', { exact: true }).selectOption('text');
+          expect(await dialog.getByLabel('Indexed').isChecked()).toBe(false);
           await dialog.getByRole('button', { name: 'Create field' }).click();
           await dialog.waitFor({ state: 'detached' });
           await deals.getByRole('row', { name: /code/ }).getByText('^[A-Z]{3}$').waitFor();
@@ -519,7 +528,14 @@ for (const { driver, label, skip } of DRIVERS) {
           expect(file.objects.deals.map((f: { key: string }) => f.key)).toEqual(['region', 'code']);
           file.objects.deals = [
             file.objects.deals[0],
-            { key: 'arr', label: 'ARR', type: 'currency', validation: { min: 0 }, ai_hint: 'metrics' },
+            {
+              key: 'arr',
+              label: 'ARR',
+              type: 'currency',
+              indexed: true,
+              validation: { min: 0 },
+              ai_hint: 'metrics',
+            },
           ];
           file.objects.contacts = [{ key: 'tier', type: 'select', options: [{ value: 'gold' }] }];
           await fileText.fill(JSON.stringify(file, null, 2));
@@ -529,6 +545,7 @@ for (const { driver, label, skip } of DRIVERS) {
           const stepOf = async (key: string) =>
             (await plan.getByRole('row', { name: new RegExp(`^${key}\\b`) }).textContent()) ?? '';
           expect(await stepOf('arr')).toMatch(/DealsAdd/);
+          expect(await stepOf('arr')).toMatch(/A new fieldIndexed\.$/);
           expect(await stepOf('code')).toMatch(/DealsArchiveNo record holds a value/);
           expect(await stepOf('tier')).toMatch(/ContactsAdd/);
           expect(await plan.getByRole('row').count()).toBe(4);
@@ -541,6 +558,7 @@ for (const { driver, label, skip } of DRIVERS) {
             .click();
           await page.getByText('Applied the schema file: 3 steps.').waitFor();
           await deals.getByRole('row', { name: /ARR/ }).getByText('at least 0').waitFor();
+          await deals.getByRole('row', { name: /ARR/ }).getByText('Indexed', { exact: true }).waitFor();
           await deals.getByRole('row', { name: /code/ }).getByText('Archived').waitFor();
           await page
             .getByRole('table', { name: 'Fields of contacts' })
@@ -559,6 +577,10 @@ for (const { driver, label, skip } of DRIVERS) {
           await page.getByText('Archived the field arr of deals.').waitFor();
           await deals.getByRole('row', { name: /ARR/ }).getByText('Archived').waitFor();
           expect(await deals.getByRole('row', { name: /ARR/ }).getByRole('button').count()).toBe(0);
+          // An archived field's index is dropped: no longer shown as indexed.
+          expect(
+            await deals.getByRole('row', { name: /ARR/ }).getByText('Indexed', { exact: true }).count(),
+          ).toBe(0);
           const stored = await s.sql<{ key: string; archived: boolean }>(
             'select key, archived_at is not null as archived from custom_fields where org_id = ? and object = ? order by position',
             [s.orgA.orgId, 'deals'],

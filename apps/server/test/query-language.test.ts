@@ -63,10 +63,21 @@ const DEAL_TYPES: Record<string, string> = {
   'custom.segment': 'string',
   // Unique: eq and in read the claims of its values (custom_unique_values), the rest the JSON.
   'custom.ext': 'string',
+  // Indexed twins of the fields above, each holding its twin's values: the operators their index serves
+  // read custom_indexed_values (a lone condition counts from it alone), the rest the JSON; each answer must
+  // be the reference's, so the twin's.
+  'custom.region_ix': 'enum',
+  'custom.arr_ix': 'number',
+  'custom.tags_ix': 'array',
+  'custom.renewal_ix': 'date',
+  'custom.kickoff_ix': 'date-time',
+  'custom.strategic_ix': 'boolean',
+  'custom.segment_ix': 'string',
   'stakeholders.role_type': 'enum',
   'stakeholders.sentiment': 'enum',
   'stakeholders.name': 'string',
   'stakeholders.custom.seniority': 'enum',
+  'stakeholders.custom.seniority_ix': 'enum',
 };
 
 const fieldOf = (row: Row, field: string): unknown => {
@@ -183,17 +194,51 @@ describeOnEachDatabase(
       await define('deals', { key: 'strategic', type: 'boolean' });
       await define('deals', { key: 'segment', type: 'text' });
       await define('deals', { key: 'ext', type: 'text', unique: true });
+      await define('deals', {
+        key: 'region_ix',
+        type: 'select',
+        indexed: true,
+        options: REGIONS.map((value) => ({ value })),
+      });
+      await define('deals', { key: 'arr_ix', type: 'number', indexed: true });
+      await define('deals', {
+        key: 'tags_ix',
+        type: 'multi_select',
+        indexed: true,
+        options: TAGS.map((value) => ({ value })),
+      });
+      await define('deals', { key: 'renewal_ix', type: 'date', indexed: true });
+      await define('deals', { key: 'kickoff_ix', type: 'datetime', indexed: true });
+      await define('deals', { key: 'strategic_ix', type: 'boolean', indexed: true });
+      // Indexed but not unique: two deals may hold one value.
+      await define('deals', { key: 'segment_ix', type: 'text', indexed: true });
       await define('contacts', {
         key: 'seniority',
         type: 'select',
         options: ['junior', 'senior'].map((value) => ({ value })),
       });
-      // Org B holds the same keys with other types: a cast on its rows must never fail org A's query.
-      for (const key of ['arr', 'renewal', 'kickoff', 'strategic', 'tags'])
+      await define('contacts', {
+        key: 'seniority_ix',
+        type: 'select',
+        indexed: true,
+        options: ['junior', 'senior'].map((value) => ({ value })),
+      });
+      // Org B holds the same keys with other types: a cast on its rows must never fail org A's query, and
+      // its indexed values (the same words) never reach org A's.
+      for (const key of [
+        'arr',
+        'renewal',
+        'kickoff',
+        'strategic',
+        'tags',
+        'arr_ix',
+        'region_ix',
+        'segment_ix',
+      ])
         await s.api(`/custom-fields/deals`, {
           method: 'POST',
           key: s.orgB.apiKey,
-          json: { key, type: 'text' },
+          json: { key, type: 'text', indexed: key.endsWith('_ix') },
         });
       await s.api('/deals/batch', {
         method: 'POST',
@@ -203,7 +248,16 @@ describeOnEachDatabase(
             {
               title: 'B deal',
               value: 50000,
-              custom: { arr: 'lots', renewal: 'soon', kickoff: 'x', strategic: 'yes', tags: 'a' },
+              custom: {
+                arr: 'lots',
+                renewal: 'soon',
+                kickoff: 'x',
+                strategic: 'yes',
+                tags: 'a',
+                arr_ix: '5000',
+                region_ix: 'emea',
+                segment_ix: 'alpha',
+              },
             },
           ],
         },
@@ -222,6 +276,8 @@ describeOnEachDatabase(
         if (r.next() < 0.7) custom.strategic = r.next() < 0.5;
         if (r.next() < 0.8) custom.segment = r.pick(SEGMENTS);
         if (r.next() < 0.8) custom.ext = `EXT-${i}`;
+        for (const key of ['region', 'arr', 'tags', 'renewal', 'kickoff', 'strategic', 'segment'])
+          if (key in custom) custom[`${key}_ix`] = custom[key];
         return {
           title: `${r.pick(['Acme', 'Globex', 'Initech', 'Umbrella'])} ${r.pick(['rollout', 'renewal', 'pilot'])} ${String(i).padStart(2, '0')}`,
           ...(r.next() < 0.85 ? { value: r.int(30) * 1000 } : {}),
@@ -250,7 +306,11 @@ describeOnEachDatabase(
           deal_id: deal.id,
           name: `${r.pick(['Ann', 'Bob', 'Cy', 'Di'])} ${r.int(100)}`,
           role_type: r.pick(ROLES),
-          ...(r.next() < 0.7 ? { custom: { seniority: r.pick(['junior', 'senior']) } } : {}),
+          ...(r.next() < 0.7
+            ? ((seniority) => ({ custom: { seniority, seniority_ix: seniority } }))(
+                r.pick(['junior', 'senior']),
+              )
+            : {}),
         })),
       );
       const added = await api('/contacts/batch', { method: 'POST', json: { items: items2 } });
@@ -519,10 +579,13 @@ describeOnEachDatabase(
         sentiment: 'enum',
         name: 'string',
         'custom.seniority': 'enum',
+        'custom.seniority_ix': 'enum',
         'deal.title': 'string',
         'deal.stage_id': 'uuid',
         'deal.value': 'number',
         'deal.custom.region': 'enum',
+        'deal.custom.region_ix': 'enum',
+        'deal.custom.arr_ix': 'number',
       };
       const dealOf = (c: Row) => deals.filter((d) => d.id === c.deal_id);
       const want = (filter: Node) =>
@@ -532,6 +595,16 @@ describeOnEachDatabase(
         { field: 'role_type', op: 'in', value: ['champion', 'blocker'] },
         { field: 'sentiment', op: 'neq', value: 'positive' },
         { field: 'custom.seniority', op: 'eq', value: 'senior' },
+        // An indexed field of the contact's own (its total read from the index), and of its deal.
+        { field: 'custom.seniority_ix', op: 'eq', value: 'senior' },
+        { field: 'custom.seniority_ix', op: 'is_null', value: false },
+        { and: [{ field: 'custom.seniority_ix', op: 'in', value: ['junior'] }] },
+        {
+          or: [
+            { field: 'deal.custom.region_ix', op: 'in', value: ['emea', 'amer'] },
+            { field: 'deal.custom.arr_ix', op: 'between', value: [10000, 40000] },
+          ],
+        },
         { field: 'deal.stage_id', op: 'eq', value: stage },
         {
           and: [
@@ -916,7 +989,15 @@ describe.skipIf(!DRIVERS.find((d) => d.driver === 'postgresql' && !d.skip))(
     });
 
     it('answers 400 after 2 s naming the fields no index serves, not a 503 to retry', async () => {
-      await s.api('/deals', { method: 'POST', json: { title: 'Held', notes: 'x' } });
+      const tier = await s.api('/custom-fields/deals', {
+        method: 'POST',
+        json: { key: 'tier', type: 'text', indexed: true },
+      });
+      expect(tier.status, tier.text).toBe(201);
+      await s.api('/deals', {
+        method: 'POST',
+        json: { title: 'Held', notes: 'x', custom: { tier: 'gold' } },
+      });
       // A statement held past the timeout: another session locks the table (what a scan of a very large
       // organization's rows would take, made certain).
       const holder = new pg.Client({ connectionString: s.env.DATABASE_URL });
@@ -936,8 +1017,17 @@ describe.skipIf(!DRIVERS.find((d) => d.driver === 'postgresql' && !d.skip))(
         expect(ms).toBeGreaterThan(1_900);
         expect(ms).toBeLessThan(6_000);
         expect(res.body.code).toBe('invalid_request');
-        expect(res.body.error).toMatch(
-          /^filter: the list ran over its time limit \(2 s at most for a list that reads fields no index serves\): no index serves notes, so every deal of the organization is read; add a condition on an indexed field \(title, company_name, company_id, value, lifecycle_stage, stage_id, pipeline_id, owner_name, created_at, updated_at\)/,
+        expect(res.body.error).toBe(
+          'filter: the list ran over its time limit (2 s at most for a list that reads fields no index serves): no index serves notes, so every deal of the organization is read; add a condition on an indexed field (title, company_name, company_id, value, lifecycle_stage, stage_id, pipeline_id, owner_name, created_at, updated_at, custom.tier (eq, in, is_null false)) (a custom field is indexed with "indexed": true, PATCH /custom-fields/deals/{key}; docs/api/query.md, Speed)',
+        );
+        // An indexed field's condition its index does not serve (neq keeps the deals without a value)
+        // reads the JSON: the same 2 s, naming it.
+        const neq = await s.api(
+          `/deals?filter=${encodeURIComponent(JSON.stringify({ field: 'custom.tier', op: 'neq', value: 'gold' }))}`,
+        );
+        expect(neq.status, neq.text).toBe(400);
+        expect(neq.body.error).toMatch(
+          /^filter: the list ran over its time limit .*: no index serves custom\.tier,/,
         );
       } finally {
         await holder.query('rollback').catch(() => {});

@@ -20,7 +20,7 @@ export const IdempotencyKey = z
   });
 
 /** JSON with every object's keys sorted, at every depth: {a,b} and {b,a} are the same request. */
-function canonicalJson(value: unknown): string {
+export function canonicalJson(value: unknown): string {
   return JSON.stringify(value, (_key, v: unknown) =>
     v && typeof v === 'object' && !Array.isArray(v)
       ? Object.fromEntries(

@@ -78,6 +78,7 @@ export const TENANT_TABLES: ReadonlySet<string> = new Set([
   'contact_counts',
   'contacts',
   'custom_fields',
+  'custom_indexed_values',
   'custom_unique_values',
   'deal_analyses',
   'deal_close_days',

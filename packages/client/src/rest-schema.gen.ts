@@ -1159,7 +1159,7 @@ export interface paths {
         put?: never;
         /**
          * Define a custom field
-         * @description Adds a field to every record of `object`: its values are then written and read under `custom.<key>` on creates, updates, batches, imports, reads, lists and events, and checked against its type and rules. A `required` field without a `default` needs every existing record to hold a value already (409 with the count and the first ids otherwise). 409 when the key exists (or existed: archived keys are never reused) or the object has 200 fields.
+         * @description Adds a field to every record of `object`: its values are then written and read under `custom.<key>` on creates, updates, batches, imports, reads, lists and events, and checked against its type and rules. A `required` field without a `default` needs every existing record to hold a value already (409 with the count and the first ids otherwise). `indexed: true` has filters on the field served by an index (not for long_text or json: 400). 409 when the key exists (or existed: archived keys are never reused), the object has 200 fields, or 20 indexed ones.
          *
          *     Needs an API key with the scope `schema:write` (or `*`).
          */
@@ -1196,8 +1196,8 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Change a custom field’s label, rules or options
-         * @description Changes what is sent. `options` is the whole list: an option left out is archived (values holding it stay readable; writes refuse it). Making a field `required` needs every record to hold a value, making it `unique` needs the values held to be unique already: otherwise 409 with the count and the first ids. The key does not change; the type changes by POST /custom-fields/{object}/{key}/convert.
+         * Change a custom field’s label, rules, options or index
+         * @description Changes what is sent. `options` is the whole list: an option left out is archived (values holding it stay readable; writes refuse it). Making a field `required` needs every record to hold a value, making it `unique` needs the values held to be unique already: otherwise 409 with the count and the first ids. Making it `indexed` indexes the values records hold in the same change (409 when the object has 20 indexed fields); unsetting it drops the index. The key does not change; the type changes by POST /custom-fields/{object}/{key}/convert.
          *
          *     Needs an API key with the scope `schema:write` (or `*`).
          */
@@ -1437,6 +1437,7 @@ export interface components {
          *       "key": "region",
          *       "type": "select",
          *       "required": true,
+         *       "indexed": true,
          *       "options": [
          *         {
          *           "value": "emea"
@@ -1461,6 +1462,8 @@ export interface components {
             required?: boolean;
             /** @description No two records of the object hold the same value (409 naming the record that holds it) */
             unique?: boolean;
+            /** @description Filters on the field are served by an index (eq, in, ranges, has_any, has_all; docs/api/query.md): not long_text or json, at most 20 per object. Turned on, the records already holding a value are indexed in the same change */
+            indexed?: boolean;
             /** @description Given to a created record that leaves the field out */
             default?: unknown;
             /** @description select, multi_select: the allowed values */
@@ -2027,6 +2030,11 @@ export interface components {
                         used: number;
                         limit: number;
                     };
+                    /** @description Active custom fields with `indexed: true` (an archived field’s index is dropped, so it does not count) */
+                    indexed_fields: {
+                        used: number;
+                        limit: number;
+                    };
                     /** @description The most options one select holds, archived ones included (a PATCH sends the whole list, at most the limit) */
                     options_per_select: {
                         used: number;
@@ -2045,6 +2053,11 @@ export interface components {
                         used: number;
                         limit: number;
                     };
+                    /** @description Active custom fields with `indexed: true` (an archived field’s index is dropped, so it does not count) */
+                    indexed_fields: {
+                        used: number;
+                        limit: number;
+                    };
                     /** @description The most options one select holds, archived ones included (a PATCH sends the whole list, at most the limit) */
                     options_per_select: {
                         used: number;
@@ -2060,6 +2073,11 @@ export interface components {
                 companies: {
                     /** @description Custom fields defined on the object, archived ones included (they keep their key) */
                     fields: {
+                        used: number;
+                        limit: number;
+                    };
+                    /** @description Active custom fields with `indexed: true` (an archived field’s index is dropped, so it does not count) */
+                    indexed_fields: {
                         used: number;
                         limit: number;
                     };
@@ -2380,6 +2398,16 @@ export interface components {
                 };
                 /** @description archive: how many records hold a value (they keep it, readable) */
                 records_with_values?: number;
+                /** @description What the step does to the field’s index (`indexed`), and how many records that touches */
+                index?: {
+                    /**
+                     * @description build: the field becomes indexed; drop: it no longer is (or is archived); rebuild: a convert
+                     * @enum {string}
+                     */
+                    action: "build" | "drop" | "rebuild";
+                    /** @description The records whose index rows are written (build, rebuild) or removed (drop) */
+                    records: number;
+                };
                 /** @description Why this step cannot be applied as the data stands */
                 problem?: string;
             }[];
@@ -2419,6 +2447,16 @@ export interface components {
                 };
                 /** @description archive: how many records hold a value (they keep it, readable) */
                 records_with_values?: number;
+                /** @description What the step does to the field’s index (`indexed`), and how many records that touches */
+                index?: {
+                    /**
+                     * @description build: the field becomes indexed; drop: it no longer is (or is archived); rebuild: a convert
+                     * @enum {string}
+                     */
+                    action: "build" | "drop" | "rebuild";
+                    /** @description The records whose index rows are written (build, rebuild) or removed (drop) */
+                    records: number;
+                };
                 /** @description Why this step cannot be applied as the data stands */
                 problem?: string;
             }[];
@@ -2436,6 +2474,8 @@ export interface components {
             type: "text" | "long_text" | "number" | "currency" | "boolean" | "date" | "datetime" | "select" | "multi_select" | "email" | "url" | "phone" | "json";
             required: boolean;
             unique: boolean;
+            /** @description Filters on the field are served by an index (an archived field keeps the flag, its index is dropped) */
+            indexed: boolean;
             /** @description Given to a created record that leaves the field out; null for none */
             default: unknown;
             options: {
@@ -10022,6 +10062,8 @@ export interface operations {
                     required?: boolean;
                     /** @description No two records of the object hold the same value (409 naming the record that holds it) */
                     unique?: boolean;
+                    /** @description Filters on the field are served by an index (eq, in, ranges, has_any, has_all; docs/api/query.md): not long_text or json, at most 20 per object. Turned on, the records already holding a value are indexed in the same change */
+                    indexed?: boolean;
                     /** @description Given to a created record that leaves the field out */
                     default?: unknown;
                     /** @description select, multi_select: the allowed values */
@@ -10357,6 +10399,8 @@ export interface operations {
                     required?: boolean;
                     /** @description No two records of the object hold the same value (409 naming the record that holds it) */
                     unique?: boolean;
+                    /** @description Filters on the field are served by an index (eq, in, ranges, has_any, has_all; docs/api/query.md): not long_text or json, at most 20 per object. Turned on, the records already holding a value are indexed in the same change */
+                    indexed?: boolean;
                     /** @description null removes the default */
                     default?: unknown;
                     /** @description The whole list: an option left out is archived (values stay readable), never deleted */

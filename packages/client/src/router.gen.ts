@@ -1709,6 +1709,10 @@ export type AppRouter = TRPCBuiltRouter<{
                 used: number;
                 limit: number;
               };
+              indexed_fields: {
+                used: number;
+                limit: number;
+              };
               options_per_select: {
                 used: number;
                 limit: number;
@@ -1723,6 +1727,10 @@ export type AppRouter = TRPCBuiltRouter<{
                 used: number;
                 limit: number;
               };
+              indexed_fields: {
+                used: number;
+                limit: number;
+              };
               options_per_select: {
                 used: number;
                 limit: number;
@@ -1734,6 +1742,10 @@ export type AppRouter = TRPCBuiltRouter<{
             };
             companies: {
               fields: {
+                used: number;
+                limit: number;
+              };
+              indexed_fields: {
                 used: number;
                 limit: number;
               };
@@ -2114,6 +2126,7 @@ export type AppRouter = TRPCBuiltRouter<{
             label?: string | undefined;
             required?: boolean | undefined;
             unique?: boolean | undefined;
+            indexed?: boolean | undefined;
             default?: unknown;
             options?: {
               value: string;
@@ -2135,6 +2148,7 @@ export type AppRouter = TRPCBuiltRouter<{
             label?: string | undefined;
             required?: boolean | undefined;
             unique?: boolean | undefined;
+            indexed?: boolean | undefined;
             default?: unknown;
             options?: {
               value: string;
@@ -2156,6 +2170,7 @@ export type AppRouter = TRPCBuiltRouter<{
             label?: string | undefined;
             required?: boolean | undefined;
             unique?: boolean | undefined;
+            indexed?: boolean | undefined;
             default?: unknown;
             options?: {
               value: string;
@@ -2195,6 +2210,10 @@ export type AppRouter = TRPCBuiltRouter<{
               }[];
             } | undefined;
             records_with_values?: number | undefined;
+            index?: {
+              action: "build" | "drop" | "rebuild";
+              records: number;
+            } | undefined;
             problem?: string | undefined;
           }[];
           applicable: boolean;
@@ -2212,6 +2231,7 @@ export type AppRouter = TRPCBuiltRouter<{
             label?: string | undefined;
             required?: boolean | undefined;
             unique?: boolean | undefined;
+            indexed?: boolean | undefined;
             default?: unknown;
             options?: {
               value: string;
@@ -2233,6 +2253,7 @@ export type AppRouter = TRPCBuiltRouter<{
             label?: string | undefined;
             required?: boolean | undefined;
             unique?: boolean | undefined;
+            indexed?: boolean | undefined;
             default?: unknown;
             options?: {
               value: string;
@@ -2254,6 +2275,7 @@ export type AppRouter = TRPCBuiltRouter<{
             label?: string | undefined;
             required?: boolean | undefined;
             unique?: boolean | undefined;
+            indexed?: boolean | undefined;
             default?: unknown;
             options?: {
               value: string;
@@ -2293,6 +2315,10 @@ export type AppRouter = TRPCBuiltRouter<{
               }[];
             } | undefined;
             records_with_values?: number | undefined;
+            index?: {
+              action: "build" | "drop" | "rebuild";
+              records: number;
+            } | undefined;
             problem?: string | undefined;
           }[];
           applicable: boolean;
@@ -2303,6 +2329,7 @@ export type AppRouter = TRPCBuiltRouter<{
             type: "number" | "boolean" | "date" | "datetime" | "currency" | "email" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
             required: boolean;
             unique: boolean;
+            indexed: boolean;
             default: unknown;
             options: {
               value: string;
@@ -2338,6 +2365,7 @@ export type AppRouter = TRPCBuiltRouter<{
           type: "number" | "boolean" | "date" | "datetime" | "currency" | "email" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
           required: boolean;
           unique: boolean;
+          indexed: boolean;
           default: unknown;
           options: {
             value: string;
@@ -2367,6 +2395,7 @@ export type AppRouter = TRPCBuiltRouter<{
         label?: string | undefined;
         required?: boolean | undefined;
         unique?: boolean | undefined;
+        indexed?: boolean | undefined;
         default?: unknown;
         options?: {
           value: string;
@@ -2390,6 +2419,7 @@ export type AppRouter = TRPCBuiltRouter<{
           type: "number" | "boolean" | "date" | "datetime" | "currency" | "email" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
           required: boolean;
           unique: boolean;
+          indexed: boolean;
           default: unknown;
           options: {
             value: string;
@@ -2424,6 +2454,7 @@ export type AppRouter = TRPCBuiltRouter<{
           type: "number" | "boolean" | "date" | "datetime" | "currency" | "email" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
           required: boolean;
           unique: boolean;
+          indexed: boolean;
           default: unknown;
           options: {
             value: string;
@@ -2452,6 +2483,7 @@ export type AppRouter = TRPCBuiltRouter<{
         label?: string | undefined;
         required?: boolean | undefined;
         unique?: boolean | undefined;
+        indexed?: boolean | undefined;
         default?: unknown;
         options?: {
           value: string;
@@ -2475,6 +2507,7 @@ export type AppRouter = TRPCBuiltRouter<{
           type: "number" | "boolean" | "date" | "datetime" | "currency" | "email" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
           required: boolean;
           unique: boolean;
+          indexed: boolean;
           default: unknown;
           options: {
             value: string;
@@ -2539,6 +2572,7 @@ export type AppRouter = TRPCBuiltRouter<{
             type: "number" | "boolean" | "date" | "datetime" | "currency" | "email" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
             required: boolean;
             unique: boolean;
+            indexed: boolean;
             default: unknown;
             options: {
               value: string;
@@ -2574,6 +2608,7 @@ export type AppRouter = TRPCBuiltRouter<{
           type: "number" | "boolean" | "date" | "datetime" | "currency" | "email" | "url" | "phone" | "json" | "text" | "long_text" | "select" | "multi_select";
           required: boolean;
           unique: boolean;
+          indexed: boolean;
           default: unknown;
           options: {
             value: string;

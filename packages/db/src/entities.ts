@@ -627,6 +627,7 @@ export const CustomField = defineEntity({
     type: p.text(),
     required: p.boolean().default(false),
     isUnique: p.boolean().default(false),
+    isIndexed: p.boolean().default(false),
     defaultValue: p.json<unknown>().nullable(),
     options: p.json<Array<{ value: string; label: string; archived: boolean }>>().default('[]'),
     validation: p.json<Record<string, unknown>>().default('{}'),

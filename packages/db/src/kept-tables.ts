@@ -29,6 +29,19 @@ export interface KeptTables {
     value_hash: Buffer;
     record_id: string;
   };
+  /**
+   * An indexed custom field's values, a row per record and value in the column its type compares in
+   * (migration `…custom_indexed_values`, written by its trigger and by the backfill of a field made indexed).
+   */
+  custom_indexed_values: {
+    org_id: string;
+    object: string;
+    key: string;
+    value_text: string | null;
+    value_num: Big | null;
+    value_time: Date | null;
+    record_id: string;
+  };
   deal_counts: {
     org_id: string;
     pipeline_id: string;

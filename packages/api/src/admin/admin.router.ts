@@ -19,6 +19,7 @@ import {
   schemaChange,
 } from '../features/custom-fields/custom-fields.service.ts';
 import {
+  INDEXED_TYPES,
   RANGED_TYPES,
   SELECT_TYPES,
   TEXT_TYPES,
@@ -134,6 +135,7 @@ const FIELD_TYPE_RULES = FIELD_TYPES.map((type) => ({
   range: RANGED_TYPES.has(type),
   text: TEXT_TYPES.has(type),
   unique: UNIQUE_TYPES.has(type),
+  indexed: INDEXED_TYPES.has(type),
 }));
 
 /** A schema file as pasted: its text, read by the same function as `crm schema plan|apply` read a file. */
@@ -343,7 +345,12 @@ export const adminRouter = router({
             actor: ctx.dashboard.email,
             action: 'custom_field.created',
             target: `${object}.${created.key}`,
-            details: [created.type, created.required && 'required', created.unique && 'unique']
+            details: [
+              created.type,
+              created.required && 'required',
+              created.unique && 'unique',
+              created.indexed && 'indexed',
+            ]
               .filter(Boolean)
               .join(', '),
           });

@@ -1,5 +1,12 @@
 import type { EntityManager, Tables } from '@crm/db';
-import { type Expression, expressionBuilder, type RawBuilder, type SqlBool, sql } from 'kysely';
+import {
+  type Expression,
+  expressionBuilder,
+  type RawBuilder,
+  type SelectQueryBuilder,
+  type SqlBool,
+  sql,
+} from 'kysely';
 import type { z } from 'zod';
 import type {
   FieldType as CustomFieldType,
@@ -8,6 +15,7 @@ import type {
 import { fieldRules } from '../features/custom-fields/custom-fields.service.ts';
 import type { FieldRule } from '../features/custom-fields/custom-values.ts';
 import type { Scope } from '../scopes.ts';
+import type { Operator } from './filter.ts';
 
 /** What a field holds, as the filter language types it: which operators apply and what a value must be. */
 export type ValueType =
@@ -44,10 +52,11 @@ export interface Field {
   /** A column of a table the object joins (`s.name` on deals), not of its own. */
   joined?: boolean;
   /**
-   * A unique custom field's: the rows holding one of `values`, read from the claims of its values
-   * (`custom_unique_values`, by their SHA-256) rather than from every row's JSON: its `eq` and `in`.
+   * A custom field whose values a kept table holds (an indexed field's `custom_indexed_values`, a unique
+   * field's `custom_unique_values`): the conditions it serves read the ids there rather than every row's
+   * JSON. Its `index` serves those conditions only, and no sort.
    */
-  claimed?: (values: readonly string[]) => Expression<SqlBool>;
+  lookup?: Lookup;
   /** A related record's field: the condition holds for the row when one of its related records meets it. */
   related?: {
     via: string;
@@ -57,6 +66,24 @@ export interface Field {
     scope: Scope;
     exists: (condition: Expression<SqlBool>) => Expression<SqlBool>;
   };
+}
+
+/**
+ * The records whose value of a custom field meets a condition, read from a kept table of the values
+ * (`ids`: a select of their `record_id`). Exactly those records when `exact` says so; otherwise more (a
+ * text kept shortened, a claim of a value's text), and the filter ANDs the condition on the JSON itself.
+ */
+export interface Lookup {
+  table: 'custom_indexed_values' | 'custom_unique_values';
+  /** The operators it serves, as the docs and messages list them (`is_null` only as `false`: has a value). */
+  ops: readonly Operator[];
+  serves: (op: Operator, value: unknown) => boolean;
+  /** The column of the record's id the ids are compared with (`d.id`). */
+  id: string;
+  // biome-ignore lint/suspicious/noExplicitAny: a subquery of the kept table, under the caller's FROM
+  ids: (op: Operator, value: unknown) => SelectQueryBuilder<any, any, { record_id: string }>;
+  /** Whether the ids are exactly the records meeting the condition: a count can then read them alone. */
+  exact: (op: Operator, value: unknown) => boolean;
 }
 
 /** A field of an object's own, as declared: its column unless it says otherwise, its type unless it says otherwise. */
@@ -160,7 +187,9 @@ export const CUSTOM_TYPES: Record<CustomFieldType, ValueType> = {
 /**
  * A custom value as its type compares: read out of `custom` with a cast guarded by the JSON value's own
  * type, so that a row the condition does not keep (another organization's, where the same key may be
- * another type) can never fail the statement, whatever order the planner tests conditions in.
+ * another type) can never fail the statement, whatever order the planner tests conditions in. An indexed
+ * field's rows are written by the same guards (`crm_custom_index_entries`, Migration20261203000100): a
+ * change here is a change there, in a migration, or an indexed field's answers would differ.
  */
 function customExpr(alias: string, rule: FieldRule): RawBuilder<unknown> {
   const value = sql`${sql.ref(`${alias}.custom`)}->${sql.lit(rule.key)}`;
@@ -188,18 +217,20 @@ function customExpr(alias: string, rule: FieldRule): RawBuilder<unknown> {
 /**
  * The claims of a unique field's values (the trigger of Migration20261130000000_custom_fields hashes each
  * active unique field's `custom ->> key`): for text values only, whose text is the value itself; a number's
- * stored text may be written otherwise (`1.0`) than the filter's. The organization's scope is added to the
- * subquery as to every tenant table's.
+ * stored text may be written otherwise (`1.0`) than the filter's. Its `eq` and `in`, one index lookup per
+ * value. The organization's scope is added to the subquery as to every tenant table's.
  */
-function claimedBy(alias: string, object: CustomObject, rule: FieldRule) {
+function claimedBy(alias: string, object: CustomObject, rule: FieldRule): Lookup | undefined {
   const type = CUSTOM_TYPES[rule.type];
   if (!rule.unique || rule.archived || (type !== 'string' && type !== 'enum')) return undefined;
-  return (values: readonly string[]): Expression<SqlBool> => {
-    const eb = expressionBuilder<Tables, never>();
-    return eb(
-      sql.ref(`${alias}.id`),
-      'in',
-      eb
+  const ops: Operator[] = ['eq', 'in'];
+  return {
+    table: 'custom_unique_values',
+    ops,
+    serves: (op) => ops.includes(op),
+    id: `${alias}.id`,
+    ids: (op, value) =>
+      expressionBuilder<Tables, never>()
         .selectFrom('custom_unique_values as u')
         .select('u.record_id')
         .where('u.object', '=', object)
@@ -207,11 +238,120 @@ function claimedBy(alias: string, object: CustomObject, rule: FieldRule) {
         .where(
           'u.value_hash',
           'in',
-          values.map((v) => sql<Buffer>`sha256(convert_to(${v}::text, 'UTF8'))`),
+          (op === 'eq' ? [value as string] : (value as string[])).map(
+            (v) => sql<Buffer>`sha256(convert_to(${v}::text, 'UTF8'))`,
+          ),
         ),
-    ) as Expression<SqlBool>;
+    // A claim is of the value's text, whatever its JSON type: the count reads the rows.
+    exact: () => false,
   };
 }
+
+/**
+ * How many characters of a text value `custom_indexed_values` keeps (its `left(…, 500)`, a B-tree entry
+ * holding at most 2,704 bytes): a shorter value found there is the value itself.
+ */
+const KEPT_TEXT = 500;
+
+/** The operators an indexed field's type is served for (docs/api/query.md, Speed). */
+const INDEXED_OPS: Partial<Record<ValueType, readonly Operator[]>> = {
+  string: ['eq', 'in', 'is_null'],
+  enum: ['eq', 'in', 'is_null'],
+  boolean: ['eq', 'is_null'],
+  number: ['eq', 'in', 'lt', 'lte', 'gt', 'gte', 'between', 'is_null'],
+  date: ['eq', 'lt', 'lte', 'gt', 'gte', 'between', 'is_null'],
+  'date-time': ['eq', 'lt', 'lte', 'gt', 'gte', 'between', 'is_null'],
+  // Not is_null: an empty list is a value, and has no row.
+  array: ['has_any', 'has_all'],
+};
+
+/**
+ * An indexed field's values as `custom_indexed_values` holds them (Migration20261203000100, its SQL
+ * function `crm_custom_index_entries`: the same values `customExpr` reads, in the column of their type,
+ * text to its first 500 characters, a date as its midnight UTC, a boolean as its text, a multi-select's
+ * options a row each). `neq`, `nin` and `is_null: true` keep the records without a value, which have no
+ * row: they read the JSON, as `contains` and `starts_with` do.
+ */
+function indexedBy(alias: string, object: CustomObject, rule: FieldRule): Lookup | undefined {
+  const type = CUSTOM_TYPES[rule.type];
+  const ops = INDEXED_OPS[type];
+  if (!rule.indexed || rule.archived || !ops) return undefined;
+  const column =
+    type === 'number'
+      ? 'v.value_num'
+      : type === 'date' || type === 'date-time'
+        ? 'v.value_time'
+        : 'v.value_text';
+  const kept = (v: unknown): RawBuilder<unknown> => {
+    switch (type) {
+      case 'number':
+        return sql`${String(v)}::numeric`;
+      case 'date':
+        return sql`((${v}::date)::timestamp at time zone 'UTC')`;
+      case 'date-time':
+        return sql`${v}::timestamptz`;
+      case 'boolean':
+        return sql`${String(v)}::text`;
+      default:
+        return sql`left(${v}::text, ${sql.lit(KEPT_TEXT)})`;
+    }
+  };
+  const col = sql.ref(column);
+  const condition = (op: Operator, value: unknown): RawBuilder<SqlBool> => {
+    const list = (values: unknown) => sql.join((values as unknown[]).map(kept));
+    switch (op) {
+      case 'in':
+      case 'has_any':
+      case 'has_all':
+        return sql`${col} in (${list(value)})`;
+      case 'lt':
+        return sql`${col} < ${kept(value)}`;
+      case 'lte':
+        return sql`${col} <= ${kept(value)}`;
+      case 'gt':
+        return sql`${col} > ${kept(value)}`;
+      case 'gte':
+        return sql`${col} >= ${kept(value)}`;
+      case 'between': {
+        const [low, high] = value as [unknown, unknown];
+        return sql`${col} between ${kept(low)} and ${kept(high)}`;
+      }
+      case 'is_null':
+        return sql`${col} is not null`;
+      default:
+        return sql`${col} = ${kept(value)}`;
+    }
+  };
+  const values = (op: Operator, value: unknown) =>
+    op === 'between' || op === 'in' || op === 'has_any' || op === 'has_all' ? (value as unknown[]) : [value];
+  return {
+    table: 'custom_indexed_values',
+    ops,
+    serves: (op, value) => ops.includes(op) && (op !== 'is_null' || value === false),
+    id: `${alias}.id`,
+    ids: (op, value) => {
+      const rows = expressionBuilder<Tables, never>()
+        .selectFrom('custom_indexed_values as v')
+        .select('v.record_id')
+        .where('v.object', '=', object)
+        .where('v.key', '=', rule.key)
+        .where(condition(op, value));
+      // A multi-select's record has a row per option: once each (has_any), or when it has them all.
+      if (op === 'has_any') return rows.distinct();
+      if (op === 'has_all')
+        return rows
+          .groupBy('v.record_id')
+          .having(sql<number>`count(distinct v.value_text)`, '=', new Set(value as string[]).size);
+      return rows;
+    },
+    // Text shorter than what is kept is found whole (a select's options are at most 100 characters).
+    exact: (op, value) => values(op, value).every((v) => typeof v !== 'string' || v.length < KEPT_TEXT),
+  };
+}
+
+/** The operators a looked-up field is served for, as the docs and messages say them. */
+export const servedOps = (lookup: Lookup) =>
+  lookup.ops.map((op) => (op === 'is_null' ? 'is_null false' : op)).join(', ');
 
 function ownFields(object: QueryObject, rules: readonly FieldRule[]): Field[] {
   const fields: Field[] = [];
@@ -235,7 +375,9 @@ function ownFields(object: QueryObject, rules: readonly FieldRule[]): Field[] {
   }
   for (const rule of rules) {
     const type = CUSTOM_TYPES[rule.type];
-    const claimed = object.custom && claimedBy(object.alias, object.custom, rule);
+    const lookup =
+      object.custom &&
+      (indexedBy(object.alias, object.custom, rule) ?? claimedBy(object.alias, object.custom, rule));
     fields.push({
       name: `custom.${rule.key}`,
       type,
@@ -243,7 +385,7 @@ function ownFields(object: QueryObject, rules: readonly FieldRule[]): Field[] {
       expr: customExpr(object.alias, rule),
       nullable: true,
       sortable: type !== 'array' && type !== 'json',
-      ...(claimed && { claimed, index: 'custom_unique_values (eq, in)' }),
+      ...(lookup && { lookup, index: `${lookup.table} (${servedOps(lookup)})` }),
     });
   }
   return fields;

@@ -260,13 +260,29 @@ function param(field: Field, value: unknown): RawBuilder<unknown> {
   }
 }
 
-/** A leaf that is true for the rows it keeps; it may be null (unknown) for others, never true. */
+/**
+ * A leaf that is true for the rows it keeps; it may be null (unknown) for others, never true. On a field a
+ * kept table serves for `op` (Field.lookup), the rows are those whose ids it holds (`x.id in (select
+ * record_id …)`: the database reads them there, not every row's JSON). Where the table may hold more ids
+ * than the condition keeps (a text kept shortened, a unique field's claims of a value's text) the
+ * condition on the JSON is ANDed; where it holds exactly those (`Lookup.exact`) it is left out: beside the
+ * ids it changes no answer and misleads the planner, whose estimate of a JSON condition is a guess (one
+ * region's 20,000 deals of 200,000 estimated at 417, so every deal was read and sorted: 180 ms, against
+ * 2 ms down the newest-first index without it).
+ */
 function leafSql(field: Field, op: Operator, value: unknown): RawBuilder<SqlBool> {
+  const lookup = field.lookup;
+  if (!lookup?.serves(op, value)) return jsonLeafSql(field, op, value);
+  // The subquery brings its own brackets.
+  const ids = sql<SqlBool>`${sql.ref(lookup.id)} in ${lookup.ids(op, value)}`;
+  return lookup.exact(op, value) ? ids : sql`(${jsonLeafSql(field, op, value)} and ${ids})`;
+}
+
+function jsonLeafSql(field: Field, op: Operator, value: unknown): RawBuilder<SqlBool> {
   const e = field.expr;
   const list = (values: unknown[]) => sql.join(values.map((v) => param(field, v)));
   switch (op) {
     case 'eq':
-      if (field.claimed) return sql`(${e} = ${param(field, value)} and ${field.claimed([value as string])})`;
       return sql`${e} = ${param(field, value)}`;
     case 'neq':
       return sql`${e} is distinct from ${param(field, value)}`;
@@ -283,8 +299,6 @@ function leafSql(field: Field, op: Operator, value: unknown): RawBuilder<SqlBool
       return sql`(${e} >= ${param(field, low)} and ${e} <= ${param(field, high)})`;
     }
     case 'in':
-      if (field.claimed)
-        return sql`(${e} in (${list(value as unknown[])}) and ${field.claimed(value as string[])})`;
       return sql`${e} in (${list(value as unknown[])})`;
     case 'nin':
       return sql`not coalesce(${e} in (${list(value as unknown[])}), false)`;

@@ -3,7 +3,7 @@ import { type Expression, type Kysely, type SqlBool, sql } from 'kysely';
 import { ApiError } from '../errors.ts';
 import { limitStatementTime, orgDb } from '../org-scope.ts';
 import { allows } from '../scopes.ts';
-import { type Catalogue, catalogueOf, type ObjectFrom, type QueryObject } from './fields.ts';
+import { type Catalogue, catalogueOf, type ObjectFrom, type QueryObject, servedOps } from './fields.ts';
 import { type Checked, checkFilter, compileFilter } from './filter.ts';
 import { afterRow, orderOf, parseSort, type SortKey } from './sort.ts';
 import { type AppliedView, appliedView, withinView } from './views.ts';
@@ -110,6 +110,8 @@ export async function queryList<Counted extends boolean = true>(
   // embedded database has one: inside, it would wait for the transaction); otherwise beside the page.
   const kept = scan && keptCount ? await keptCount() : undefined;
   const countFrom = checked && namesJoined(checked) ? object.from : (object.table ?? object.from);
+  // A filter of one condition an indexed custom field serves exactly: counted from its kept table alone.
+  const lookedUp = options.where?.length ? undefined : lookupCondition(checked);
   const read = (db: Kysely<Tables>) => {
     let page = all(object.rows(db));
     if (query.after)
@@ -126,7 +128,9 @@ export async function queryList<Counted extends boolean = true>(
           ? [{ total: String(kept) }]
           : keptCount
             ? keptCount().then((total) => [{ total: String(total) }])
-            : all(countFrom(db)).select(sql<string>`count(*)`.as('total')).execute(),
+            : lookedUp
+              ? db.selectFrom(lookedUp.as('ids')).select(sql<string>`count(*)`.as('total')).execute()
+              : all(countFrom(db)).select(sql<string>`count(*)`.as('total')).execute(),
     ]) as Promise<[Record<string, unknown>[], Array<{ total: string }>]>;
   };
   const [rows, [counted]] = await (scan
@@ -181,6 +185,19 @@ function namesJoined(node: Checked): boolean {
 }
 
 /**
+ * The ids a filter keeps, read from a custom field's kept table alone, when the filter is one condition
+ * (alone or in an `and` of one) that the table serves exactly (`Lookup.exact`): an index-only count of
+ * the values' rows, where the rows' own count would read every record the condition keeps.
+ */
+function lookupCondition(checked: Checked | undefined) {
+  const leaf = checked?.kind === 'and' && checked.nodes.length === 1 ? checked.nodes[0] : checked;
+  if (leaf?.kind !== 'leaf' || leaf.field.related) return undefined;
+  const { lookup } = leaf.field;
+  if (!lookup?.serves(leaf.op, leaf.value) || !lookup.exact(leaf.op, leaf.value)) return undefined;
+  return lookup.ids(leaf.op, leaf.value);
+}
+
+/**
  * The filter as a narrowing of the kept count, when it is one: `eq`/`in` conditions, ANDed, each on a field
  * of `keptBy` once; undefined otherwise (the rows are counted).
  */
@@ -227,17 +244,22 @@ function cutOff(err: unknown): boolean {
   return false;
 }
 
-/** The fields of a filter and sort that no index serves. */
+/**
+ * The fields of a filter and sort that no index serves: a field without one, a custom field's condition
+ * its kept table does not serve (`neq` of an indexed field, `contains` of a unique one), a sort by a custom
+ * field (its index is of conditions, not of an order).
+ */
 export function unindexed(checked: Checked | undefined, keys: SortKey[]): string[] {
   const names = new Set<string>();
   const walk = (node: Checked) => {
     if (node.kind === 'leaf') {
-      if (!node.field.index) names.add(node.field.name);
+      const { field, op, value } = node;
+      if (!field.index || (field.lookup && !field.lookup.serves(op, value))) names.add(field.name);
     } else if (node.kind === 'not') walk(node.node);
     else for (const n of node.nodes) walk(n);
   };
   if (checked) walk(checked);
-  for (const { field } of keys) if (!field.index) names.add(field.name);
+  for (const { field } of keys) if (!field.index || field.lookup) names.add(field.name);
   return [...names];
 }
 
@@ -253,10 +275,12 @@ export function tooSlow(
   keys: SortKey[],
 ): ApiError {
   const slow = unindexed(checked, keys);
-  const indexed = [...catalogue.values()].filter((f) => f.index).map((f) => f.name);
+  const indexed = [...catalogue.values()]
+    .filter((f) => f.index)
+    .map((f) => (f.lookup ? `${f.name} (${servedOps(f.lookup)})` : f.name));
   return new ApiError(
     'invalid_request',
-    `filter: the list ran over its time limit (${SCAN_TIMEOUT_MS / 1000} s at most for a list that reads fields no index serves): no index serves ${slow.join(', ') || 'its conditions'}, so every ${object.what} of the organization is read; add a condition on an indexed field (${indexed.join(', ')}) (a unique custom field's eq and in are indexed too; docs/api/query.md, Speed)`,
+    `filter: the list ran over its time limit (${SCAN_TIMEOUT_MS / 1000} s at most for a list that reads fields no index serves): no index serves ${slow.join(', ') || 'its conditions'}, so every ${object.what} of the organization is read; add a condition on an indexed field (${indexed.join(', ')}) (a custom field is indexed with "indexed": true, PATCH /custom-fields/${object.name}/{key}; docs/api/query.md, Speed)`,
   );
 }
 

@@ -22,6 +22,7 @@ import { Migration20261202000200_webhook_filters } from './Migration202612020002
 import { Migration20261202000300_search_words } from './Migration20261202000300_search_words.ts';
 import { Migration20261202000400_ai_open_tasks } from './Migration20261202000400_ai_open_tasks.ts';
 import { Migration20261202000700_list_indexes } from './Migration20261202000700_list_indexes.ts';
+import { Migration20261203000100_custom_indexed_values } from './Migration20261203000100_custom_indexed_values.ts';
 import { Migration20261203000200_saved_views } from './Migration20261203000200_saved_views.ts';
 
 /** Listed explicitly (no folder scan): the same list runs on PGlite and on PostgreSQL. */
@@ -53,5 +54,9 @@ export const migrationsList = [
   { name: 'Migration20261202000300_search_words', class: Migration20261202000300_search_words },
   { name: 'Migration20261202000400_ai_open_tasks', class: Migration20261202000400_ai_open_tasks },
   { name: 'Migration20261202000700_list_indexes', class: Migration20261202000700_list_indexes },
+  {
+    name: 'Migration20261203000100_custom_indexed_values',
+    class: Migration20261203000100_custom_indexed_values,
+  },
   { name: 'Migration20261203000200_saved_views', class: Migration20261203000200_saved_views },
 ];

@@ -72,6 +72,7 @@ export function CreateFieldDialog({
   const [defaultText, setDefaultText] = useState('');
   const [required, setRequired] = useState(false);
   const [unique, setUnique] = useState(false);
+  const [indexed, setIndexed] = useState(false);
   const [description, setDescription] = useState('');
   const [aiHint, setAiHint] = useState('');
   const { pending, error, setError, run } = useRequest();
@@ -105,6 +106,7 @@ export function CreateFieldDialog({
       ...(label.trim() ? { label: label.trim() } : {}),
       ...(required ? { required } : {}),
       ...(unique && rule?.unique ? { unique } : {}),
+      ...(indexed && rule?.indexed ? { indexed } : {}),
       ...(value !== undefined ? { default: value } : {}),
       ...(rule?.options
         ? {
@@ -358,10 +360,27 @@ export function CreateFieldDialog({
                     </p>
                   </>
                 )}
+                {rule?.indexed && (
+                  <>
+                    <label className="checkbox">
+                      <input
+                        id="field-indexed"
+                        type="checkbox"
+                        checked={indexed}
+                        onChange={(e) => setIndexed(e.target.checked)}
+                        aria-describedby="field-indexed-hint"
+                      />
+                      Indexed
+                    </label>
+                    <p className="hint choice-hint" id="field-indexed-hint">
+                      Filters on the field stay fast in a large organization. At most 20 per object.
+                    </p>
+                  </>
+                )}
               </div>
-              {(problem?.inputId === 'field-required' || problem?.inputId === 'field-unique') && (
-                <FormError error={problem.text} />
-              )}
+              {(problem?.inputId === 'field-required' ||
+                problem?.inputId === 'field-unique' ||
+                problem?.inputId === 'field-indexed') && <FormError error={problem.text} />}
             </fieldset>
             {!problem?.inputId && (
               <div className="form-grid-wide">

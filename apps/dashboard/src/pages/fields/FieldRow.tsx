@@ -7,7 +7,7 @@ export function showValue(value: unknown): string {
   return typeof value === 'string' ? value : JSON.stringify(value);
 }
 
-/** The rules of a field in words: required, unique, its range or pattern, its default. */
+/** The rules of a field in words: required, unique, indexed, its range or pattern, its default. */
 function Rules({ field }: { field: CustomField }) {
   const { validation: v } = field;
   const lines = [
@@ -15,11 +15,24 @@ function Rules({ field }: { field: CustomField }) {
     v.max !== undefined && `at most ${v.max}`,
     v.max_length !== undefined && `at most ${v.max_length} characters`,
   ].filter((line): line is string => Boolean(line));
-  const none = !field.required && !field.unique && lines.length === 0 && !v.pattern && field.default === null;
+  // An archived field's index is dropped: not shown as indexed.
+  const indexed = field.indexed && !field.archived;
+  const none =
+    !field.required &&
+    !field.unique &&
+    !indexed &&
+    lines.length === 0 &&
+    !v.pattern &&
+    field.default === null;
   return (
     <>
       {field.required && <span className="badge badge-info">Required</span>}{' '}
-      {field.unique && <span className="badge badge-info">Unique</span>}
+      {field.unique && <span className="badge badge-info">Unique</span>}{' '}
+      {indexed && (
+        <span className="badge badge-info" title="Filters on it are served by an index">
+          Indexed
+        </span>
+      )}
       {lines.length > 0 && <span className="cell-sub">{lines.join(', ')}</span>}
       {v.pattern && (
         <span className="cell-sub">

@@ -18,6 +18,12 @@ const ACTIONS: Record<SchemaStep['action'], { label: string; badge: string }> = 
   archive: { label: 'Archive', badge: 'badge-warning' },
 };
 
+const INDEX_ACTIONS: Record<NonNullable<SchemaStep['index']>['action'], string> = {
+  build: 'Index built',
+  drop: 'Index dropped',
+  rebuild: 'Index built again',
+};
+
 function StepDetails({ step }: { step: SchemaStep }) {
   const changes = Object.entries(step.changes ?? {});
   return (
@@ -40,6 +46,14 @@ function StepDetails({ step }: { step: SchemaStep }) {
             </li>
           ))}
         </ul>
+      )}
+      {step.index && (
+        <p className="muted">
+          {/* A new field has no values yet: only that it is indexed. */}
+          {step.action === 'add'
+            ? 'Indexed.'
+            : `${INDEX_ACTIONS[step.index.action]} (${formatNumber(step.index.records)} ${step.index.records === 1 ? 'record' : 'records'}).`}
+        </p>
       )}
       {step.action === 'archive' && (
         <span>

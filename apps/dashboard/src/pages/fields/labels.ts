@@ -40,6 +40,7 @@ const INPUTS: Record<string, { id: string; label: string }> = {
   default: { id: 'field-default', label: 'Default value' },
   required: { id: 'field-required', label: 'Required' },
   unique: { id: 'field-unique', label: 'Unique' },
+  indexed: { id: 'field-indexed', label: 'Indexed' },
   description: { id: 'field-description', label: 'Description' },
   ai_hint: { id: 'field-ai-hint', label: 'AI hint' },
 };

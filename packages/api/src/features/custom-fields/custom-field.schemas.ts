@@ -25,6 +25,8 @@ export type FieldType = (typeof FIELD_TYPES)[number];
 /** The limits of an organization's schema and of a record's values (docs/api/custom-fields.md). */
 export const CUSTOM_LIMITS = {
   fieldsPerObject: 200,
+  /** Active fields with `indexed: true`: each costs every write of the object a row per value. */
+  indexedPerObject: 20,
   optionsPerSelect: 500,
   /** The JSON text of one record's `custom`. */
   valueBytesPerRecord: 32 * 1024,
@@ -81,6 +83,11 @@ const DefinitionFields = {
   unique: z
     .boolean()
     .describe('No two records of the object hold the same value (409 naming the record that holds it)'),
+  indexed: z
+    .boolean()
+    .describe(
+      'Filters on the field are served by an index (eq, in, ranges, has_any, has_all; docs/api/query.md): not long_text or json, at most 20 per object. Turned on, the records already holding a value are indexed in the same change',
+    ),
   default: z.unknown().describe('Given to a created record that leaves the field out'),
   options: z.array(Option).max(CUSTOM_LIMITS.optionsPerSelect),
   validation: Validation,
@@ -95,6 +102,7 @@ export const CustomFieldCreateInput = z
     label: DefinitionFields.label.optional().describe('Shown to people; the key when left out'),
     required: DefinitionFields.required.optional(),
     unique: DefinitionFields.unique.optional(),
+    indexed: DefinitionFields.indexed.optional(),
     default: DefinitionFields.default.optional(),
     options: DefinitionFields.options.optional().describe('select, multi_select: the allowed values'),
     validation: DefinitionFields.validation.optional(),
@@ -109,6 +117,7 @@ export const CustomFieldCreateInput = z
         key: 'region',
         type: 'select',
         required: true,
+        indexed: true,
         options: [{ value: 'emea' }, { value: 'apac' }, { value: 'amer' }],
       },
     ],
@@ -120,6 +129,7 @@ export const CustomFieldUpdateInput = z
     label: DefinitionFields.label.optional(),
     required: DefinitionFields.required.optional(),
     unique: DefinitionFields.unique.optional(),
+    indexed: DefinitionFields.indexed.optional(),
     default: DefinitionFields.default.optional().describe('null removes the default'),
     options: DefinitionFields.options
       .optional()
@@ -147,6 +157,11 @@ export const CustomField = z
     type: z.enum(FIELD_TYPES),
     required: z.boolean(),
     unique: z.boolean(),
+    indexed: z
+      .boolean()
+      .describe(
+        'Filters on the field are served by an index (an archived field keeps the flag, its index is dropped)',
+      ),
     default: z.unknown().describe('Given to a created record that leaves the field out; null for none'),
     options: z.array(CustomFieldOption),
     validation: z.object({

@@ -87,7 +87,7 @@ export const customFieldsRouter = router({
         tags,
         summary: 'Define a custom field',
         description:
-          'Adds a field to every record of `object`: its values are then written and read under `custom.<key>` on creates, updates, batches, imports, reads, lists and events, and checked against its type and rules. A `required` field without a `default` needs every existing record to hold a value already (409 with the count and the first ids otherwise). 409 when the key exists (or existed: archived keys are never reused) or the object has 200 fields.',
+          'Adds a field to every record of `object`: its values are then written and read under `custom.<key>` on creates, updates, batches, imports, reads, lists and events, and checked against its type and rules. A `required` field without a `default` needs every existing record to hold a value already (409 with the count and the first ids otherwise). `indexed: true` has filters on the field served by an index (not for long_text or json: 400). 409 when the key exists (or existed: archived keys are never reused), the object has 200 fields, or 20 indexed ones.',
         successDescription: 'Created',
       },
       scope: 'schema:write',
@@ -127,9 +127,9 @@ export const customFieldsRouter = router({
         method: 'PATCH',
         path: '/custom-fields/{object}/{key}',
         tags,
-        summary: 'Change a custom field’s label, rules or options',
+        summary: 'Change a custom field’s label, rules, options or index',
         description:
-          'Changes what is sent. `options` is the whole list: an option left out is archived (values holding it stay readable; writes refuse it). Making a field `required` needs every record to hold a value, making it `unique` needs the values held to be unique already: otherwise 409 with the count and the first ids. The key does not change; the type changes by POST /custom-fields/{object}/{key}/convert.',
+          'Changes what is sent. `options` is the whole list: an option left out is archived (values holding it stay readable; writes refuse it). Making a field `required` needs every record to hold a value, making it `unique` needs the values held to be unique already: otherwise 409 with the count and the first ids. Making it `indexed` indexes the values records hold in the same change (409 when the object has 20 indexed fields); unsetting it drops the index. The key does not change; the type changes by POST /custom-fields/{object}/{key}/convert.',
       },
       scope: 'schema:write',
       agentHint: 'Use only when asked to change a custom field.',

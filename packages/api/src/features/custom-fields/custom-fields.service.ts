@@ -20,6 +20,7 @@ import {
   compilePattern,
   convertedValue,
   type FieldRule,
+  INDEXED_TYPES,
   RANGED_TYPES,
   SELECT_TYPES,
   TEXT_TYPES,
@@ -38,6 +39,7 @@ const definitionColumns = [
   'type',
   'required',
   'is_unique',
+  'is_indexed',
   'default_value',
   'options',
   'validation',
@@ -55,6 +57,7 @@ type DefinitionRow = {
   type: string;
   required: boolean;
   is_unique: boolean;
+  is_indexed: boolean;
   default_value: unknown;
   options: unknown;
   validation: unknown;
@@ -73,6 +76,7 @@ function toDto(row: DefinitionRow): CustomFieldDto {
     type: row.type as CustomFieldDto['type'],
     required: row.required,
     unique: row.is_unique,
+    indexed: row.is_indexed,
     default: (row.default_value as CustomFieldDto['default']) ?? null,
     options: row.options as CustomFieldOption[],
     validation: row.validation as CustomFieldDto['validation'],
@@ -137,6 +141,7 @@ async function readRules(em: EntityManager, object: CustomObject): Promise<Field
       type: f.type,
       required: f.required,
       unique: f.unique,
+      indexed: f.indexed,
       default: f.default,
       options: f.options,
       validation: f.validation,
@@ -199,6 +204,8 @@ function checkDefinition(rule: FieldRule): void {
   }
   if (rule.unique && !UNIQUE_TYPES.has(type))
     throw invalid(`unique: a ${type} field cannot be unique (only ${[...UNIQUE_TYPES].join(', ')})`);
+  if (rule.indexed && !INDEXED_TYPES.has(type))
+    throw invalid(`indexed: a ${type} field cannot be indexed (only ${[...INDEXED_TYPES].join(', ')})`);
   if (rule.default !== null && rule.default !== undefined) {
     if (rule.unique)
       throw invalid('default: a unique field cannot have a default (every record would share it)');
@@ -213,6 +220,7 @@ export function newFieldRule(input: CustomFieldCreateInput): FieldRule {
     type: input.type,
     required: input.required ?? false,
     unique: input.unique ?? false,
+    indexed: input.indexed ?? false,
     default: input.default ?? null,
     options: storedOptions(input.options),
     validation: input.validation ?? {},
@@ -231,11 +239,7 @@ export async function createCustomField(
   return schemaChange(em, async (tx) => {
     // One schema change of an object at a time: the count and the position below stay exact.
     await lockSchema(tx, object);
-    const existing = await orgDb(tx)
-      .selectFrom('custom_fields')
-      .select(['key', 'archived_at'])
-      .where('object', '=', object)
-      .execute();
+    const existing = await definitionsOf(tx, object);
     const taken = existing.find((f) => f.key === input.key);
     if (taken)
       throw conflict(
@@ -247,6 +251,7 @@ export async function createCustomField(
       throw conflict(
         `${object} has ${existing.length} custom fields, the limit (${CUSTOM_LIMITS.fieldsPerObject}, archived ones included)`,
       );
+    if (rule.indexed) checkIndexLimit(object, existing);
     if (rule.required && rule.default === null) await requireEveryRecordHas(tx, object, rule.key);
     await sqlOf(tx)
       .insertInto('custom_fields')
@@ -258,6 +263,7 @@ export async function createCustomField(
         type: rule.type,
         required: rule.required,
         is_unique: rule.unique,
+        is_indexed: rule.indexed,
         default_value: rule.default === null ? null : jsonb(rule.default),
         options: jsonb(rule.options),
         validation: jsonb(rule.validation),
@@ -287,6 +293,7 @@ export async function updateCustomField(
       type: before.type,
       required: input.required ?? before.required,
       unique: input.unique ?? before.unique,
+      indexed: input.indexed ?? before.indexed,
       default: input.default === undefined ? before.default : input.default,
       options: input.options ? mergedOptions(before.options, storedOptions(input.options)) : before.options,
       validation: input.validation ?? before.validation,
@@ -297,12 +304,14 @@ export async function updateCustomField(
       await requireEveryRecordHas(tx, object, key);
     if (rule.unique && !before.unique) await claimExistingValues(tx, object, key);
     if (!rule.unique && before.unique) await releaseValues(tx, object, key);
+    if (rule.indexed && !before.indexed) checkIndexLimit(object, await definitionsOf(tx, object));
     await orgDb(tx)
       .updateTable('custom_fields')
       .set({
         label: input.label ?? before.label,
         required: rule.required,
         is_unique: rule.unique,
+        is_indexed: rule.indexed,
         default_value: rule.default === null ? null : jsonb(rule.default),
         options: jsonb(rule.options),
         validation: jsonb(rule.validation),
@@ -313,6 +322,9 @@ export async function updateCustomField(
       .where('object', '=', object)
       .where('key', '=', key)
       .execute();
+    // After the definition: the records' index rows are written as the trigger writes them.
+    if (rule.indexed && !before.indexed) await indexValues(tx, object, key);
+    if (!rule.indexed && before.indexed) await dropIndexedValues(tx, object, key);
     return toDto(await findDefinition(tx, object, key));
   });
 }
@@ -330,6 +342,7 @@ export async function archiveCustomField(em: EntityManager, object: CustomObject
     const row = await findDefinition(tx, object, key);
     if (!row.archived_at) {
       if (row.is_unique) await releaseValues(tx, object, key);
+      if (row.is_indexed) await dropIndexedValues(tx, object, key);
       await orgDb(tx)
         .updateTable('custom_fields')
         .set({ archived_at: new Date(), updated_at: new Date() })
@@ -444,6 +457,76 @@ async function releaseValues(tx: EntityManager, object: CustomObject, key: strin
     .execute();
 }
 
+/** The object's definitions, archived ones too: what its limits count. */
+function definitionsOf(tx: EntityManager, object: CustomObject) {
+  return orgDb(tx)
+    .selectFrom('custom_fields')
+    .select(['key', 'archived_at', 'is_indexed'])
+    .where('object', '=', object)
+    .execute();
+}
+
+/** One more indexed field: a 409 naming the limit when the object's active indexed fields are at it. */
+function checkIndexLimit(
+  object: CustomObject,
+  definitions: ReadonlyArray<{ key: string; archived_at: unknown; is_indexed: boolean }>,
+): void {
+  const indexed = definitions.filter((f) => f.is_indexed && !f.archived_at).map((f) => f.key);
+  if (indexed.length >= CUSTOM_LIMITS.indexedPerObject)
+    throw conflict(
+      `indexed: ${object} has ${indexed.length} indexed custom fields, the limit (${CUSTOM_LIMITS.indexedPerObject}); unset indexed on one of them first (${indexed.join(', ')})`,
+    );
+}
+
+/**
+ * A field made indexed (or converted while indexed): its rows in `custom_indexed_values` written for every
+ * record holding a value, in one statement, by the SQL function the trigger writes a record's with
+ * (`crm_custom_index_entries`, Migration20261203000100_custom_indexed_values). The records are held still
+ * meanwhile, so no writer's rows land between the delete and the insert. One INSERT … SELECT: 200,000
+ * records took 4-8 s on a busy machine, so a million takes longer than a request's statement timeout
+ * (DATABASE_QUERY_TIMEOUT_MS, 10 s): cut off, nothing changes; `crm schema apply` waits for it
+ * (docs/api/custom-fields.md).
+ */
+async function indexValues(tx: EntityManager, object: CustomObject, key: string) {
+  await dropIndexedValues(tx, object, key);
+  const { type } = await findDefinition(tx, object, key);
+  // Each record's entries (a multi-select's one per option) as rows of one composite column, then spread.
+  const entries = orgDb(tx)
+    .selectFrom(object)
+    .select(['org_id', 'id', sql<unknown>`crm_custom_index_entries(${type}, custom -> ${key})`.as('entry')])
+    .where(HELD(key))
+    .as('r');
+  await sqlOf(tx)
+    .insertInto('custom_indexed_values')
+    .columns(['org_id', 'object', 'key', 'value_text', 'value_num', 'value_time', 'record_id'])
+    .expression(
+      orgDb(tx)
+        .selectFrom(entries)
+        .select([
+          'r.org_id',
+          sql.val(object).as('object'),
+          sql.val(key).as('key'),
+          sql<string | null>`(r.entry).value_text`.as('value_text'),
+          sql<string | null>`(r.entry).value_num`.as('value_num'),
+          sql<Date | null>`(r.entry).value_time`.as('value_time'),
+          'r.id',
+        ])
+        // In the record index's order: its pages filled one after the other, not at random.
+        .orderBy('r.id'),
+    )
+    .execute();
+}
+
+/** A field's index rows, gone (unset, archived): the records held still, so no writer's rows land and stay. */
+async function dropIndexedValues(tx: EntityManager, object: CustomObject, key: string) {
+  await lockRecords(tx, object);
+  await orgDb(tx)
+    .deleteFrom('custom_indexed_values')
+    .where('object', '=', object)
+    .where('key', '=', key)
+    .execute();
+}
+
 /**
  * The field a batch upserts on (`?upsert_on=`): an active unique field of `object`, or a 400 saying
  * which fields could be.
@@ -521,6 +604,7 @@ export async function convertCustomField(
       type: input.type,
       required: before.required,
       unique: before.unique,
+      indexed: before.indexed,
       default: null,
       options: input.options
         ? storedOptions(input.options)
@@ -629,6 +713,9 @@ export async function convertCustomField(
         .set({ custom: sql`custom - ${key}` } as never)
         .where('id', 'in', failed.slice(i, i + CONVERT_PAGE))
         .execute();
+    // A value whose JSON the conversion left as it was ("2027-01-31" from text to date) is held otherwise
+    // by the new type's index: every row of the field again.
+    if (rule.indexed) await indexValues(tx, object, key);
     return { ...answer, applied: true, field: toDto(await findDefinition(tx, object, key)) };
   });
 }

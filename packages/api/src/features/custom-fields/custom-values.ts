@@ -16,6 +16,7 @@ export interface FieldRule {
   type: FieldType;
   required: boolean;
   unique: boolean;
+  indexed: boolean;
   default: unknown;
   options: CustomFieldOption[];
   validation: { min?: number; max?: number; max_length?: number; pattern?: string };
@@ -33,6 +34,24 @@ export const UNIQUE_TYPES: ReadonlySet<FieldType> = new Set([
   'url',
   'phone',
   'select',
+]);
+/**
+ * The types an index can serve (`indexed: true`): a scalar compared whole, or a multi-select's options one
+ * by one. Not long_text (compared by contains, which an index of whole values does not serve) nor json
+ * (only is_null).
+ */
+export const INDEXED_TYPES: ReadonlySet<FieldType> = new Set([
+  'text',
+  'email',
+  'url',
+  'phone',
+  'select',
+  'multi_select',
+  'number',
+  'currency',
+  'date',
+  'datetime',
+  'boolean',
 ]);
 /** The types `validation.min`/`max` apply to, and those `max_length`/`pattern` apply to. */
 export const RANGED_TYPES: ReadonlySet<FieldType> = new Set(['number', 'currency']);

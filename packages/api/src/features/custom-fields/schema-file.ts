@@ -1,6 +1,8 @@
 import type { EntityManager } from '@crm/db';
+import { sql } from 'kysely';
 import { z } from 'zod';
 import { ApiError, describeZodIssues } from '../../errors.ts';
+import { canonicalJson } from '../../idempotency.ts';
 import { orgDb } from '../../org-scope.ts';
 import {
   CUSTOM_LIMITS,
@@ -102,6 +104,20 @@ export const SchemaStep = z.object({
     .int()
     .optional()
     .describe('archive: how many records hold a value (they keep it, readable)'),
+  index: z
+    .object({
+      action: z
+        .enum(['build', 'drop', 'rebuild'])
+        .describe(
+          'build: the field becomes indexed; drop: it no longer is (or is archived); rebuild: a convert',
+        ),
+      records: z
+        .number()
+        .int()
+        .describe('The records whose index rows are written (build, rebuild) or removed (drop)'),
+    })
+    .optional()
+    .describe('What the step does to the field’s index (`indexed`), and how many records that touches'),
   problem: z.string().optional().describe('Why this step cannot be applied as the data stands'),
 });
 export type SchemaStep = z.infer<typeof SchemaStep>;
@@ -126,6 +142,7 @@ function asFileField(f: CustomFieldDto): CustomFieldCreateInput {
     label: f.label,
     ...(f.required ? { required: true } : {}),
     ...(f.unique ? { unique: true } : {}),
+    ...(f.indexed ? { indexed: true } : {}),
     ...(f.default !== null && f.default !== undefined ? { default: f.default } : {}),
     ...(f.options.length > 0
       ? { options: f.options.filter((o) => !o.archived).map(({ value, label }) => ({ value, label })) }
@@ -150,7 +167,9 @@ function changedAttributes(stored: CustomFieldDto, wanted: CustomFieldCreateInpu
   const changes: Record<string, { from: unknown; to: unknown }> = {};
   for (const attr of new Set([...Object.keys(now), ...Object.keys(next)])) {
     if (attr === 'key') continue;
-    if (JSON.stringify(now[attr] ?? null) !== JSON.stringify(next[attr] ?? null))
+    // Keys in any order: a stored validation reads back in the database's order ({max, min}), a file's
+    // in the schema's ({min, max}), and the same rules are no change.
+    if (canonicalJson(now[attr] ?? null) !== canonicalJson(next[attr] ?? null))
       changes[attr] = { from: now[attr] ?? null, to: next[attr] ?? null };
   }
   return changes;
@@ -163,6 +182,7 @@ function toDtoShape(f: CustomFieldCreateInput): Partial<CustomFieldDto> {
     label: f.label ?? f.key,
     required: f.required ?? false,
     unique: f.unique ?? false,
+    indexed: f.indexed ?? false,
     default: f.default ?? null,
     options: (f.options ?? []).map((o) => ({ value: o.value, label: o.label ?? o.value, archived: false })),
     validation: f.validation ?? {},
@@ -181,6 +201,12 @@ export async function planSchema(em: EntityManager, file: SchemaFile): Promise<S
   for (const object of CUSTOM_OBJECTS) {
     const wanted = file.objects[object];
     if (!wanted) continue;
+    const indexed = wanted.filter((f) => f.indexed).length;
+    if (indexed > CUSTOM_LIMITS.indexedPerObject)
+      throw new ApiError(
+        'invalid_request',
+        `objects.${object}: ${indexed} fields are indexed, over the limit of ${CUSTOM_LIMITS.indexedPerObject} per object`,
+      );
     const stored = await listCustomFields(em, object, true);
     const byKey = new Map(stored.map((f) => [f.key, f]));
     const seen = new Set<string>();
@@ -205,6 +231,18 @@ export async function planSchema(em: EntityManager, file: SchemaFile): Promise<S
           (newlyUnique ? await duplicateValues(em, object, field.key) : undefined);
         if (broken) step.problem = broken.message;
       }
+      if (!current?.archived) {
+        const wasIndexed = current?.indexed ?? false;
+        const indexedNow = rule.indexed;
+        // A new key holds no value: writes refuse a key no field defines.
+        if (indexedNow && !current) step.index = { action: 'build', records: 0 };
+        else if (indexedNow && !wasIndexed)
+          step.index = { action: 'build', records: await heldCount(em, object, field.key) };
+        else if (!indexedNow && wasIndexed)
+          step.index = { action: 'drop', records: await indexedCount(em, object, field.key) };
+        else if (indexedNow && step.action === 'convert')
+          step.index = { action: 'rebuild', records: step.conversion?.records ?? 0 };
+      }
       if (step.action === 'change' && Object.keys(step.changes ?? {}).length === 0 && !step.problem) continue;
       steps.push(step);
     }
@@ -217,6 +255,9 @@ export async function planSchema(em: EntityManager, file: SchemaFile): Promise<S
           key: field.key,
           action: 'archive',
           records_with_values: total - (missing?.count ?? 0),
+          ...(field.indexed && {
+            index: { action: 'drop' as const, records: await indexedCount(em, object, field.key) },
+          }),
         });
       }
   }
@@ -269,6 +310,23 @@ function definitionOf(field: CustomFieldCreateInput, at: string) {
   }
 }
 
+/** How many records of `object` hold a value of `key`: the rows an index of it is built from. */
+async function heldCount(em: EntityManager, object: CustomObject, key: string): Promise<number> {
+  const total = await countRecords(em, object);
+  return total - ((await missingValues(em, object, key))?.count ?? 0);
+}
+
+/** How many records an indexed field's index holds (read from the index alone). */
+async function indexedCount(em: EntityManager, object: CustomObject, key: string): Promise<number> {
+  const row = await orgDb(em)
+    .selectFrom('custom_indexed_values')
+    .select(sql<string>`count(distinct record_id)`.as('n'))
+    .where('object', '=', object)
+    .where('key', '=', key)
+    .executeTakeFirst();
+  return Number(row?.n ?? 0);
+}
+
 async function countRecords(em: EntityManager, object: CustomObject): Promise<number> {
   const row = await orgDb(em)
     .selectFrom(object)
@@ -290,7 +348,13 @@ export async function applySchema(em: EntityManager, file: SchemaFile) {
         'conflict',
         problems.map((s) => `objects.${s.object}.${s.key}: ${s.problem}`).join('; '),
       );
-    for (const step of plan.steps) {
+    // Steps that drop an index first: a file that moves an index from one field to another at the limit
+    // of indexed fields stays within it.
+    const ordered = [
+      ...plan.steps.filter((s) => s.index?.action === 'drop'),
+      ...plan.steps.filter((s) => s.index?.action !== 'drop'),
+    ];
+    for (const step of ordered) {
       const field = file.objects[step.object]?.find((f) => f.key === step.key);
       if (step.action === 'add' && field) await createCustomField(tx, step.object, field);
       if (step.action === 'convert' && field)
@@ -307,6 +371,7 @@ export async function applySchema(em: EntityManager, file: SchemaFile) {
           label: shape.label,
           required: shape.required,
           unique: shape.unique,
+          indexed: shape.indexed,
           default: shape.default,
           options: field.options ?? [],
           validation: shape.validation,

@@ -27,6 +27,7 @@ function spec(f: CustomFieldDto): string {
     f.type,
     f.required ? 'required' : undefined,
     f.unique ? 'unique' : undefined,
+    f.indexed ? 'indexed' : undefined,
     f.default !== null && f.default !== undefined ? `default ${JSON.stringify(f.default)}` : undefined,
     f.archived ? 'archived (read, no longer written)' : undefined,
   ].filter(Boolean);

@@ -47,6 +47,9 @@ const ObjectLimits = z.object({
   fields: LimitUse.describe(
     'Custom fields defined on the object, archived ones included (they keep their key)',
   ),
+  indexed_fields: LimitUse.describe(
+    'Active custom fields with `indexed: true` (an archived field’s index is dropped, so it does not count)',
+  ),
   options_per_select: LimitUse.extend({
     key: z.string().nullable().describe('The select or multi_select with the most options; null when none'),
   }).describe(

@@ -80,7 +80,7 @@ export function quotaNotices(quotas: UsageResponse['quotas']): QuotaNotice[] {
 
 /**
  * How much of each limit on what an organization keeps is used (GET /usage/limits): custom fields per
- * object, options per select, pipelines, stages per pipeline, webhook endpoints. Four small reads of
+ * object (and indexed ones), options per select, pipelines, stages per pipeline, webhook endpoints. Four small reads of
  * definitions, never of records: the values' bytes per record are checked on each write and not shown.
  */
 export async function usageLimits(em: EntityManager): Promise<UsageLimits> {
@@ -88,7 +88,13 @@ export async function usageLimits(em: EntityManager): Promise<UsageLimits> {
   const [fields, pipelines, stages, webhooks, views] = await Promise.all([
     db
       .selectFrom('custom_fields')
-      .select(['object', 'key', sql<number>`jsonb_array_length(options)`.as('options')])
+      .select([
+        'object',
+        'key',
+        'is_indexed',
+        'archived_at',
+        sql<number>`jsonb_array_length(options)`.as('options'),
+      ])
       .execute(),
     db
       .selectFrom('pipelines')
@@ -122,6 +128,10 @@ export async function usageLimits(em: EntityManager): Promise<UsageLimits> {
         object,
         {
           fields: { used: own.length, limit: CUSTOM_LIMITS.fieldsPerObject },
+          indexed_fields: {
+            used: own.filter((f) => f.is_indexed && !f.archived_at).length,
+            limit: CUSTOM_LIMITS.indexedPerObject,
+          },
           options_per_select: {
             used: Number(largest?.options ?? 0),
             limit: CUSTOM_LIMITS.optionsPerSelect,
