@@ -190,6 +190,27 @@ for (const { driver, label, skip } of DRIVERS) {
       expect(deal.custom).toEqual({ legacy_code: 'L-1' });
     });
 
+    it('the example schema file in docs/examples plans and applies on a new organization', async () => {
+      const fresh = await s.newOrg('Example schema');
+      const example = fileURLToPath(new URL('../../../docs/examples/crm.schema.json', import.meta.url));
+      const run = (verb: string) =>
+        crm({ LOG_LEVEL: 'silent', ...dbEnv }, 'schema', verb, example, '--org', fresh.orgId);
+      const plan = await run('plan');
+      expect(plan.code, plan.stderr).toBe(0);
+      expect((plan.lines[0] as { applicable: boolean }).applicable).toBe(true);
+      const applied = await run('apply');
+      expect(applied.code, applied.stderr).toBe(0);
+      expect((await run('plan')).lines[0]).toEqual({ steps: [], applicable: true });
+      const deals = await s.api('/custom-fields/deals', { key: fresh.apiKey });
+      expect(deals.body.data.map((f: { key: string }) => f.key)).toEqual([
+        'arr',
+        'region',
+        'external_id',
+        'decision_criteria',
+        'renewal_date',
+      ]);
+    });
+
     it('a step the data forbids makes the plan not applicable; apply changes nothing and says why', async () => {
       await api('/deals', { title: 'No region yet' });
       await api('/deals', { title: 'Has an ARR', custom: { arr: 1200 } });
