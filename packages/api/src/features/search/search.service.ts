@@ -167,14 +167,9 @@ const mostByPrefix = (
   return (byPrefix.length > 1 ? sql`greatest(${sql.join(byPrefix)})` : byPrefix[0]) as Expression<number>;
 };
 
-const boundedCount = (
-  from: 'deals as d' | 'contacts as c',
-  ctes: SearchCtes,
-  prefixColumns: string[],
-  term: Expression<string>,
-) => {
+const boundedCount = (ctes: SearchCtes) => {
   const { found, words, whole } = ctes;
-  const most = sql`greatest(${mostByPrefix(from, prefixColumns, term)}, (select count(*) from ${sql.table(whole)}), (select count(*) from ${sql.table(words)}))`;
+  const most = sql`greatest((select n from ${sql.table(ctes.most)}), (select count(*) from ${sql.table(whole)}), (select count(*) from ${sql.table(words)}))`;
   return sql<string>`case when ${most} > ${sql.lit(MATCH_COUNT_BOUND)} then ${sql.lit(MATCH_COUNT_BOUND + 1)} else (select count(*) from ${sql.table(found)}) end`;
 };
 
@@ -190,6 +185,8 @@ interface SearchCtes {
   found: string;
   words: string;
   whole: string;
+  /** One row, `n`: the most rows beginning with the term in one prefix column (`mostByPrefix`), read once. */
+  most: string;
 }
 
 /** A key (`keyOf`) that begins with the term, case-insensitively: one range of its prefix index. */
@@ -400,8 +397,7 @@ const foundRows = (from: 'deals as d' | 'contacts as c', contains: Expression<Sq
 const wordRows = (
   from: 'deals as d' | 'contacts as c',
   words: Expression<SqlBool>,
-  prefixColumns: string[],
-  term: Expression<string>,
+  most: string,
   unlessOver?: string,
 ) => {
   const alias = from.slice(-1);
@@ -414,17 +410,23 @@ const wordRows = (
       .selectFrom(from as any)
       .select([sql.ref(`${alias}.id`).as('id'), sql.ref(`${alias}.created_at`).as('created_at')])
       .where(words)
-      .where(mostByPrefix(from, prefixColumns, term), '<=', sql.lit(MATCH_COUNT_BOUND))
+      .where(sql<number>`(select n from ${sql.table(most)})`, '<=', sql.lit(MATCH_COUNT_BOUND))
       .where(guarded)
       .limit(sql.lit(MATCH_COUNT_BOUND + 1))
   );
 };
 
-const DEAL_CTES: SearchCtes = { found: 'deals_found', words: 'deals_words', whole: 'deals_whole' };
+const DEAL_CTES: SearchCtes = {
+  found: 'deals_found',
+  words: 'deals_words',
+  whole: 'deals_whole',
+  most: 'deals_most',
+};
 const CONTACT_CTES: SearchCtes = {
   found: 'contacts_found',
   words: 'contacts_words',
   whole: 'contacts_whole',
+  most: 'contacts_most',
 };
 
 const searchedDeals = () =>
@@ -525,15 +527,19 @@ const searchBuild =
       ),
     );
     return db
-      .with('deals_whole', () =>
-        wordRows('deals as d', wholeWordsMatch('d', a.words), ['title', 'company_name'], term),
+      .with('deals_most', (qc) =>
+        qc.selectNoFrom(sql<number>`${mostByPrefix('deals as d', ['title', 'company_name'], term)}`.as('n')),
       )
-      .with('contacts_whole', () => wordRows('contacts as c', wholeWordsMatch('c', a.words), ['name'], term))
+      .with('contacts_most', (qc) =>
+        qc.selectNoFrom(sql<number>`${mostByPrefix('contacts as c', ['name'], term)}`.as('n')),
+      )
+      .with('deals_whole', () => wordRows('deals as d', wholeWordsMatch('d', a.words), 'deals_most'))
+      .with('contacts_whole', () => wordRows('contacts as c', wholeWordsMatch('c', a.words), 'contacts_most'))
       .with('deals_words', () =>
-        wordRows('deals as d', wordsMatch('d', a.words), ['title', 'company_name'], term, 'deals_whole'),
+        wordRows('deals as d', wordsMatch('d', a.words), 'deals_most', 'deals_whole'),
       )
       .with('contacts_words', () =>
-        wordRows('contacts as c', wordsMatch('c', a.words), ['name'], term, 'contacts_whole'),
+        wordRows('contacts as c', wordsMatch('c', a.words), 'contacts_most', 'contacts_whole'),
       )
       .with('deals_found', () => foundRows('deals as d', dealContains(a.pattern), DEAL_CTES))
       .with('contacts_found', () => foundRows('contacts as c', contactContains(a.pattern), CONTACT_CTES))
@@ -579,8 +585,8 @@ const searchBuild =
               'x.k' as never,
             ]),
         ).as('contacts'),
-        boundedCount('deals as d', DEAL_CTES, ['title', 'company_name'], term).as('deals_matched'),
-        boundedCount('contacts as c', CONTACT_CTES, ['name'], term).as('contacts_matched'),
+        boundedCount(DEAL_CTES).as('deals_matched'),
+        boundedCount(CONTACT_CTES).as('contacts_matched'),
         ...companyColumns(a.q, a.pattern, a.words),
       ]);
   };
