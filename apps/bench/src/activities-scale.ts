@@ -18,7 +18,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { apiCall as call, crmCli, SERVER } from './crm-calls.ts';
 import { API } from './load.ts';
-import { startServerProcess } from './processes.ts';
+import { startServerProcess, UNTHROTTLED } from './processes.ts';
 import { measureSequential } from './sequential.ts';
 
 const env = process.env;
@@ -133,20 +133,7 @@ async function main() {
       };
       orgs.push({ n, orgId: created.org_id, key: created.api_key });
     }
-    const server = await startServerProcess(
-      'service',
-      SERVER,
-      {
-        ...dbEnv,
-        CRM_RATE_LIMIT_CRUD: '1000000000',
-        CRM_RATE_LIMIT_DEFAULT: '1000000000',
-        CRM_API_QUOTA_MONTHLY: '1000000000000',
-        REDIS_URL: '',
-        LOG_LEVEL: 'warn',
-        CRM_BOOTSTRAP_ORG: 'false',
-      },
-      300_000,
-    );
+    const server = await startServerProcess('service', SERVER, { ...UNTHROTTLED, ...dbEnv }, 300_000);
     await db.connect();
     try {
       const fixtures: Org[] = [];

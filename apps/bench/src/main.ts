@@ -23,7 +23,7 @@ import {
   SCENARIOS,
   stopCurrentLoad,
 } from './load.ts';
-import { type Child, memoryOf, startServerProcess } from './processes.ts';
+import { type Child, memoryOf, startServerProcess, UNTHROTTLED } from './processes.ts';
 import {
   type BenchReport,
   type DatabaseReport,
@@ -115,19 +115,6 @@ process.on('SIGINT', onSignal);
 process.on('SIGTERM', onSignal);
 const checkInterrupted = () => {
   if (interrupted) throw new Interrupted('interrupted');
-};
-
-/**
- * The load is far over the contract's per-minute limits: they are raised so that every request does the
- * full work, limiter and quota counting included, instead of being answered 429. One instance, so the
- * counters are in memory (REDIS_URL unset), as in embedded mode.
- */
-const UNTHROTTLED: Record<string, string> = {
-  CRM_RATE_LIMIT_CRUD: '1000000000',
-  CRM_RATE_LIMIT_SEARCH: '1000000000',
-  CRM_RATE_LIMIT_DEFAULT: '1000000000',
-  CRM_API_QUOTA_MONTHLY: '1000000000000',
-  REDIS_URL: '',
 };
 
 // ---- one database --------------------------------------------------------------------------------
@@ -226,7 +213,7 @@ async function benchDatabase(t: Target): Promise<DatabaseReport> {
   const service = await runServer(
     'service',
     SERVER_SCRIPT,
-    { LOG_LEVEL: 'warn', CRM_BOOTSTRAP_ORG: 'false', ...UNTHROTTLED, ...t.serviceEnv },
+    { ...UNTHROTTLED, ...t.serviceEnv },
     fixtures,
     serviceOnly,
     pairs,

@@ -48,6 +48,23 @@ function exited(proc: ChildProcess): Promise<void> {
 }
 
 /**
+ * The service with every limit out of the way, as each bench starts it: each request does its full work,
+ * the limiter's and the quotas' counting included, instead of being answered 429; one instance, its
+ * counters in memory (REDIS_URL unset), no bootstrap organization, warnings only in its log.
+ */
+export const UNTHROTTLED: Readonly<Record<string, string>> = {
+  CRM_RATE_LIMIT_CRUD: '1000000000',
+  CRM_RATE_LIMIT_SEARCH: '1000000000',
+  CRM_RATE_LIMIT_AI: '1000000000',
+  CRM_RATE_LIMIT_DEFAULT: '1000000000',
+  CRM_API_QUOTA_MONTHLY: '1000000000000',
+  CRM_AI_QUOTA_MONTHLY: '1000000000000',
+  REDIS_URL: '',
+  LOG_LEVEL: 'warn',
+  CRM_BOOTSTRAP_ORG: 'false',
+};
+
+/**
  * Starts `node <script>` with the given environment on a free port of 127.0.0.1 and waits until
  * GET /readyz answers 200 (or the child dies, or the timeout passes).
  */

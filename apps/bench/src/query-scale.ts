@@ -19,7 +19,7 @@ import pg from 'pg';
 import { apiCall, crmCli, SERVER } from './crm-calls.ts';
 import { CUSTOM_FIELDS, customValuesSql } from './custom-fields.ts';
 import { API } from './load.ts';
-import { startServerProcess } from './processes.ts';
+import { startServerProcess, UNTHROTTLED } from './processes.ts';
 import { measureSequential } from './sequential.ts';
 
 const env = process.env;
@@ -175,20 +175,7 @@ async function main() {
       };
       created.push({ n, orgId: org.org_id, key: org.api_key });
     }
-    const server = await startServerProcess(
-      'service',
-      SERVER,
-      {
-        ...dbEnv,
-        CRM_RATE_LIMIT_CRUD: '1000000000',
-        CRM_RATE_LIMIT_DEFAULT: '1000000000',
-        CRM_API_QUOTA_MONTHLY: '1000000000000',
-        REDIS_URL: '',
-        LOG_LEVEL: 'warn',
-        CRM_BOOTSTRAP_ORG: 'false',
-      },
-      300_000,
-    );
+    const server = await startServerProcess('service', SERVER, { ...UNTHROTTLED, ...dbEnv }, 300_000);
     await db.connect();
     try {
       const orgs: Org[] = [];

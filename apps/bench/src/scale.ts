@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { crmCli, SERVER } from './crm-calls.ts';
 import { API, type Fixtures, type LoadStats, measure, type Scenario } from './load.ts';
-import { cpuMsOf, memoryOf, startServerProcess } from './processes.ts';
+import { cpuMsOf, memoryOf, startServerProcess, UNTHROTTLED } from './processes.ts';
 import { COMMON_COMPANIES, COMPANIES, type Shape, TERMS, writeDeals } from './scale-data.ts';
 import { measureSequential } from './sequential.ts';
 
@@ -26,19 +26,6 @@ const RESULTS_DIR = fileURLToPath(new URL('../results/', import.meta.url));
 
 const log = (msg: string) =>
   process.stdout.write(`[scale ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
-
-/** Every limit out of the way: each request does its full work, the limiter's counting included. */
-const UNTHROTTLED: Record<string, string> = {
-  CRM_RATE_LIMIT_CRUD: '1000000000',
-  CRM_RATE_LIMIT_SEARCH: '1000000000',
-  CRM_RATE_LIMIT_AI: '1000000000',
-  CRM_RATE_LIMIT_DEFAULT: '1000000000',
-  CRM_API_QUOTA_MONTHLY: '1000000000000',
-  CRM_AI_QUOTA_MONTHLY: '1000000000000',
-  REDIS_URL: '',
-  LOG_LEVEL: 'warn',
-  CRM_BOOTSTRAP_ORG: 'false',
-};
 
 // ---- the CLI and the server --------------------------------------------------------------------------
 

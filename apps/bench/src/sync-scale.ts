@@ -14,7 +14,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { startServerProcess } from './processes.ts';
+import { startServerProcess, UNTHROTTLED } from './processes.ts';
 import { measureSequential } from './sequential.ts';
 
 const LARGE = Number(process.env.SYNC_DEALS ?? 1_000_000);
@@ -96,12 +96,8 @@ try {
   log('placed, 500 (25) changed and 50 deleted in the last hour; vacuumed');
 
   const server = await startServerProcess('service', path.join(ROOT, 'apps/server/src/main.ts'), {
+    ...UNTHROTTLED,
     ...dbEnv,
-    REDIS_URL: '',
-    CRM_BOOTSTRAP_ORG: 'false',
-    CRM_RATE_LIMIT_CRUD: '1000000000',
-    CRM_RATE_LIMIT_DEFAULT: '1000000000',
-    CRM_API_QUOTA_MONTHLY: '1000000000000',
   });
   try {
     const hourAgo = new Date(Date.now() - 3_600_000).toISOString();

@@ -18,7 +18,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { crmCli } from './crm-calls.ts';
-import { startServerProcess } from './processes.ts';
+import { startServerProcess, UNTHROTTLED } from './processes.ts';
 import { writeDeals } from './scale-data.ts';
 import { measureSequential } from './sequential.ts';
 
@@ -64,12 +64,8 @@ try {
   );
   const { api_key: key } = JSON.parse(created.stdout.trim().split('\n')[0] as string) as { api_key: string };
   const server = await startServerProcess('service', path.join(ROOT, 'apps/server/src/main.ts'), {
+    ...UNTHROTTLED,
     ...dbEnv,
-    REDIS_URL: '',
-    CRM_BOOTSTRAP_ORG: 'false',
-    CRM_RATE_LIMIT_CRUD: '1000000000',
-    CRM_RATE_LIMIT_DEFAULT: '1000000000',
-    CRM_API_QUOTA_MONTHLY: '1000000000000',
   });
   await db.connect();
   // The piece switched: its definitions kept to build it again.
