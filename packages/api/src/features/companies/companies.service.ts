@@ -8,15 +8,16 @@ import { lockForOrg, orgDb, orgQuery } from '../../org-scope.ts';
 import { queryList } from '../../query/list.ts';
 import { COMPANIES } from '../../query/objects.ts';
 import { syncAnswer, syncedOf, syncList } from '../../query/sync.ts';
-import { afterAnchor, asJson, checkCursor, isoOf, numberOrNull } from '../../read-model.ts';
+import { afterAnchor, asJson, isoOf, numberOrNull } from '../../read-model.ts';
 import { storedJson } from '../../stored-json.ts';
 import { fieldRules } from '../custom-fields/custom-fields.service.ts';
 import { customChanges, customValuesOf } from '../custom-fields/custom-values.ts';
 import {
   companyMatches,
+  type ListByQ,
   likePattern,
   MATCH_COUNT_BOUND,
-  matchedOf,
+  pageByQ,
   wordsOf,
 } from '../search/search.service.ts';
 import { companyRows } from './company.queries.ts';
@@ -200,6 +201,16 @@ const keptCompanyCount = orgQuery((db) =>
   db.selectFrom('company_counts').select((eb) => eb.fn.sum<string | null>('n').as('total')),
 );
 
+/** The plain list's reads (`pageByQ`). */
+const COMPANY_LIST: ListByQ<Record<string, unknown>, ReturnType<typeof toCompanyDto>> = {
+  table: 'companies',
+  what: 'company',
+  page: companyPage,
+  matchCount,
+  keptCount: keptCompanyCount,
+  toDto: toCompanyDto,
+};
+
 /** The companies as a sync reads them (docs/api/sync.md). */
 const SYNCED_COMPANIES = syncedOf('companies', () => COMPANIES);
 
@@ -233,32 +244,7 @@ export async function listCompanies(
       meta: { total: page.total, limit: query.limit, offset: query.offset, next_cursor: page.next_cursor },
     };
   }
-  await checkCursor(em, { table: 'companies', what: 'company' }, query);
-  const pattern = query.q ? likePattern(query.q) : undefined;
-  const [rows, [counted]] = await Promise.all([
-    companyPage(em, {
-      pattern,
-      words: query.q ? wordsOf(query.q) : undefined,
-      after: query.after,
-      limit: query.limit + 1,
-      offset: query.offset,
-    }),
-    pattern
-      ? matchCount(em, { pattern, words: query.q ? wordsOf(query.q) : undefined })
-      : keptCompanyCount(em, {}),
-  ]);
-  const data = rows.slice(0, query.limit).map(toCompanyDto);
-  const matched = pattern ? matchedOf(counted?.total) : undefined;
-  return {
-    data,
-    meta: {
-      total: matched ? matched.total : Number(counted?.total ?? 0),
-      ...(matched && !matched.exact ? { total_exact: false } : {}),
-      limit: query.limit,
-      offset: query.offset,
-      next_cursor: rows.length > query.limit ? (data.at(-1)?.id ?? null) : null,
-    },
-  };
+  return pageByQ(em, COMPANY_LIST, query);
 }
 
 const companyLinks = orgQuery((db, a: { id: string; newest: number }) =>

@@ -8,16 +8,17 @@ import { orgQuery } from '../../org-scope.ts';
 import { queryList } from '../../query/list.ts';
 import { CONTACTS } from '../../query/objects.ts';
 import { syncAnswer, syncedOf, syncList } from '../../query/sync.ts';
-import { afterAnchor, checkCursor } from '../../read-model.ts';
+import { afterAnchor } from '../../read-model.ts';
 import { toIso } from '../../schemas.ts';
 import { linkedCompany } from '../companies/companies.service.ts';
 import { fieldRules } from '../custom-fields/custom-fields.service.ts';
 import { customChanges, customValuesOf } from '../custom-fields/custom-values.ts';
 import {
   contactMatches,
+  type ListByQ,
   likePattern,
   MATCH_COUNT_BOUND,
-  matchedOf,
+  pageByQ,
   wordsOf,
 } from '../search/search.service.ts';
 import { contactRows, listedContact } from './contact.queries.ts';
@@ -80,6 +81,16 @@ const keptContactCount = orgQuery((db) =>
   db.selectFrom('contact_counts').select((eb) => eb.fn.sum<string | null>('n').as('total')),
 );
 
+/** The plain list's reads (`pageByQ`). */
+const CONTACT_LIST: ListByQ<Record<string, unknown>, ReturnType<typeof listedContact>> = {
+  table: 'contacts',
+  what: 'contact',
+  page: contactPage,
+  matchCount,
+  keptCount: keptContactCount,
+  toDto: listedContact,
+};
+
 /** The contacts as a sync reads them (docs/api/sync.md). */
 const SYNCED_CONTACTS = syncedOf('contacts', () => CONTACTS);
 
@@ -105,33 +116,7 @@ export async function listContacts(
   }
   if (query.filter !== undefined || query.sort !== undefined || query.view !== undefined)
     return queryContacts(em, query, granted);
-  await checkCursor(em, { table: 'contacts', what: 'contact' }, query);
-  const pattern = query.q ? likePattern(query.q) : undefined;
-  const [rows, [counted]] = await Promise.all([
-    contactPage(em, {
-      pattern,
-      words: query.q ? wordsOf(query.q) : undefined,
-      after: query.after,
-      limit: query.limit + 1,
-      offset: query.offset,
-    }),
-    pattern
-      ? matchCount(em, { pattern, words: query.q ? wordsOf(query.q) : undefined })
-      : keptContactCount(em, {}),
-  ]);
-  const data = rows.slice(0, query.limit).map(listedContact);
-  const matched = pattern ? matchedOf(counted?.total) : undefined;
-  return {
-    data,
-    meta: {
-      total: matched ? matched.total : Number(counted?.total ?? 0),
-      // Only when more than the bound matched: an exact total's meta is as it always was.
-      ...(matched && !matched.exact ? { total_exact: false } : {}),
-      limit: query.limit,
-      offset: query.offset,
-      next_cursor: rows.length > query.limit ? (data.at(-1)?.id ?? null) : null,
-    },
-  };
+  return pageByQ(em, CONTACT_LIST, query);
 }
 
 /**

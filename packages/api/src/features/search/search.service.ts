@@ -10,7 +10,7 @@ import {
 } from 'kysely';
 import { LRUCache } from 'lru-cache';
 import { compileOnlyOrgDb, currentOrg, orgQuery } from '../../org-scope.ts';
-import { asJson } from '../../read-model.ts';
+import { asJson, checkCursor } from '../../read-model.ts';
 
 /** How many deals and how many contacts one search returns at most. */
 export const SEARCH_LIMIT = 20;
@@ -675,6 +675,55 @@ const customOf = (row: Record<string, unknown>) => (row.custom ?? {}) as Record<
 export function matchedOf(counted: unknown) {
   const n = Number(counted ?? 0);
   return n > MATCH_COUNT_BOUND ? { total: MATCH_COUNT_BOUND, exact: false } : { total: n, exact: true };
+}
+
+/** What `pageByQ` reads a list with: its page, its `q` count and its kept count, and its rows as answered. */
+export interface ListByQ<Row, Dto> {
+  table: 'contacts' | 'companies';
+  what: string;
+  page: (
+    em: EntityManager,
+    a: { pattern?: string; words?: string; after?: string; limit: number; offset: number },
+  ) => Promise<Row[]>;
+  /** `q`'s matches, counted up to MATCH_COUNT_BOUND + 1. */
+  matchCount: (
+    em: EntityManager,
+    a: { pattern: string; words?: string },
+  ) => Promise<Array<{ total: unknown }>>;
+  keptCount: (em: EntityManager, a: Record<string, never>) => Promise<Array<{ total: unknown }>>;
+  toDto: (row: Row) => Dto;
+}
+
+/**
+ * GET /contacts and GET /companies without filter, sort or view: a page newest first, by offset or after a
+ * cursor; without `q` the total is the kept count, with it the matches counted up to MATCH_COUNT_BOUND
+ * (beyond, `total` is the bound and `total_exact` false, present only then).
+ */
+export async function pageByQ<Row, Dto extends { id: string }>(
+  em: EntityManager,
+  list: ListByQ<Row, Dto>,
+  query: { q?: string | undefined; after?: string | undefined; limit: number; offset: number },
+) {
+  await checkCursor(em, { table: list.table, what: list.what }, query);
+  const pattern = query.q ? likePattern(query.q) : undefined;
+  const words = query.q ? wordsOf(query.q) : undefined;
+  const [rows, [counted]] = await Promise.all([
+    list.page(em, { pattern, words, after: query.after, limit: query.limit + 1, offset: query.offset }),
+    pattern ? list.matchCount(em, { pattern, words }) : list.keptCount(em, {}),
+  ]);
+  const data = rows.slice(0, query.limit).map(list.toDto);
+  const matched = pattern ? matchedOf(counted?.total) : undefined;
+  return {
+    data,
+    meta: {
+      total: matched ? matched.total : Number(counted?.total ?? 0),
+      // Only when more than the bound matched: an exact total's meta is as it always was.
+      ...(matched && !matched.exact ? { total_exact: false } : {}),
+      limit: query.limit,
+      offset: query.offset,
+      next_cursor: rows.length > query.limit ? (data.at(-1)?.id ?? null) : null,
+    },
+  };
 }
 
 /**
