@@ -6,6 +6,7 @@ import { allows } from '../scopes.ts';
 import { type Catalogue, catalogueOf, type ObjectFrom, type QueryObject, servedOps } from './fields.ts';
 import { type Checked, checkFilter, compileFilter } from './filter.ts';
 import { afterRow, orderOf, parseSort, type SortKey } from './sort.ts';
+import { countOnce } from './totals.ts';
 import { type AppliedView, appliedView, withinView } from './views.ts';
 
 /**
@@ -112,7 +113,9 @@ export async function queryList<Counted extends boolean = true>(
   const countFrom = checked && namesJoined(checked) ? object.from : (object.table ?? object.from);
   // A filter of one condition an indexed custom field serves exactly: counted from its kept table alone.
   const lookedUp = options.where?.length ? undefined : lookupCondition(checked);
-  const read = (db: Kysely<Tables>) => {
+  // A filter on related records reads their links (`deal_stakeholders`), which the version does not follow.
+  const reuse = checked === undefined || !namesRelated(checked);
+  const read = (em: EntityManager, db: Kysely<Tables>) => {
     let page = all(object.rows(db));
     if (query.after)
       page = page.where(afterRow(object, keys, query.after, checked ? required(checked) : new Set()));
@@ -128,17 +131,22 @@ export async function queryList<Counted extends boolean = true>(
           ? [{ total: String(kept) }]
           : keptCount
             ? keptCount().then((total) => [{ total: String(total) }])
-            : lookedUp
-              ? db.selectFrom(lookedUp.as('ids')).select(sql<string>`count(*)`.as('total')).execute()
-              : all(countFrom(db)).select(sql<string>`count(*)`.as('total')).execute(),
+            : countOnce(
+                em,
+                db,
+                lookedUp
+                  ? db.selectFrom(lookedUp.as('ids')).select(sql<string>`count(*)`.as('total'))
+                  : all(countFrom(db)).select(sql<string>`count(*)`.as('total')),
+                reuse,
+              ).then((row) => [row]),
     ]) as Promise<[Record<string, unknown>[], Array<{ total: string }>]>;
   };
   const [rows, [counted]] = await (scan
     ? em.transactional(async (tx) => {
         await limitStatementTime(tx, SCAN_TIMEOUT_MS);
-        return read(orgDb(tx));
+        return read(tx, orgDb(tx));
       })
-    : read(db)
+    : read(em, db)
   ).catch((err: unknown) => {
     throw cutOff(err) ? tooSlow(object, catalogue, checked, keys) : err;
   });
@@ -175,6 +183,13 @@ export function filterOf(
   if (!saved || !own) return saved ?? own;
   const parts = (c: Checked) => (c.kind === 'and' ? c.nodes : [c]);
   return { kind: 'and', nodes: [...parts(saved), ...parts(own)] };
+}
+
+/** Whether a filter names a related record's field (`company.industry`, `stakeholders.role_type`). */
+function namesRelated(node: Checked): boolean {
+  if (node.kind === 'leaf') return node.field.related !== undefined;
+  if (node.kind === 'not') return namesRelated(node.node);
+  return node.nodes.some(namesRelated);
 }
 
 /** Whether a filter names a column of a table its object joins (a field declared on another alias). */
