@@ -471,6 +471,22 @@ for (const { driver, label, skip } of DRIVERS) {
           await region.getByText('Active').waitFor();
           await region.getByText('Indexed', { exact: true }).waitFor();
           expect((await s.api('/custom-fields/deals/region')).body.data.indexed).toBe(true);
+          // Its index dropped, then made again, each asked first: the row and the API say the same.
+          await region.getByRole('button', { name: 'Drop index of region' }).click();
+          const unindex = page.getByRole('dialog', { name: 'Drop index' });
+          await unindex.getByText('Filters on it keep working').waitFor();
+          await unindex.getByRole('button', { name: 'Drop index', exact: true }).click();
+          await page.getByText('Dropped the index of region on deals.').waitFor();
+          await region.getByText('Indexed', { exact: true }).waitFor({ state: 'detached' });
+          expect((await s.api('/custom-fields/deals/region')).body.data.indexed).toBe(false);
+          await region.getByRole('button', { name: 'Index region' }).click();
+          await page
+            .getByRole('dialog', { name: 'Index field' })
+            .getByRole('button', { name: 'Index', exact: true })
+            .click();
+          await page.getByText('Indexed the field region on deals.').waitFor();
+          await region.getByText('Indexed', { exact: true }).waitFor();
+          expect((await s.api('/custom-fields/deals/region')).body.data.indexed).toBe(true);
 
           // A duplicate key and a pattern RE2 cannot run: each by its input.
           await page.getByRole('button', { name: 'Create field' }).click();
@@ -596,6 +612,8 @@ for (const { driver, label, skip } of DRIVERS) {
           await page.goto(`${s.url}/admin/audit`);
           const audit = page.getByRole('table', { name: 'Audit log' });
           await audit.getByText('custom_fields.applied').waitFor();
+          expect(await audit.getByText('custom_field.changed').count()).toBe(2);
+          expect(await audit.textContent()).toContain('index dropped');
           expect(await audit.textContent()).toContain(
             'added deals.arr; archived deals.code; added contacts.tier',
           );
@@ -637,13 +655,15 @@ for (const { driver, label, skip } of DRIVERS) {
             return [
               await call('create', { object: 'deals', key: 'sneaky', type: 'text' }),
               await call('archive', { object: 'deals', key: 'region' }),
+              await call('setIndexed', { object: 'deals', key: 'region', indexed: false }),
               await call('schemaApply', { text: '{"version": 1, "objects": {"contacts": []}}' }),
             ];
           });
-          expect(refused).toEqual([403, 403, 403]);
+          expect(refused).toEqual([403, 403, 403, 403]);
           expect(
             (await s.api('/custom-fields/contacts')).body.data.map((f: { key: string }) => f.key),
           ).toEqual(['tier']);
+          expect((await s.api('/custom-fields/deals/region')).body.data.indexed).toBe(true);
           await context.close();
         });
 

@@ -17,6 +17,7 @@ export default function FieldsPage() {
   const list = useQuery(queries.fields());
   const [creating, setCreating] = useState(false);
   const [archiving, setArchiving] = useState<{ object: CustomObject; field: CustomField } | null>(null);
+  const [indexing, setIndexing] = useState<{ object: CustomObject; field: CustomField } | null>(null);
   const outcome = useOutcome();
 
   let body: ReactNode;
@@ -39,7 +40,13 @@ export default function FieldsPage() {
           >
             <tbody>
               {fields.map((field) => (
-                <FieldRow key={field.key} field={field} onArchive={() => setArchiving({ object, field })} />
+                <FieldRow
+                  key={field.key}
+                  field={field}
+                  indexable={list.data.types.some((t) => t.type === field.type && t.indexed)}
+                  onIndex={() => setIndexing({ object, field })}
+                  onArchive={() => setArchiving({ object, field })}
+                />
               ))}
             </tbody>
           </Table>
@@ -79,6 +86,44 @@ export default function FieldsPage() {
           }}
           onClose={() => setCreating(false)}
         />
+      )}
+      {indexing && (
+        <ConfirmDialog
+          title={indexing.field.indexed ? 'Drop index' : 'Index field'}
+          confirmLabel={indexing.field.indexed ? 'Drop index' : 'Index'}
+          onConfirm={() =>
+            api.fields.setIndexed.mutate({
+              object: indexing.object,
+              key: indexing.field.key,
+              indexed: !indexing.field.indexed,
+            })
+          }
+          onConfirmed={() =>
+            outcome.succeeded(
+              indexing.field.indexed
+                ? `Dropped the index of ${indexing.field.key} on ${indexing.object}.`
+                : `Indexed the field ${indexing.field.key} on ${indexing.object}.`,
+              queries.fields().queryKey,
+              ['audit'],
+            )
+          }
+          onClose={() => setIndexing(null)}
+        >
+          {indexing.field.indexed ? (
+            <p>
+              Drop the index of <strong>{indexing.field.label}</strong> (<code>{indexing.field.key}</code>) of{' '}
+              {indexing.object}? Filters on it keep working, reading each record's values instead: at a large
+              size, over the time limit of a list. Values stay as they are.
+            </p>
+          ) : (
+            <p>
+              Index <strong>{indexing.field.label}</strong> (<code>{indexing.field.key}</code>) of{' '}
+              {indexing.object}? Filters on it (equal, in, ranges, any of, all of) are then served by an
+              index. The records that hold a value are indexed now, in this change; each later write of one
+              costs a row per value. At most 20 indexed fields per object.
+            </p>
+          )}
+        </ConfirmDialog>
       )}
       {archiving && (
         <ConfirmDialog

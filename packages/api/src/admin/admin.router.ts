@@ -17,6 +17,7 @@ import {
   getCustomField,
   listCustomFields,
   schemaChange,
+  updateCustomField,
 } from '../features/custom-fields/custom-fields.service.ts';
 import {
   INDEXED_TYPES,
@@ -355,6 +356,24 @@ export const adminRouter = router({
               .join(', '),
           });
           return created;
+        }),
+      ),
+    /** An index on the field made or dropped (PATCH /custom-fields/{object}/{key} with `indexed`). */
+    setIndexed: adminProcedure
+      .input(FieldPath.extend({ indexed: z.boolean() }))
+      .mutation(({ ctx, input: { object, key, indexed } }) =>
+        schemaChange(ctx.em, async (tx) => {
+          const before = await getCustomField(tx, object, key);
+          const changed = await updateCustomField(tx, object, key, { indexed });
+          if (before.indexed !== changed.indexed)
+            await recordAudit(tx, {
+              orgId: ctx.dashboard.orgId,
+              actor: ctx.dashboard.email,
+              action: 'custom_field.changed',
+              target: `${object}.${key}`,
+              details: indexed ? 'indexed' : 'index dropped',
+            });
+          return changed;
         }),
       ),
     archive: adminProcedure.input(FieldPath).mutation(({ ctx, input }) =>

@@ -17,6 +17,7 @@ export type AuditAction =
   | 'member.password_reset'
   | 'invitation.revoked'
   | 'custom_field.created'
+  | 'custom_field.changed'
   | 'custom_field.archived'
   | 'custom_fields.applied';
 

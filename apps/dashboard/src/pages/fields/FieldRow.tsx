@@ -64,8 +64,21 @@ function Options({ field }: { field: CustomField }) {
   );
 }
 
-/** A field's row of its object's table (a card below 640 px), with Archive for an admin. */
-export function FieldRow({ field, onArchive }: { field: CustomField; onArchive: () => void }) {
+/**
+ * A field's row of its object's table (a card below 640 px), with, for an admin, Index or Drop index (on a
+ * type an index serves) and Archive.
+ */
+export function FieldRow({
+  field,
+  indexable,
+  onIndex,
+  onArchive,
+}: {
+  field: CustomField;
+  indexable: boolean;
+  onIndex: () => void;
+  onArchive: () => void;
+}) {
   return (
     <tr className={field.archived ? 'row-archived' : undefined}>
       <th scope="row" className="cell-strong">
@@ -92,6 +105,14 @@ export function FieldRow({ field, onArchive }: { field: CustomField; onArchive: 
         )}
       </td>
       <ActionsCell>
+        {!field.archived && indexable && (
+          <RowButton
+            onClick={onIndex}
+            aria-label={`${field.indexed ? 'Drop index of' : 'Index'} ${field.key}`}
+          >
+            {field.indexed ? 'Drop index' : 'Index'}
+          </RowButton>
+        )}
         {!field.archived && (
           <RowButton danger onClick={onArchive} aria-label={`Archive ${field.key}`}>
             Archive
