@@ -69,7 +69,9 @@ interface Org {
 type Call = [string, (o: Org, i: number) => string];
 
 const filter = (tree: unknown) => `filter=${encodeURIComponent(JSON.stringify(tree))}`;
-const daysAgo = (d: number) => new Date(Date.now() - d * 86_400_000).toISOString();
+const started = Date.now();
+/** A moment `d` days before the bench started: the same filter each request, unless a call shifts it. */
+const daysAgo = (d: number) => new Date(started - d * 86_400_000).toISOString();
 
 const CALLS: Call[] = [
   ['GET /deals (no filter, newest first)', () => '/deals?limit=50'],
@@ -96,6 +98,11 @@ const CALLS: Call[] = [
     'created_at in the last 30 days, sort -created_at',
     () =>
       `/deals?limit=50&sort=-created_at&${filter({ field: 'created_at', op: 'gte', value: daysAgo(30) })}`,
+  ],
+  [
+    'created_at, 30 days to a new second each request (counted each time)',
+    (_o, i) =>
+      `/deals?limit=50&sort=-created_at&${filter({ field: 'created_at', op: 'gte', value: daysAgo(30 + i / 86_400) })}`,
   ],
   [
     'updated_at in the last 7 days, sort -updated_at',
