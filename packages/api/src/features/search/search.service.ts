@@ -57,8 +57,8 @@ const wholeWordsMatch = (alias: 'd' | 'c', words: string | undefined) =>
     ? sql<SqlBool>`false`
     : sql<SqlBool>`${WORD_DOCS[alias]} @@ plainto_tsquery('simple', ${words})`;
 
-/** A contact (as `c`) whose name, email or title contains the pattern. */
-const contactContains = (pattern: string) =>
+/** A contact (as `c`) whose name, email or title contains the pattern (a value, or an expression: `unseenPattern`). */
+const contactContains = (pattern: string | Expression<string>) =>
   sql<SqlBool>`(c.name ilike ${pattern} or c.email ilike ${pattern} or c.title ilike ${pattern})`;
 
 /**
@@ -137,13 +137,23 @@ function newestMatches<Row>(
  */
 export const MATCH_COUNT_BOUND = 1000;
 
-/** The rows of `from` matching `where`, counted up to MATCH_COUNT_BOUND + 1. */
-const countUpToBound = (from: 'deals as d' | 'contacts as c', where: Expression<SqlBool>) =>
+/**
+ * The rows of `from` whose `key` (`keyOf`) begins with the term, counted up to MATCH_COUNT_BOUND + 1 in
+ * the key's order: read down its prefix index whatever the planner's estimate. Without the order, a prefix
+ * it takes for common (its statistics are every organization's) was counted by a sequential scan that
+ * stops at the bound's next match, reading the table from its start: another organization's rows first.
+ */
+const countUpToBound = (
+  from: 'deals as d' | 'contacts as c',
+  key: Expression<string>,
+  term: Expression<string>,
+) =>
   sql<string>`(select count(*) from ${tables
     // biome-ignore lint/suspicious/noExplicitAny: one helper for both tables
     .selectFrom(from as any)
     .select(sql.lit(1).as('one'))
-    .where(where)
+    .where(prefixRange(key, term))
+    .orderBy(key)
     .limit(sql.lit(MATCH_COUNT_BOUND + 1))
     .as('m')})`;
 
@@ -163,7 +173,7 @@ const mostByPrefix = (
   term: Expression<string>,
 ) => {
   const alias = from.slice(-1);
-  const byPrefix = prefixColumns.map((c) => countUpToBound(from, prefixRange(keyOf(`${alias}.${c}`), term)));
+  const byPrefix = prefixColumns.map((c) => countUpToBound(from, keyOf(`${alias}.${c}`), term));
   return (byPrefix.length > 1 ? sql`greatest(${sql.join(byPrefix)})` : byPrefix[0]) as Expression<number>;
 };
 
@@ -276,17 +286,19 @@ function rankedMatches(
       )
       .selectAll()
       .unionAll(
+        // The condition outside the limited subquery, so it sits above the plan's Gather: inside, PostgreSQL
+        // launched the parallel workers of a walk it then never ran (5-7 ms each, in every search).
         db
           .selectFrom(
             newest(
               anyTables
                 .selectFrom(from)
                 .select([sql.ref(`${alias}.id`).as('id'), sql.ref(`${alias}.created_at`).as('created_at')])
-                .where(match)
-                .where(countOf(cte), '>', bound),
+                .where(match),
             ).as('n'),
           )
-          .selectAll(),
+          .selectAll()
+          .where(countOf(cte), '>', bound),
       );
   const keptFound = newest(
     db
@@ -359,16 +371,28 @@ function rankedMatches(
  * count is "more than" and the list's rank 2 is full). Counted by `boundedCount`; when they are all there, the list's matches
  * too, so a rare term's indexes are read once.
  */
-const foundRows = (from: 'deals as d' | 'contacts as c', contains: Expression<SqlBool>, ctes: SearchCtes) => {
+const foundRows = (
+  from: 'deals as d' | 'contacts as c',
+  contains: Expression<SqlBool>,
+  ctes: SearchCtes,
+  /** The CTE of the rows containing the term over the trigram indexes (`containingRows`), when the term has trigrams. */
+  containingCte?: string,
+) => {
   const { words, whole } = ctes;
   const alias = from.slice(-1);
   const bound = sql.lit(MATCH_COUNT_BOUND);
-  const containing = tables
-    // biome-ignore lint/suspicious/noExplicitAny: one helper for both tables
-    .selectFrom(from as any)
-    .select([sql.ref(`${alias}.id`).as('id'), sql.ref(`${alias}.created_at`).as('created_at')])
-    .where(contains)
-    .limit(sql.lit(MATCH_COUNT_BOUND + 1));
+  const containing =
+    containingCte === undefined
+      ? tables
+          // biome-ignore lint/suspicious/noExplicitAny: one helper for both tables
+          .selectFrom(from as any)
+          .select([sql.ref(`${alias}.id`).as('id'), sql.ref(`${alias}.created_at`).as('created_at')])
+          .where(contains)
+          .limit(sql.lit(MATCH_COUNT_BOUND + 1))
+      : tables
+          .selectFrom(`${containingCte} as cr` as never)
+          .select(['cr.id', 'cr.created_at'] as never)
+          .limit(sql.lit(MATCH_COUNT_BOUND + 1));
   // `words` holds every word match here (no more than the bound): the rows containing the term are read
   // without the words' test, which would compute each row's words where the index is not used.
   return tables
@@ -416,6 +440,39 @@ const wordRows = (
   );
 };
 
+/**
+ * Whether pg_trgm finds a trigram in `q`'s pattern (a run of three letters or digits): then its trigram
+ * indexes can read the rows containing it; without one (`an`, `a b`) they would read every entry.
+ */
+const hasTrigrams = (q: string) => /[\p{L}\p{N}]{3}/u.test(q);
+
+/**
+ * The pattern as the planner cannot see it (an init plan's value): its selectivity is then PostgreSQL's
+ * default for a pattern match (0.5%), not one drawn from the column's statistics, which are every
+ * organization's. A term common in another organization was planned as common here too: `acme`, in 33,000
+ * e-mails of another organization's million contacts and in none of this one's, was counted by a
+ * sequential scan stopping at the bound's next match, which read every organization's 2 million contacts
+ * (0.87 s; docs/development.md, Two large organizations in one database). The trigram indexes read only
+ * what matches here.
+ */
+const unseenPattern = (pattern: unknown) => sql<string>`(select ${pattern}::text)`;
+
+/**
+ * The CTE body of the rows of `from` containing the term (`contains`, given `unseenPattern`): every one,
+ * read over the trigram indexes. Materialized, so planned for all its rows (where the trigram indexes are
+ * the cheaper plan whatever the term) and read lazily: `foundRows` takes up to MATCH_COUNT_BOUND + 1.
+ */
+const containingRows = (from: 'deals as d' | 'contacts as c', contains: Expression<SqlBool>) => {
+  const alias = from.slice(-1);
+  return (
+    tables
+      // biome-ignore lint/suspicious/noExplicitAny: one helper for both tables
+      .selectFrom(from as any)
+      .select([sql.ref(`${alias}.id`).as('id'), sql.ref(`${alias}.created_at`).as('created_at')])
+      .where(contains)
+  );
+};
+
 const DEAL_CTES: SearchCtes = {
   found: 'deals_found',
   words: 'deals_words',
@@ -438,8 +495,8 @@ const searchedContacts = () =>
 type DealRow = InferResult<ReturnType<typeof searchedDeals>>[number];
 type ContactRow = InferResult<ReturnType<typeof searchedContacts>>[number];
 
-/** A deal (as `d`) whose title or company contains the pattern. */
-const dealContains = (pattern: string) =>
+/** A deal (as `d`) whose title or company contains the pattern (a value, or an expression: `unseenPattern`). */
+const dealContains = (pattern: string | Expression<string>) =>
   sql<SqlBool>`(d.title ilike ${pattern} or d.company_name ilike ${pattern})`;
 
 /**
@@ -478,7 +535,10 @@ const companyColumns = (q: string, pattern: string, words: string | undefined) =
  */
 const searchBuild =
   (large: { deals: boolean; contacts: boolean }) =>
-  (db: Kysely<Tables>, a: { q: string; pattern: string; words?: string; window: number }) => {
+  (
+    db: Kysely<Tables>,
+    a: { q: string; pattern: string; words?: string; indexed?: string; window: number },
+  ) => {
     const term = sql<string>`${a.q}`;
     const best = (ranked: ReturnType<typeof rankedMatches>) =>
       tables
@@ -526,7 +586,23 @@ const searchBuild =
         CONTACT_CTES,
       ),
     );
-    return db
+    // The rows containing the term, over the trigram indexes whatever the planner thinks of it (`unseenPattern`).
+    const indexed = a.indexed === undefined ? undefined : unseenPattern(a.indexed);
+    const withContaining = (
+      indexed === undefined
+        ? db
+        : db
+            .with(
+              (cte) => cte('deals_containing').materialized(),
+              () => containingRows('deals as d', dealContains(indexed)),
+            )
+            .with(
+              (cte) => cte('contacts_containing').materialized(),
+              () => containingRows('contacts as c', contactContains(indexed)),
+            )
+    ) as typeof db;
+    const containingCte = (table: string) => (indexed === undefined ? undefined : `${table}_containing`);
+    return withContaining
       .with('deals_most', (qc) =>
         qc.selectNoFrom(sql<number>`${mostByPrefix('deals as d', ['title', 'company_name'], term)}`.as('n')),
       )
@@ -541,8 +617,12 @@ const searchBuild =
       .with('contacts_words', () =>
         wordRows('contacts as c', wordsMatch('c', a.words), 'contacts_most', 'contacts_whole'),
       )
-      .with('deals_found', () => foundRows('deals as d', dealContains(a.pattern), DEAL_CTES))
-      .with('contacts_found', () => foundRows('contacts as c', contactContains(a.pattern), CONTACT_CTES))
+      .with('deals_found', () =>
+        foundRows('deals as d', dealContains(a.pattern), DEAL_CTES, containingCte('deals')),
+      )
+      .with('contacts_found', () =>
+        foundRows('contacts as c', contactContains(a.pattern), CONTACT_CTES, containingCte('contacts')),
+      )
       .selectNoFrom((eb) => [
         rankedAsJson(
           eb
@@ -597,7 +677,13 @@ const searchBoth = (large: { deals: boolean; contacts: boolean }) => orgQuery(se
 const compiledSearches = new LRUCache<string, { sql: string; parameters: readonly unknown[] }>({
   max: 1_000,
 });
-const STAND_IN = { q: '\u0000q', pattern: '\u0000pattern', words: '\u0000words', window: -271_828 } as const;
+const STAND_IN = {
+  q: '\u0000q',
+  pattern: '\u0000pattern',
+  words: '\u0000words',
+  indexed: '\u0000indexed',
+  window: -271_828,
+} as const;
 
 /**
  * The search's statement for one organization as SQL text and parameters (the organization's id among
@@ -612,10 +698,15 @@ export function searchSql(
   newestWindow: number,
 ) {
   const words = wordsOf(q);
-  const key = `${orgId}/${large.deals}/${large.contacts}/${words !== undefined}`;
+  const indexed = hasTrigrams(q);
+  const key = `${orgId}/${large.deals}/${large.contacts}/${words !== undefined}/${indexed}`;
   let compiled = compiledSearches.get(key);
   if (!compiled) {
-    const args = { ...STAND_IN, words: words === undefined ? undefined : STAND_IN.words };
+    const args = {
+      ...STAND_IN,
+      words: words === undefined ? undefined : STAND_IN.words,
+      indexed: indexed ? STAND_IN.indexed : undefined,
+    };
     compiled = searchBuild(large)(compileOnlyOrgDb(orgId), args).compile();
     compiledSearches.set(key, compiled);
   }
@@ -623,6 +714,7 @@ export function searchSql(
     [STAND_IN.q, q],
     [STAND_IN.pattern, likePattern(q)],
     [STAND_IN.words, words],
+    [STAND_IN.indexed, likePattern(q)],
     [STAND_IN.window, newestWindow],
   ]);
   return { sql: compiled.sql, parameters: compiled.parameters.map((p) => (value.has(p) ? value.get(p) : p)) };
@@ -742,7 +834,14 @@ export async function search(
 ) {
   const large = await largeTables(em, plainUpTo);
   const statement = SEARCHES.get(`${large.deals}/${large.contacts}`) as ReturnType<typeof searchBoth>;
-  const [row] = await statement(em, { q, pattern: likePattern(q), words: wordsOf(q), window: newestWindow });
+  const pattern = likePattern(q);
+  const [row] = await statement(em, {
+    q,
+    pattern,
+    words: wordsOf(q),
+    indexed: hasTrigrams(q) ? pattern : undefined,
+    window: newestWindow,
+  });
   const companies = asJson<Record<string, unknown>[]>(row?.companies ?? '[]');
   const deals = asJson<Record<string, unknown>[]>(row?.deals ?? '[]');
   const contacts = asJson<Record<string, unknown>[]>(row?.contacts ?? '[]');
