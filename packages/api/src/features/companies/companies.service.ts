@@ -8,18 +8,11 @@ import { lockForOrg, orgDb, orgQuery } from '../../org-scope.ts';
 import { queryList } from '../../query/list.ts';
 import { COMPANIES } from '../../query/objects.ts';
 import { syncAnswer, syncedOf, syncList } from '../../query/sync.ts';
-import { afterAnchor, asJson, isoOf, numberOrNull } from '../../read-model.ts';
+import { asJson, isoOf, numberOrNull } from '../../read-model.ts';
 import { storedJson } from '../../stored-json.ts';
 import { fieldRules } from '../custom-fields/custom-fields.service.ts';
 import { customChanges, customValuesOf } from '../custom-fields/custom-values.ts';
-import {
-  companyMatches,
-  type ListByQ,
-  likePattern,
-  MATCH_COUNT_BOUND,
-  pageByQ,
-  wordsOf,
-} from '../search/search.service.ts';
+import { companyMatches, likePattern, listByQ, pageByQ, wordsOf } from '../search/search.service.ts';
 import { companyRows } from './company.queries.ts';
 import {
   COMPANY_DETAIL_NEWEST,
@@ -175,41 +168,17 @@ export async function deleteCompany(em: EntityManager, id: string): Promise<void
   if (Number(deleted.numDeletedRows) === 0) throw notFound('Company');
 }
 
-const companyPage = orgQuery(
-  (db, a: { pattern?: string; words?: string; after?: string; limit: number; offset: number }) => {
-    let page = companyRows(db, true);
-    if (a.pattern) page = page.where(companyMatches(a.pattern, a.words));
-    if (a.after) page = page.where(afterAnchor({ table: 'companies', alias: 'co' }, a.after));
-    return page.orderBy('co.created_at', 'desc').orderBy('co.id', 'desc').limit(a.limit).offset(a.offset);
-  },
-);
-
-const matchCount = orgQuery((db, a: { pattern: string; words?: string }) =>
-  db
-    .selectFrom((eb) =>
-      eb
-        .selectFrom('companies as co')
-        .select(sql.lit(1).as('one'))
-        .where(companyMatches(a.pattern, a.words))
-        .limit(sql.lit(MATCH_COUNT_BOUND + 1))
-        .as('m'),
-    )
-    .select((eb) => eb.fn.countAll<string>().as('total')),
-);
-
-const keptCompanyCount = orgQuery((db) =>
-  db.selectFrom('company_counts').select((eb) => eb.fn.sum<string | null>('n').as('total')),
-);
-
 /** The plain list's reads (`pageByQ`). */
-const COMPANY_LIST: ListByQ<Record<string, unknown>, ReturnType<typeof toCompanyDto>> = {
+const COMPANY_LIST = listByQ({
   table: 'companies',
+  alias: 'co',
   what: 'company',
-  page: companyPage,
-  matchCount,
-  keptCount: keptCompanyCount,
+  rows: (db) => companyRows(db, true),
+  matches: companyMatches,
+  counts: 'company_counts',
   toDto: toCompanyDto,
-};
+});
+const keptCompanyCount = COMPANY_LIST.keptCount;
 
 /** The companies as a sync reads them (docs/api/sync.md). */
 const SYNCED_COMPANIES = syncedOf('companies', () => COMPANIES);

@@ -1,26 +1,16 @@
 import { Contact, Deal, type EntityManager, type FieldChanges, uuidv7 } from '@crm/db';
-import { sql } from 'kysely';
 import { activityRow, changeValue, recordActivity, sameValue } from '../../activities.ts';
 import type { AuthedContext } from '../../context.ts';
 import { notFound } from '../../errors.ts';
 import { emitEvent, outboxRow } from '../../events.ts';
-import { orgQuery } from '../../org-scope.ts';
 import { queryList } from '../../query/list.ts';
 import { CONTACTS } from '../../query/objects.ts';
 import { syncAnswer, syncedOf, syncList } from '../../query/sync.ts';
-import { afterAnchor } from '../../read-model.ts';
 import { toIso } from '../../schemas.ts';
 import { linkedCompany } from '../companies/companies.service.ts';
 import { fieldRules } from '../custom-fields/custom-fields.service.ts';
 import { customChanges, customValuesOf } from '../custom-fields/custom-values.ts';
-import {
-  contactMatches,
-  type ListByQ,
-  likePattern,
-  MATCH_COUNT_BOUND,
-  pageByQ,
-  wordsOf,
-} from '../search/search.service.ts';
+import { contactMatches, likePattern, listByQ, pageByQ, wordsOf } from '../search/search.service.ts';
 import { contactRows, listedContact } from './contact.queries.ts';
 import type {
   ContactCreateInput,
@@ -54,42 +44,17 @@ export function toContactDto(contact: Contact): ContactDto {
 
 /** `q`'s matches as a list's condition (search's rules, search.service.ts), none without `q`. */
 const qMatches = (q: string | undefined) => (q ? [contactMatches(likePattern(q), wordsOf(q))] : []);
-const contactPage = orgQuery(
-  (db, a: { pattern?: string; words?: string; after?: string; limit: number; offset: number }) => {
-    let page = contactRows(db);
-    if (a.pattern) page = page.where(contactMatches(a.pattern, a.words));
-    if (a.after) page = page.where(afterAnchor({ table: 'contacts', alias: 'c' }, a.after));
-    return page.orderBy('c.created_at', 'desc').orderBy('c.id', 'desc').limit(a.limit).offset(a.offset);
-  },
-);
-
-/** The matches of `q`, counted up to MATCH_COUNT_BOUND + 1 (`matchedOf` reads it). */
-const matchCount = orgQuery((db, a: { pattern: string; words?: string }) =>
-  db
-    .selectFrom((eb) =>
-      eb
-        .selectFrom('contacts as c')
-        .select(sql.lit(1).as('one'))
-        .where(contactMatches(a.pattern, a.words))
-        .limit(sql.lit(MATCH_COUNT_BOUND + 1))
-        .as('m'),
-    )
-    .select((eb) => eb.fn.countAll<string>().as('total')),
-);
-
-const keptContactCount = orgQuery((db) =>
-  db.selectFrom('contact_counts').select((eb) => eb.fn.sum<string | null>('n').as('total')),
-);
-
 /** The plain list's reads (`pageByQ`). */
-const CONTACT_LIST: ListByQ<Record<string, unknown>, ReturnType<typeof listedContact>> = {
+const CONTACT_LIST = listByQ({
   table: 'contacts',
+  alias: 'c',
   what: 'contact',
-  page: contactPage,
-  matchCount,
-  keptCount: keptContactCount,
+  rows: contactRows,
+  matches: contactMatches,
+  counts: 'contact_counts',
   toDto: listedContact,
-};
+});
+const keptContactCount = CONTACT_LIST.keptCount;
 
 /** The contacts as a sync reads them (docs/api/sync.md). */
 const SYNCED_CONTACTS = syncedOf('contacts', () => CONTACTS);

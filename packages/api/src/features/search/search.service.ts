@@ -10,7 +10,7 @@ import {
 } from 'kysely';
 import { LRUCache } from 'lru-cache';
 import { compileOnlyOrgDb, currentOrg, orgQuery } from '../../org-scope.ts';
-import { asJson, checkCursor } from '../../read-model.ts';
+import { afterAnchor, asJson, checkCursor } from '../../read-model.ts';
 
 /** How many deals and how many contacts one search returns at most. */
 export const SEARCH_LIMIT = 20;
@@ -41,7 +41,7 @@ export const wordsOf = (q: string) => (hasWords(q) ? q : undefined);
  * "Renewal for Hooli Systems"): the term split and lower-cased by the parser that made the index, each
  * word a prefix (`hooli:* & renew:*`). False when left out (`wordsOf`).
  */
-export const wordsMatch = (alias: keyof typeof WORD_DOCS, words: string | undefined) =>
+export const wordsMatch = (alias: keyof typeof WORD_DOCS, words: string | Expression<string> | undefined) =>
   words === undefined
     ? sql<SqlBool>`false`
     : sql<SqlBool>`${WORD_DOCS[alias]} @@ regexp_replace(plainto_tsquery('simple', ${words})::text, '''(?= |$)', ''':*', 'g')::tsquery`;
@@ -65,15 +65,19 @@ const contactContains = (pattern: string | Expression<string>) =>
  * A contact (as `c`) matching a term: its name, e-mail or title contains it (`pattern`, `likePattern`), or
  * every word of it begins one of their words (`words`, `wordsOf`). What search and `GET /contacts?q=` match.
  */
-export const contactMatches = (pattern: string, words: string | undefined) =>
-  sql<SqlBool>`(${contactContains(pattern)} or ${wordsMatch('c', words)})`;
+export const contactMatches = (
+  pattern: string | Expression<string>,
+  words: string | Expression<string> | undefined,
+) => sql<SqlBool>`(${contactContains(pattern)} or ${wordsMatch('c', words)})`;
 
 /**
  * A company (as `co`) matching a term (its name or domain contains it, or each of its words begins one of
  * theirs): what search and `GET /companies?q=` match.
  */
-export const companyMatches = (pattern: string, words: string | undefined) =>
-  sql<SqlBool>`(co.name ilike ${pattern} or co.domain ilike ${pattern} or ${wordsMatch('co', words)})`;
+export const companyMatches = (
+  pattern: string | Expression<string>,
+  words: string | Expression<string> | undefined,
+) => sql<SqlBool>`(co.name ilike ${pattern} or co.domain ilike ${pattern} or ${wordsMatch('co', words)})`;
 
 const tables = expressionBuilder<Tables, never>();
 
@@ -769,27 +773,117 @@ export function matchedOf(counted: unknown) {
   return n > MATCH_COUNT_BOUND ? { total: MATCH_COUNT_BOUND, exact: false } : { total: n, exact: true };
 }
 
-/** What `pageByQ` reads a list with: its page, its `q` count and its kept count, and its rows as answered. */
-export interface ListByQ<Row, Dto> {
+/** A list `pageByQ` reads: contacts or companies, as its own service answers them. */
+interface ListedByQ<Row, Dto> {
   table: 'contacts' | 'companies';
+  alias: 'c' | 'co';
   what: string;
+  /** The rows a page answers (FROM with its joins and columns). */
+  rows: (db: Kysely<Tables>) => SelectQueryBuilder<Tables, never, Row>;
+  /** `q`'s condition: `contactMatches`, `companyMatches`. */
+  matches: (
+    pattern: string | Expression<string>,
+    words: string | Expression<string> | undefined,
+  ) => Expression<SqlBool>;
+  /** The counts the database keeps of the table. */
+  counts: 'contact_counts' | 'company_counts';
+  toDto: (row: Row) => Dto;
+}
+
+/**
+ * What `pageByQ` reads a list with: its page (by `q`'s condition, or by the ids of its few matches), `q`'s
+ * matches counted up to MATCH_COUNT_BOUND + 1, their ids read over the indexes, and the kept count.
+ */
+export interface ListByQ<Row, Dto> extends ListedByQ<Row, Dto> {
   page: (
     em: EntityManager,
-    a: { pattern?: string; words?: string; after?: string; limit: number; offset: number },
+    a: { pattern?: string; words?: string; ids?: string[]; after?: string; limit: number; offset: number },
   ) => Promise<Row[]>;
-  /** `q`'s matches, counted up to MATCH_COUNT_BOUND + 1. */
   matchCount: (
     em: EntityManager,
     a: { pattern: string; words?: string },
   ) => Promise<Array<{ total: unknown }>>;
+  matchedIds: (em: EntityManager, a: { pattern: string; words?: string }) => Promise<Array<{ id: unknown }>>;
   keptCount: (em: EntityManager, a: Record<string, never>) => Promise<Array<{ total: unknown }>>;
-  toDto: (row: Row) => Dto;
+}
+
+export function listByQ<Row, Dto>(list: ListedByQ<Row, Dto>): ListByQ<Row, Dto> {
+  const { alias } = list;
+  const id = sql.ref(`${alias}.id`);
+  const from = `${list.table} as ${alias}` as 'contacts as c';
+  return {
+    ...list,
+    page: orgQuery(
+      (
+        db,
+        a: {
+          pattern?: string;
+          words?: string;
+          ids?: string[];
+          after?: string;
+          limit: number;
+          offset: number;
+        },
+      ) => {
+        let page = list.rows(db);
+        if (a.ids) page = page.where(sql<SqlBool>`${id} = any(${a.ids}::uuid[])`);
+        else if (a.pattern) page = page.where(list.matches(a.pattern, a.words));
+        if (a.after) page = page.where(afterAnchor(list, a.after));
+        return page
+          .orderBy(sql.ref(`${alias}.created_at`), 'desc')
+          .orderBy(id, 'desc')
+          .limit(a.limit)
+          .offset(a.offset);
+      },
+    ),
+    matchCount: orgQuery((db, a: { pattern: string; words?: string }) =>
+      db
+        .selectFrom((eb) =>
+          eb
+            .selectFrom(from)
+            .select(sql.lit(1).as('one'))
+            .where(list.matches(a.pattern, a.words))
+            .limit(sql.lit(MATCH_COUNT_BOUND + 1))
+            .as('m'),
+        )
+        .select((eb) => eb.fn.countAll<string>().as('total')),
+    ),
+    /**
+     * The ids of `q`'s matches, up to MATCH_COUNT_BOUND + 1, read over the trigram and words indexes
+     * whatever the planner's statistics (`unseenPattern`; materialized: planned for all its rows).
+     */
+    matchedIds: orgQuery((db, a: { pattern: string; words?: string }) =>
+      db
+        .with(
+          (cte) => cte('matched').materialized(),
+          (q) =>
+            q
+              .selectFrom(from)
+              .select(id.as('id'))
+              .where(
+                list.matches(
+                  unseenPattern(a.pattern),
+                  a.words === undefined ? undefined : unseenPattern(a.words),
+                ),
+              ),
+        )
+        .selectFrom('matched')
+        .select('matched.id')
+        .limit(sql.lit(MATCH_COUNT_BOUND + 1)),
+    ),
+    keptCount: orgQuery((db) =>
+      db.selectFrom(list.counts).select((eb) => eb.fn.sum<string | null>('n').as('total')),
+    ),
+  };
 }
 
 /**
  * GET /contacts and GET /companies without filter, sort or view: a page newest first, by offset or after a
  * cursor; without `q` the total is the kept count, with it the matches counted up to MATCH_COUNT_BOUND
- * (beyond, `total` is the bound and `total_exact` false, present only then).
+ * (beyond, `total` is the bound and `total_exact` false, present only then). When the count is exact
+ * (MATCH_COUNT_BOUND matches at most) the page is read by their ids, read over the indexes: the newest
+ * rows walked until a page of matches is found would read a million-contact organization to its end for a
+ * term that few or none of them hold (3-6 s, docs/development.md). More matches are found early in the walk.
  */
 export async function pageByQ<Row, Dto extends { id: string }>(
   em: EntityManager,
@@ -797,20 +891,39 @@ export async function pageByQ<Row, Dto extends { id: string }>(
   query: { q?: string | undefined; after?: string | undefined; limit: number; offset: number },
 ) {
   await checkCursor(em, { table: list.table, what: list.what }, query);
-  const pattern = query.q ? likePattern(query.q) : undefined;
-  const words = query.q ? wordsOf(query.q) : undefined;
-  const [rows, [counted]] = await Promise.all([
-    list.page(em, { pattern, words, after: query.after, limit: query.limit + 1, offset: query.offset }),
-    pattern ? list.matchCount(em, { pattern, words }) : list.keptCount(em, {}),
-  ]);
+  const { after, offset } = query;
+  const limit = query.limit + 1;
+  let rows: Row[];
+  let total: number;
+  let exact = true;
+  if (!query.q) {
+    const [page, [kept]] = await Promise.all([
+      list.page(em, { after, limit, offset }),
+      list.keptCount(em, {}),
+    ]);
+    rows = page;
+    total = Number(kept?.total ?? 0);
+  } else {
+    const pattern = likePattern(query.q);
+    const words = wordsOf(query.q);
+    const [counted] = await list.matchCount(em, { pattern, words });
+    const matched = matchedOf(counted?.total);
+    ({ total, exact } = matched);
+    const ids = exact
+      ? (await list.matchedIds(em, { pattern, words })).map((r) => r.id as string)
+      : undefined;
+    rows =
+      ids?.length === 0
+        ? []
+        : await list.page(em, ids ? { ids, after, limit, offset } : { pattern, words, after, limit, offset });
+  }
   const data = rows.slice(0, query.limit).map(list.toDto);
-  const matched = pattern ? matchedOf(counted?.total) : undefined;
   return {
     data,
     meta: {
-      total: matched ? matched.total : Number(counted?.total ?? 0),
+      total,
       // Only when more than the bound matched: an exact total's meta is as it always was.
-      ...(matched && !matched.exact ? { total_exact: false } : {}),
+      ...(exact ? {} : { total_exact: false }),
       limit: query.limit,
       offset: query.offset,
       next_cursor: rows.length > query.limit ? (data.at(-1)?.id ?? null) : null,
