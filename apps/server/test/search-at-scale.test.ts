@@ -202,6 +202,35 @@ describeOnEachDatabase(
       expect(exact.body.meta.deals).toEqual({ total: 11, exact: true });
     }, 120_000);
 
+    it('GET /contacts?q= reads few matches by their ids: newest first, paged by offset and after, exact', async () => {
+      // The server's plain query is held to no rows (CRM_SEARCH_PLAIN_UP_TO=0): every exact count is read
+      // by ids (pageByQ), as a million-contact organization's sparse matches are.
+      const list = async (query: string) => {
+        const res = await s.api(`/contacts?${query}`, { key });
+        expect(res.status, res.text).toBe(200);
+        return res.body as { data: Array<{ id: string }>; meta: Record<string, unknown> };
+      };
+      const matching = (q: string) =>
+        contacts.filter((c) => c.name.toLowerCase().includes(q)).map((c) => c.id);
+      for (const q of ['zed', 'person 1', 'early 1 zed', 'nobody here']) {
+        const want = matching(q);
+        const whole = await list(`q=${encodeURIComponent(q)}&limit=100`);
+        expect(whole.data.map((c) => c.id)).toEqual(want);
+        expect(whole.meta.total).toBe(want.length);
+        expect(whole.meta.total_exact).toBeUndefined();
+        const byOffset = await list(`q=${encodeURIComponent(q)}&limit=2&offset=1`);
+        expect(byOffset.data.map((c) => c.id)).toEqual(want.slice(1, 3));
+        const walked: string[] = [];
+        let after: string | null = null;
+        do {
+          const page = await list(`q=${encodeURIComponent(q)}&limit=3${after ? `&after=${after}` : ''}`);
+          walked.push(...page.data.map((c) => c.id));
+          after = page.meta.next_cursor as string | null;
+        } while (after);
+        expect(walked).toEqual(want);
+      }
+    });
+
     it('answers an unknown term with empty lists, and stays inside its organization', async () => {
       expect(await search('nothing like this')).toEqual({ deals: [], contacts: [] });
       const other = await s.newOrg('Other org');

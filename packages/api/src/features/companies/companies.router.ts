@@ -42,7 +42,9 @@ export const companiesRouter = router({
     })
     .input(CompanyListQuery)
     .output(CompanyList)
-    .query(({ ctx, input }) => listCompanies(ctx.em, input, ctx.principal.scopes)),
+    .query(({ ctx, input }) =>
+      listCompanies(ctx.em, input, ctx.principal.scopes, ctx.services.config.search),
+    ),
 
   query: authedProcedure
     .meta({
@@ -62,7 +64,9 @@ export const companiesRouter = router({
     })
     .input(CompanyQueryBody)
     .output(CompanyList)
-    .mutation(({ ctx, input }) => listCompanies(ctx.em, input, ctx.principal.scopes)),
+    .mutation(({ ctx, input }) =>
+      listCompanies(ctx.em, input, ctx.principal.scopes, ctx.services.config.search),
+    ),
 
   create: authedProcedure
     .meta({

@@ -192,6 +192,8 @@ export async function listCompanies(
   em: EntityManager,
   query: CompanyListQuery | CompanyQueryBody,
   granted: readonly string[],
+  /** Search's configuration: how far a plain list of `q` walks (`pageByQ`). */
+  search: { plainUpTo: number },
 ) {
   if (query.updated_since !== undefined) {
     const page = await syncList(
@@ -213,7 +215,7 @@ export async function listCompanies(
       meta: { total: page.total, limit: query.limit, offset: query.offset, next_cursor: page.next_cursor },
     };
   }
-  return pageByQ(em, COMPANY_LIST, query);
+  return pageByQ(em, COMPANY_LIST, query, search);
 }
 
 const companyLinks = orgQuery((db, a: { id: string; newest: number }) =>

@@ -47,7 +47,7 @@ export const contactsRouter = router({
     })
     .input(ContactListQuery)
     .output(ContactList)
-    .query(({ ctx, input }) => listContacts(ctx.em, input, ctx.principal.scopes)),
+    .query(({ ctx, input }) => listContacts(ctx.em, input, ctx.principal.scopes, ctx.services.config.search)),
 
   query: authedProcedure
     .meta({
@@ -67,7 +67,9 @@ export const contactsRouter = router({
     })
     .input(ContactQueryBody)
     .output(ContactList)
-    .mutation(({ ctx, input }) => listContacts(ctx.em, input, ctx.principal.scopes)),
+    .mutation(({ ctx, input }) =>
+      listContacts(ctx.em, input, ctx.principal.scopes, ctx.services.config.search),
+    ),
 
   create: authedProcedure
     .meta({

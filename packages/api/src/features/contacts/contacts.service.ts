@@ -69,6 +69,8 @@ export async function listContacts(
   em: EntityManager,
   query: ContactListQuery | ContactQueryBody,
   granted: readonly string[],
+  /** Search's configuration: how far a plain list of `q` walks (`pageByQ`). */
+  search: { plainUpTo: number },
 ) {
   if (query.updated_since !== undefined) {
     const page = await syncList(
@@ -81,7 +83,7 @@ export async function listContacts(
   }
   if (query.filter !== undefined || query.sort !== undefined || query.view !== undefined)
     return queryContacts(em, query, granted);
-  return pageByQ(em, CONTACT_LIST, query);
+  return pageByQ(em, CONTACT_LIST, query, search);
 }
 
 /**

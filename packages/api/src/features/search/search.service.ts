@@ -878,17 +878,27 @@ export function listByQ<Row, Dto>(list: ListedByQ<Row, Dto>): ListByQ<Row, Dto> 
 }
 
 /**
+ * The most rows `pageByQ` walks, newest first, to fill a page of `q`'s matches (expected from their
+ * count and the table's): beyond, their ids are read over the indexes. 1,000 matches of 10,000 contacts
+ * fill a page of 20 in 210 rows walked, where a page by 1,000 ids reads and sorts them all. Fewer when
+ * search's own plain query is held to fewer rows (CRM_SEARCH_PLAIN_UP_TO, which the tests set to 0).
+ */
+const WALK_UP_TO = 10_000;
+
+/**
  * GET /contacts and GET /companies without filter, sort or view: a page newest first, by offset or after a
  * cursor; without `q` the total is the kept count, with it the matches counted up to MATCH_COUNT_BOUND
  * (beyond, `total` is the bound and `total_exact` false, present only then). When the count is exact
- * (MATCH_COUNT_BOUND matches at most) the page is read by their ids, read over the indexes: the newest
- * rows walked until a page of matches is found would read a million-contact organization to its end for a
- * term that few or none of them hold (3-6 s, docs/development.md). More matches are found early in the walk.
+ * (MATCH_COUNT_BOUND matches at most) and the matches are sparse (`WALK_UP_TO`), the page is read by their
+ * ids, read over the indexes: the newest rows walked until a page of matches is found would read a
+ * million-contact organization to its end for a term that few or none of them hold (3-6 s,
+ * docs/development.md). Dense matches are found early in the walk.
  */
 export async function pageByQ<Row, Dto extends { id: string }>(
   em: EntityManager,
   list: ListByQ<Row, Dto>,
   query: { q?: string | undefined; after?: string | undefined; limit: number; offset: number },
+  { plainUpTo }: { plainUpTo: number },
 ) {
   await checkCursor(em, { table: list.table, what: list.what }, query);
   const { after, offset } = query;
@@ -906,12 +916,17 @@ export async function pageByQ<Row, Dto extends { id: string }>(
   } else {
     const pattern = likePattern(query.q);
     const words = wordsOf(query.q);
-    const [counted] = await list.matchCount(em, { pattern, words });
-    const matched = matchedOf(counted?.total);
-    ({ total, exact } = matched);
-    const ids = exact
-      ? (await list.matchedIds(em, { pattern, words })).map((r) => r.id as string)
-      : undefined;
+    const [[counted], [kept]] = await Promise.all([
+      list.matchCount(em, { pattern, words }),
+      list.keptCount(em, {}),
+    ]);
+    ({ total, exact } = matchedOf(counted?.total));
+    // How many rows the walk would read to fill the page, were the matches spread evenly.
+    const walked = ((offset + limit) * Number(kept?.total ?? 0)) / Math.max(total, 1);
+    const ids =
+      exact && walked > Math.min(WALK_UP_TO, plainUpTo)
+        ? (await list.matchedIds(em, { pattern, words })).map((r) => r.id as string)
+        : undefined;
     rows =
       ids?.length === 0
         ? []
