@@ -4,6 +4,12 @@ import { DRIVERS, startTestServer, type TestOrg, type TestServer } from './harne
 
 const LIFECYCLES = ['evaluation', 'churn_risk', null] as const;
 
+/**
+ * How many rounds each of the eight concurrent writers makes (a create and one of five other writes a
+ * round): 12 in the suite, for `npm test`'s 5 minutes; KEPT_TEST_ROUNDS=25 (or more) for a longer run.
+ */
+const ROUNDS = Number(process.env.KEPT_TEST_ROUNDS ?? 12);
+
 for (const { driver, label, skip } of DRIVERS) {
   describe.skipIf(skip)(`kept counts and cursors on ${label}`, () => {
     let s: TestServer;
@@ -91,7 +97,7 @@ for (const { driver, label, skip } of DRIVERS) {
       }>;
       const writer = async (w: number) => {
         const mine: string[] = [];
-        for (let i = 0; i < 25; i++) {
+        for (let i = 0; i < ROUNDS; i++) {
           const created = await s.api('/deals', {
             method: 'POST',
             key: org.apiKey,
