@@ -34,21 +34,16 @@ async function onAdmin<T>(adminUrl: string, use: (client: pg.Client) => Promise<
   }
 }
 
-/**
- * Makes `template` on the server of `adminUrl`: a database with every migration applied, built under
- * another name and renamed when done, so that a test server never copies a half-migrated one.
- */
-async function migratedPostgresTemplate(adminUrl: string, template: string): Promise<void> {
-  const building = `${template}_building`;
-  await onAdmin(adminUrl, (admin) => admin.query(`create database ${building}`));
+/** Creates the database `name` on the server of `adminUrl` and applies every migration to it. */
+async function migratedPostgresDatabase(adminUrl: string, name: string): Promise<void> {
+  await onAdmin(adminUrl, (admin) => admin.query(`create database ${name}`));
   const url = new URL(adminUrl);
-  url.pathname = `/${building}`;
+  url.pathname = `/${name}`;
   const db = await openDatabase(
     { kind: 'postgresql', url: url.toString(), poolMax: 2, connectTimeoutMs: 10_000, queryTimeoutMs: 60_000 },
     'test',
   );
   await db.close();
-  await onAdmin(adminUrl, (admin) => admin.query(`alter database ${building} rename to ${template}`));
 }
 
 /** Drops every database whose name starts with `prefix` (this run's). */
@@ -67,18 +62,18 @@ async function dropDatabases(adminUrl: string, prefix: string): Promise<void> {
  * every in-memory test server then starts from instead of creating and migrating a cluster of its own,
  * and a data directory made from it, which tests copy where a process needs a database on disk.
  *
- * With TEST_DATABASE_URL, also one migrated PostgreSQL database that each PostgreSQL test server's
- * database is copied from (`create database … template`, which costs what creating an empty one does),
- * where applying the 27 migrations to each new database cost 0.4-2 s a server. It is made while the tests
- * run (its migrations' JavaScript would otherwise hold up the embedded image's, on this same thread): a
- * server that starts before it is there gets an empty database and migrates it, as they all did before.
- * The run's databases are dropped at its end, including any a test server's stop() left dropping when its
- * worker exited.
+ * With TEST_DATABASE_URL, beside it (in PostgreSQL's processes, while this one works on the embedded
+ * image), one migrated PostgreSQL database that each PostgreSQL test server's database is copied from
+ * (`create database … template`): a copy costs what creating an empty database does, where applying the
+ * 27 migrations to each new database cost 1-3 s a server. The run's databases are dropped at its end,
+ * including any a test server's stop() left dropping when its worker exited.
  */
 export default async function setup(project: TestProject) {
   const prefix = `crm_test_${randomBytes(3).toString('hex')}_`;
-  project.provide('postgresPrefix', prefix);
-  project.provide('postgresTemplate', TEST_DATABASE_URL ? `${prefix}template` : '');
+  const template = TEST_DATABASE_URL ? `${prefix}template` : '';
+  const postgres = TEST_DATABASE_URL ? migratedPostgresDatabase(TEST_DATABASE_URL, template) : undefined;
+  // Awaited below in any case, so that a failure of the embedded image does not leave it unobserved.
+  postgres?.catch(() => {});
 
   const dir = mkdtempSync(path.join(tmpdir(), 'crm-test-image-'));
   const file = path.join(dir, 'embedded.tar');
@@ -89,16 +84,11 @@ export default async function setup(project: TestProject) {
   await (await openDatabase({ kind: 'pglite', dataDir, image }, 'test')).close();
   project.provide('embeddedDataDir', dataDir);
 
-  const template = TEST_DATABASE_URL
-    ? migratedPostgresTemplate(TEST_DATABASE_URL, `${prefix}template`).catch((err: Error) => {
-        process.emitWarning(
-          `no migrated PostgreSQL template, test servers migrate their own: ${err.message}`,
-        );
-      })
-    : undefined;
+  await postgres;
+  project.provide('postgresPrefix', prefix);
+  project.provide('postgresTemplate', template);
   return async () => {
     rmSync(dir, { recursive: true, force: true });
-    await template;
     if (TEST_DATABASE_URL) await dropDatabases(TEST_DATABASE_URL, prefix);
   };
 }

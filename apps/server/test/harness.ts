@@ -121,8 +121,7 @@ export function memoryLogger(level = 'info'): { logger: Logger; lines: LogLine[]
 /**
  * A new database on the PostgreSQL server of `adminUrl`, named with this run's prefix (the global setup
  * drops what is left of them at the end of the run): empty, or with `migrated`, a copy of the run's
- * migrated template (what a server's first start on an empty one makes, without the migrations' time)
- * once the global setup has made it, an empty one before.
+ * migrated template (what a server's first start on an empty one makes, without the migrations' time).
  */
 export async function createDatabase(
   adminUrl: string,
@@ -132,15 +131,8 @@ export async function createDatabase(
   const template = options.migrated ? inject('postgresTemplate') : '';
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
-  try {
-    await admin.query(`create database ${name}${template ? ` template ${template}` : ''}`);
-  } catch (err) {
-    // 3D000: the template is not made yet (the first seconds of a run); the server migrates this one.
-    if (!template || (err as { code?: unknown }).code !== '3D000') throw err;
-    await admin.query(`create database ${name}`);
-  } finally {
-    await admin.end();
-  }
+  await admin.query(`create database ${name}${template ? ` template ${template}` : ''}`);
+  await admin.end();
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
   return {
