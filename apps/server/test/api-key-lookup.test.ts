@@ -16,7 +16,7 @@ describe.each(DRIVERS)('API key lookups on $label', ({ driver, skip }) => {
     if (skip) return;
     let config: DatabaseConfig;
     if (driver === 'postgresql' && TEST_DATABASE_URL) {
-      const created = await createDatabase(TEST_DATABASE_URL, { migrated: true });
+      const created = await createDatabase(TEST_DATABASE_URL);
       dropDatabase = created.drop;
       config = {
         kind: 'postgresql',

@@ -27,7 +27,7 @@ describe.skipIf(!TEST_DATABASE_URL)(
     const logged = serverLog.lines;
 
     beforeAll(async () => {
-      const created = await createDatabase(TEST_DATABASE_URL as string, { migrated: true });
+      const created = await createDatabase(TEST_DATABASE_URL as string);
       dropDatabase = created.drop;
       const url = new URL(created.url);
       proxy = await startHangingProxy({ host: url.hostname, port: Number(url.port || 5432) });
@@ -169,7 +169,7 @@ describe.skipIf(!TEST_DATABASE_URL)(
     let dropDatabase: () => Promise<void>;
 
     beforeAll(async () => {
-      const created = await createDatabase(TEST_DATABASE_URL as string, { migrated: true });
+      const created = await createDatabase(TEST_DATABASE_URL as string);
       databaseUrl = created.url;
       dropDatabase = created.drop;
       const url = new URL(created.url);

@@ -118,20 +118,11 @@ export function memoryLogger(level = 'info'): { logger: Logger; lines: LogLine[]
   return { logger: pino({ level }, sink), lines, raw };
 }
 
-/**
- * A new database on the PostgreSQL server of `adminUrl`, named with this run's prefix (the global setup
- * drops what is left of them at the end of the run): empty, or with `migrated`, a copy of the run's
- * migrated template (what a server's first start on an empty one makes, without the migrations' time).
- */
-export async function createDatabase(
-  adminUrl: string,
-  options: { migrated?: boolean } = {},
-): Promise<{ url: string; drop(): Promise<void> }> {
-  const name = `${inject('postgresPrefix')}${randomBytes(6).toString('hex')}`;
-  const template = options.migrated ? inject('postgresTemplate') : '';
+export async function createDatabase(adminUrl: string): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `crm_test_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
-  await admin.query(`create database ${name}${template ? ` template ${template}` : ''}`);
+  await admin.query(`create database ${name}`);
   await admin.end();
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
@@ -144,15 +135,6 @@ export async function createDatabase(
       await c.end();
     },
   };
-}
-
-/**
- * Drops a stopped test server's database while the tests go on: PostgreSQL checkpoints for each drop
- * (seconds on a busy machine), which no test needs to wait for. One that has not finished when its worker
- * exits is dropped by the global setup's teardown, with the rest of the run's databases.
- */
-function dropInBackground(drop: () => Promise<void>): void {
-  drop().catch(() => {});
 }
 
 /** The migrated embedded database every in-memory server starts from (embedded-image.global.ts), read once. */
@@ -182,7 +164,7 @@ export async function startTestServer(
   const dbEnv: Record<string, string> = {};
   if (driver === 'postgresql') {
     if (!TEST_DATABASE_URL) throw new Error('TEST_DATABASE_URL is not set');
-    const created = await createDatabase(TEST_DATABASE_URL, { migrated: true });
+    const created = await createDatabase(TEST_DATABASE_URL);
     dbEnv.DATABASE_URL = created.url;
     // Two files at a time, each with servers and writers, keep this machine's cores busy: a new connection
     // may take longer than the production default of 2 s (seen once in the event feed's eight writers).
@@ -254,7 +236,7 @@ export async function startTestServer(
     },
     async stop() {
       await running.stop();
-      if (dropDatabase) dropInBackground(dropDatabase);
+      await dropDatabase?.();
     },
   };
 }

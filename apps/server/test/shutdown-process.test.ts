@@ -61,7 +61,7 @@ describe('SIGTERM ends the server within CRM_SHUTDOWN_TIMEOUT_MS whatever happen
   it.skipIf(!TEST_DATABASE_URL)(
     `with its PostgreSQL no longer answering: exits 1 at the timeout, saying so${TEST_DATABASE_URL ? '' : ' (skipped: TEST_DATABASE_URL is not set)'}`,
     async () => {
-      const created = await createDatabase(TEST_DATABASE_URL as string, { migrated: true });
+      const created = await createDatabase(TEST_DATABASE_URL as string);
       cleanups.push(created.drop);
       const url = new URL(created.url);
       const proxy: HangingProxy = await startHangingProxy({
