@@ -303,7 +303,7 @@ export async function updateCustomField(
     if (rule.required && rule.default === null && !before.required)
       await requireEveryRecordHas(tx, object, key);
     if (rule.unique && !before.unique) await claimExistingValues(tx, object, key);
-    if (!rule.unique && before.unique) await releaseValues(tx, object, key);
+    if (!rule.unique && before.unique) await dropKeptValues(tx, 'custom_unique_values', object, key);
     if (rule.indexed && !before.indexed) checkIndexLimit(object, await definitionsOf(tx, object));
     await orgDb(tx)
       .updateTable('custom_fields')
@@ -324,7 +324,7 @@ export async function updateCustomField(
       .execute();
     // After the definition: the records' index rows are written as the trigger writes them.
     if (rule.indexed && !before.indexed) await indexValues(tx, object, key);
-    if (!rule.indexed && before.indexed) await dropIndexedValues(tx, object, key);
+    if (!rule.indexed && before.indexed) await dropKeptValues(tx, 'custom_indexed_values', object, key);
     return toDto(await findDefinition(tx, object, key));
   });
 }
@@ -341,8 +341,8 @@ export async function archiveCustomField(em: EntityManager, object: CustomObject
     await lockSchema(tx, object);
     const row = await findDefinition(tx, object, key);
     if (!row.archived_at) {
-      if (row.is_unique) await releaseValues(tx, object, key);
-      if (row.is_indexed) await dropIndexedValues(tx, object, key);
+      if (row.is_unique) await dropKeptValues(tx, 'custom_unique_values', object, key);
+      if (row.is_indexed) await dropKeptValues(tx, 'custom_indexed_values', object, key);
       await orgDb(tx)
         .updateTable('custom_fields')
         .set({ archived_at: new Date(), updated_at: new Date() })
@@ -428,7 +428,7 @@ async function claimExistingValues(tx: EntityManager, object: CustomObject, key:
   const duplicates = await duplicateValues(tx, object, key);
   if (duplicates) throw conflict(duplicates.message, duplicates.first[0]);
   // Claims left by a writer that committed while the field was being made non-unique: gone first.
-  await releaseValues(tx, object, key);
+  await dropKeptValues(tx, 'custom_unique_values', object, key);
   await sqlOf(tx)
     .insertInto('custom_unique_values')
     .columns(['org_id', 'object', 'key', 'value_hash', 'record_id'])
@@ -447,14 +447,18 @@ async function claimExistingValues(tx: EntityManager, object: CustomObject, key:
     .execute();
 }
 
-/** A field's claims, gone: the records held still, so no writer's claim lands meanwhile and stays. */
-async function releaseValues(tx: EntityManager, object: CustomObject, key: string) {
+/**
+ * A field's kept rows, gone (its claims, unset or archived; its index rows, likewise): the records held
+ * still, so no writer's row lands meanwhile and stays.
+ */
+async function dropKeptValues(
+  tx: EntityManager,
+  table: 'custom_unique_values' | 'custom_indexed_values',
+  object: CustomObject,
+  key: string,
+) {
   await lockRecords(tx, object);
-  await orgDb(tx)
-    .deleteFrom('custom_unique_values')
-    .where('object', '=', object)
-    .where('key', '=', key)
-    .execute();
+  await orgDb(tx).deleteFrom(table).where('object', '=', object).where('key', '=', key).execute();
 }
 
 /** The object's definitions, archived ones too: what its limits count. */
@@ -488,7 +492,7 @@ function checkIndexLimit(
  * (docs/api/custom-fields.md).
  */
 async function indexValues(tx: EntityManager, object: CustomObject, key: string) {
-  await dropIndexedValues(tx, object, key);
+  await dropKeptValues(tx, 'custom_indexed_values', object, key);
   const { type } = await findDefinition(tx, object, key);
   // Each record's entries (a multi-select's one per option) as rows of one composite column, then spread.
   const entries = orgDb(tx)
@@ -514,16 +518,6 @@ async function indexValues(tx: EntityManager, object: CustomObject, key: string)
         // In the record index's order: its pages filled one after the other, not at random.
         .orderBy('r.id'),
     )
-    .execute();
-}
-
-/** A field's index rows, gone (unset, archived): the records held still, so no writer's rows land and stay. */
-async function dropIndexedValues(tx: EntityManager, object: CustomObject, key: string) {
-  await lockRecords(tx, object);
-  await orgDb(tx)
-    .deleteFrom('custom_indexed_values')
-    .where('object', '=', object)
-    .where('key', '=', key)
     .execute();
 }
 

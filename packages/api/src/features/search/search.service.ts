@@ -733,27 +733,30 @@ const SEARCHES = new Map<string, ReturnType<typeof searchBoth>>(
 
 /** The organization's kept deal and contact counts. */
 const keptSizes = orgQuery((db) =>
-  db.selectNoFrom((eb) => [
-    eb
-      .selectFrom('deal_counts')
-      .select((k) => k.fn.sum<string | null>('n').as('n'))
-      .as('deals'),
-    eb
-      .selectFrom('contact_counts')
-      .select((k) => k.fn.sum<string | null>('n').as('n'))
-      .as('contacts'),
-  ]),
+  db.selectNoFrom((eb) =>
+    (['deal_counts', 'contact_counts', 'company_counts'] as const).map((table) =>
+      eb
+        .selectFrom(table)
+        .select((k) => k.fn.sum<string | null>('n').as('n'))
+        .as(table),
+    ),
+  ),
 );
 
-const sizes = new LRUCache<string, { deals: number; contacts: number }>({ max: 10_000, ttl: SIZE_TTL_MS });
+type KeptSize = { deals: number; contacts: number; companies: number };
+const sizes = new LRUCache<string, KeptSize>({ max: 10_000, ttl: SIZE_TTL_MS });
 
-/** The organization's deal and contact counts, read at most once a minute per process. */
-async function keptSize(em: EntityManager) {
+/** The organization's deal, contact and company counts, read at most once a minute per process (they pick plans). */
+async function keptSize(em: EntityManager): Promise<KeptSize> {
   const org = currentOrg(em);
   const known = sizes.get(org);
   if (known) return known;
   const [row] = await keptSizes(em, {});
-  const size = { deals: Number(row?.deals ?? 0), contacts: Number(row?.contacts ?? 0) };
+  const size = {
+    deals: Number(row?.deal_counts ?? 0),
+    contacts: Number(row?.contact_counts ?? 0),
+    companies: Number(row?.company_counts ?? 0),
+  };
   sizes.set(org, size);
   return size;
 }
@@ -879,7 +882,7 @@ export function listByQ<Row, Dto>(list: ListedByQ<Row, Dto>): ListByQ<Row, Dto> 
 
 /**
  * The most rows `pageByQ` walks, newest first, to fill a page of `q`'s matches (expected from their
- * count and the table's): beyond, their ids are read over the indexes. 1,000 matches of 10,000 contacts
+ * count and the table's kept size, `keptSize`): beyond, their ids are read over the indexes. 1,000 matches of 10,000 contacts
  * fill a page of 20 in 210 rows walked, where a page by 1,000 ids reads and sorts them all. Fewer when
  * search's own plain query is held to fewer rows (CRM_SEARCH_PLAIN_UP_TO, which the tests set to 0).
  */
@@ -916,13 +919,10 @@ export async function pageByQ<Row, Dto extends { id: string }>(
   } else {
     const pattern = likePattern(query.q);
     const words = wordsOf(query.q);
-    const [[counted], [kept]] = await Promise.all([
-      list.matchCount(em, { pattern, words }),
-      list.keptCount(em, {}),
-    ]);
+    const [[counted], size] = await Promise.all([list.matchCount(em, { pattern, words }), keptSize(em)]);
     ({ total, exact } = matchedOf(counted?.total));
     // How many rows the walk would read to fill the page, were the matches spread evenly.
-    const walked = ((offset + limit) * Number(kept?.total ?? 0)) / Math.max(total, 1);
+    const walked = ((offset + limit) * size[list.table]) / Math.max(total, 1);
     const ids =
       exact && walked > Math.min(WALK_UP_TO, plainUpTo)
         ? (await list.matchedIds(em, { pattern, words })).map((r) => r.id as string)
