@@ -26,8 +26,12 @@ interface Db {
 }
 
 async function openPostgres(url: string): Promise<Db> {
-  // Without JIT, as the service's connections (packages/db/src/orm.ts): the same database work.
-  const pool = new pg.Pool({ connectionString: url, max: 10, options: '-c jit=off' });
+  // Without JIT and parallel workers, as the service's connections (packages/db/src/orm.ts): the same database work.
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: 10,
+    options: '-c jit=off -c max_parallel_workers_per_gather=0',
+  });
   return {
     query: async (sql, params) => (await pool.query(sql, params)).rows,
     close: () => pool.end(),

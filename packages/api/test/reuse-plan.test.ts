@@ -23,7 +23,7 @@ describe.skipIf(!ADMIN_URL)(
     let url = new URL('postgres://unset');
     let db: Database;
     let orgId: string;
-    const open = (preparedStatements: boolean) =>
+    const open = (preparedStatements: boolean, parallelWorkers?: number) =>
       openDatabase(
         {
           kind: 'postgresql',
@@ -33,6 +33,7 @@ describe.skipIf(!ADMIN_URL)(
           connectTimeoutMs: 10_000,
           queryTimeoutMs: 10_000,
           preparedStatements,
+          parallelWorkers,
         },
         'test',
       );
@@ -93,6 +94,23 @@ describe.skipIf(!ADMIN_URL)(
       }
       expect(await read()).toMatchObject({ id: created.id, title: 'Prepared deal' });
       expect(await read()).toMatchObject({ id: created.id, title: 'Prepared deal' });
+    });
+
+    it('runs its statements without JIT and without parallel workers unless DATABASE_PARALLEL_WORKERS says how many', async () => {
+      const settings = (database: Database) =>
+        database.orm.em
+          .fork()
+          .getConnection()
+          .execute<{ jit: string; workers: string }[]>(
+            `select current_setting('jit') as jit, current_setting('max_parallel_workers_per_gather') as workers`,
+          );
+      expect(await settings(db)).toEqual([{ jit: 'off', workers: '0' }]);
+      const parallel = await open(true, 3);
+      try {
+        expect(await settings(parallel)).toEqual([{ jit: 'off', workers: '3' }]);
+      } finally {
+        await parallel.close();
+      }
     });
 
     it('sends it as plain SQL when DATABASE_PREPARED_STATEMENTS is off (a pooler without them)', async () => {

@@ -55,6 +55,7 @@ export const EnvSchema = z.object({
   DATABASE_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(2_000),
   DATABASE_QUERY_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(10_000),
   DATABASE_PREPARED_STATEMENTS: booleanFlag.default(true),
+  DATABASE_PARALLEL_WORKERS: z.coerce.number().int().min(0).max(64).default(0),
   CRM_STALE_THRESHOLD_DAYS: z.coerce.number().int().min(1).max(365).default(14),
   CRM_SEARCH_PLAIN_UP_TO: z.coerce.number().int().min(0).default(50_000),
   CRM_SEARCH_NEWEST_WINDOW: z.coerce.number().int().min(20).max(1_000_000).default(2_000),
@@ -137,6 +138,8 @@ export type Config = Readonly<{
         queryTimeoutMs: number;
         /** Whether the statements marked `reusePlan` run as named prepared statements (default: they do). */
         preparedStatements?: boolean;
+        /** PostgreSQL's `max_parallel_workers_per_gather` on the service's connections (default 0: none). */
+        parallelWorkers?: number;
       };
   staleThresholdDays: number;
   /**
@@ -253,6 +256,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
           connectTimeoutMs: e.DATABASE_CONNECT_TIMEOUT_MS,
           queryTimeoutMs: e.DATABASE_QUERY_TIMEOUT_MS,
           preparedStatements: e.DATABASE_PREPARED_STATEMENTS,
+          parallelWorkers: e.DATABASE_PARALLEL_WORKERS,
         }
       : { kind: 'pglite' as const, dataDir: e.CRM_DATA_DIR },
     staleThresholdDays: e.CRM_STALE_THRESHOLD_DAYS,

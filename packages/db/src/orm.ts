@@ -459,8 +459,11 @@ export async function openDatabase(
         keepAlive: true,
         // No JIT compilation: it pays off for statements that run for seconds; this service's run for
         // milliseconds, and a plan estimated above jit_above_cost (search's one statement at a million
-        // deals) spent 150 ms compiling for a 10 ms run (docs/development.md, issue 33).
-        options: '-c jit=off',
+        // deals) spent 150 ms compiling for a 10 ms run (docs/development.md, issue 33). No parallel
+        // workers unless configured: a request's statement stops at its page, and a walk split among
+        // workers waited for each of them to start and to give a first row (two words at a million deals:
+        // 250-400 ms with them, 37-55 without).
+        options: `-c jit=off -c max_parallel_workers_per_gather=${database.parallelWorkers ?? 0}`,
         onPoolCreated: wrapPooledQueries(database.preparedStatements ?? true),
       },
     })) as unknown as Orm;
