@@ -76,14 +76,15 @@ for (const { driver, label, skip } of DRIVERS) {
         };
         // docs/dashboard.md's pictures come from the embedded run (into the temporary folder unless
         // UPDATE_SCREENSHOTS is set). No assertion reads them, and the pages' looks do not follow the
-        // database: the PostgreSQL run takes none (its ~30 full-page pictures went unseen).
-        const shots = process.env.UPDATE_SCREENSHOTS
-          ? SCREENSHOTS
-          : path.join(tmpdir(), 'crm-dashboard-screenshots', driver);
+        // database: the PostgreSQL run takes none (its ~30 full-page pictures went unseen). Full pages only
+        // for the docs: a full page is laid out again at its whole height and encoded at its size, where the
+        // temporary folder's pictures are for a quick look at the first screen.
+        const updating = Boolean(process.env.UPDATE_SCREENSHOTS);
+        const shots = updating ? SCREENSHOTS : path.join(tmpdir(), 'crm-dashboard-screenshots', driver);
 
         const shoot = (p: Page, name: string) =>
           driver === 'pglite'
-            ? p.screenshot({ path: path.join(shots, `${name}.png`), fullPage: true })
+            ? p.screenshot({ path: path.join(shots, `${name}.png`), fullPage: updating })
             : Promise.resolve();
 
         async function newPage(context: BrowserContext): Promise<Page> {
