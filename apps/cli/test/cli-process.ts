@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { COMPILE_CACHE } from '../../server/test/server-process.ts';
+import { CHILD_NODE_FLAGS, COMPILE_CACHE } from '../../server/test/server-process.ts';
 
 /** The checkout, where `npm run crm` runs the CLI. */
 export const CHECKOUT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -18,7 +18,7 @@ export function crmProcess(
   options: { env: NodeJS.ProcessEnv; cwd?: string; input?: string },
 ): Promise<ProcessResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI_MAIN, ...args], {
+    const child = spawn(process.execPath, [...CHILD_NODE_FLAGS, CLI_MAIN, ...args], {
       cwd: options.cwd ?? CHECKOUT,
       env: { ...COMPILE_CACHE, ...options.env },
     });

@@ -6,6 +6,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
+  CHILD_NODE_FLAGS,
   COMPILE_CACHE,
   firstKeyOf,
   ROOT,
@@ -86,7 +87,7 @@ describe('the server process', () => {
   it('runs a crm command beside it on its embedded database: the key it creates works at once', async () => {
     const crm = (...args: string[]) =>
       new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-        const child = spawnProcess(process.execPath, ['apps/cli/src/main.ts', ...args], {
+        const child = spawnProcess(process.execPath, [...CHILD_NODE_FLAGS, 'apps/cli/src/main.ts', ...args], {
           cwd: ROOT,
           env: { PATH: process.env.PATH, ...COMPILE_CACHE, CRM_DATA_DIR: dataDir, LOG_LEVEL: 'silent' },
         });
@@ -312,7 +313,7 @@ describe('the server process on PostgreSQL', () => {
       const name = `crm_missing_${randomBytes(6).toString('hex')}`;
       const url = new URL(TEST_DATABASE_URL as string);
       url.pathname = `/${name}`;
-      const child = spawnProcess(process.execPath, ['apps/server/src/main.ts'], {
+      const child = spawnProcess(process.execPath, [...CHILD_NODE_FLAGS, 'apps/server/src/main.ts'], {
         cwd: ROOT,
         env: {
           PATH: process.env.PATH,
