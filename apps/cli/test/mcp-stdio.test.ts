@@ -13,7 +13,8 @@ import {
   startTestServer,
   type TestServer,
 } from '../../server/test/harness.ts';
-import { COMPILE_CACHE } from '../../server/test/server-process.ts';
+import { sharedSchemaValidator } from '../../server/test/mcp-client.ts';
+import { CHILD_NODE_FLAGS, COMPILE_CACHE } from '../../server/test/server-process.ts';
 import { crmProcess } from './cli-process.ts';
 import { crm } from './crm.ts';
 
@@ -22,11 +23,14 @@ const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL;
 
 /** `npm run --silent crm -- mcp` as a desktop agent starts it: a child process spoken to on stdio. */
 async function stdioClient(env: Record<string, string>): Promise<Client> {
-  const client = new Client({ name: 'crm-stdio-test', version: '1.0.0' });
+  const client = new Client(
+    { name: 'crm-stdio-test', version: '1.0.0' },
+    { jsonSchemaValidator: sharedSchemaValidator },
+  );
   await client.connect(
     new StdioClientTransport({
       command: process.execPath,
-      args: [MAIN, 'mcp'],
+      args: [...CHILD_NODE_FLAGS, MAIN, 'mcp'],
       env: { ...getDefaultEnvironment(), ...COMPILE_CACHE, LOG_LEVEL: 'silent', ...env },
       stderr: 'pipe',
     }),
@@ -111,7 +115,7 @@ describe('crm mcp (stdio)', () => {
       }
       // A wrong key is said once on stderr, and the process ends with 1 (this database is already made,
       // so the refusal costs an open, not a new cluster).
-      const child = spawn(process.execPath, [MAIN, 'mcp'], {
+      const child = spawn(process.execPath, [...CHILD_NODE_FLAGS, MAIN, 'mcp'], {
         env: {
           ...getDefaultEnvironment(),
           ...COMPILE_CACHE,
