@@ -519,9 +519,10 @@ async function requirePostgresDatabase(
 /**
  * An empty embedded database with every migration applied, as a data directory image for the `image` of
  * an in-memory database's configuration: starting from it skips PGlite's cluster creation and the
- * migrations (0.3 s instead of 1.9 s of CPU).
+ * migrations (0.3 s instead of 1.9 s of CPU). `settings` are written into the image's configuration
+ * (ALTER SYSTEM), so every database started from it runs with them.
  */
-export async function migratedEmbeddedImage(): Promise<Blob> {
+export async function migratedEmbeddedImage(settings: Record<string, string> = {}): Promise<Blob> {
   const pglite = await PGlite.create('memory://', { extensions: { pg_trgm, btree_gin } });
   try {
     const orm = await PgliteMikroORM.init({
@@ -533,6 +534,10 @@ export async function migratedEmbeddedImage(): Promise<Blob> {
       await orm.migrator.up();
     } finally {
       await orm.close(true);
+    }
+    for (const [name, value] of Object.entries(settings)) {
+      if (!/^[a-z_]+$/.test(name)) throw new Error(`not a setting's name: ${name}`);
+      await pglite.query(`alter system set ${name} = '${value.replace(/'/g, "''")}'`);
     }
     return await pglite.dumpDataDir('none');
   } finally {
