@@ -14,7 +14,9 @@ import pg from 'pg';
 
 const client = new pg.Client({ connectionString: process.env.EX_URL });
 await client.connect();
+// As the service's connections run (packages/db/src/orm.ts), unless EX_SET says otherwise.
 await client.query('set jit = off');
+await client.query('set max_parallel_workers_per_gather = 0');
 if (process.env.EX_SET) await client.query(process.env.EX_SET);
 const [ld, lc] = (process.env.EX_LARGE ?? 'true/true').split('/').map((x) => x === 'true');
 const st = searchSql(

@@ -6,7 +6,9 @@
  * - AB_WHAT=sync (default): the sync triggers on deals (issue 31, docs/api/sync.md), disabled by
  *   `alter table … disable trigger`;
  * - AB_WHAT=search: the indexes search added (issue 33: the prefix btrees and the words GIN indexes of
- *   deals and contacts, docs/development.md), dropped and built again.
+ *   deals and contacts, docs/development.md), dropped and built again;
+ * - AB_WHAT=pending: every GIN index's pending list held to AB_PENDING kB (default 256, what the
+ *   migration sets) against PostgreSQL's default 4 MB (`gin_pending_list_limit`, set and reset).
  *
  *   AB_WHAT=search node apps/bench/src/write-ab.ts   # AB_ROUNDS (3), AB_SECONDS (4), AB_IMPORT (20000; 0: none), TEST_DATABASE_URL
  */
@@ -40,7 +42,8 @@ const SEARCH_INDEXES = [
   'deals_search_words',
   'contacts_search_words',
 ];
-if (WHAT !== 'sync' && WHAT !== 'search') throw new Error('AB_WHAT is sync or search');
+const PENDING_KB = Number(process.env.AB_PENDING ?? 256);
+if (!['sync', 'search', 'pending'].includes(WHAT)) throw new Error('AB_WHAT is sync, search or pending');
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 
@@ -78,12 +81,27 @@ try {
       )
     ).rows)
       indexes.set(row.indexname, row.indexdef);
+  const ginIndexes =
+    WHAT === 'pending'
+      ? (
+          await db.query<{ indexname: string }>(
+            `select indexname from pg_indexes where schemaname = 'public' and indexdef like '% USING gin %'`,
+          )
+        ).rows.map((r) => r.indexname)
+      : [];
   if (WHAT === 'search' && indexes.size !== SEARCH_INDEXES.length)
     throw new Error(`search indexes not found: ${SEARCH_INDEXES.filter((i) => !indexes.has(i)).join(', ')}`);
   const turn = async (state: 'on' | 'off') => {
     if (WHAT === 'sync')
       for (const t of SYNC_TRIGGERS)
         await db.query(`alter table deals ${state === 'on' ? 'enable' : 'disable'} trigger ${t}`);
+    else if (WHAT === 'pending')
+      for (const index of ginIndexes)
+        await db.query(
+          state === 'on'
+            ? `alter index ${index} set (gin_pending_list_limit = ${PENDING_KB})`
+            : `alter index ${index} reset (gin_pending_list_limit)`,
+        );
     else
       for (const [index, definition] of indexes)
         await db.query(

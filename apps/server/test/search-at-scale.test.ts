@@ -1,3 +1,4 @@
+import { GIN_INDEXES } from '@crm/db';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeOnEachDatabase, startTestServer, type TestServer } from './harness.ts';
 
@@ -242,6 +243,15 @@ describeOnEachDatabase(
       const theirs = await s.api('/search?q=deal', { key: other.apiKey });
       expect(theirs.body.data.deals.map((d: { id: string }) => d.id)).toEqual([created.body.data.id]);
       expect(await search('another org')).toEqual({ deals: [], contacts: [] });
+    });
+
+    it("holds every GIN index's pending list to 256 kB, which each search reads whole", async () => {
+      const gin = await s.sql<{ name: string; options: string[] | null }>(
+        `select c.relname as name, c.reloptions as options from pg_class c join pg_am a on a.oid = c.relam
+          where a.amname = 'gin' and c.relnamespace = 'public'::regnamespace order by 1`,
+      );
+      expect(gin.map((i) => i.name).sort()).toEqual([...GIN_INDEXES].sort());
+      for (const index of gin) expect(index.options, index.name).toEqual(['gin_pending_list_limit=256']);
     });
   },
 );

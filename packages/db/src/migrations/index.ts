@@ -24,6 +24,7 @@ import { Migration20261202000400_ai_open_tasks } from './Migration20261202000400
 import { Migration20261202000700_list_indexes } from './Migration20261202000700_list_indexes.ts';
 import { Migration20261203000100_custom_indexed_values } from './Migration20261203000100_custom_indexed_values.ts';
 import { Migration20261203000200_saved_views } from './Migration20261203000200_saved_views.ts';
+import { Migration20261204000000_gin_pending_lists } from './Migration20261204000000_gin_pending_lists.ts';
 
 /** Listed explicitly (no folder scan): the same list runs on PGlite and on PostgreSQL. */
 export const migrationsList = [
@@ -59,4 +60,5 @@ export const migrationsList = [
     class: Migration20261203000100_custom_indexed_values,
   },
   { name: 'Migration20261203000200_saved_views', class: Migration20261203000200_saved_views },
+  { name: 'Migration20261204000000_gin_pending_lists', class: Migration20261204000000_gin_pending_lists },
 ];
