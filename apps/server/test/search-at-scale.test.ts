@@ -245,12 +245,50 @@ describeOnEachDatabase(
       expect(await search('another org')).toEqual({ deals: [], contacts: [] });
     });
 
+    it('finds several words wherever they stand in a deal, and answers none when no deal holds them all', async () => {
+      const titles = async (q: string, k = key) => {
+        const res = await s.api(`/search?q=${encodeURIComponent(q)}`, { key: k });
+        expect(res.status).toBe(200);
+        return {
+          titles: res.body.data.deals.map((d: { title: string }) => d.title),
+          meta: res.body.meta.deals,
+        };
+      };
+      // Each word in many deals: together in some, in any order, whole or as the beginnings of words.
+      const together = await titles('mixed early');
+      expect(together.meta).toEqual({ total: 25, exact: true });
+      expect(together.titles.every((t: string) => /^Early \d+ mixed$/.test(t))).toBe(true);
+      expect((await titles('lat mix')).meta).toEqual({ total: 5, exact: true });
+      expect(await titles('deal rare')).toEqual({ titles: [], meta: { total: 0, exact: true } });
+      // One word in the title and one in the company name: still the deal's words.
+      const other = await s.newOrg('Words across fields');
+      const res = await s.api('/deals/batch', {
+        method: 'POST',
+        key: other.apiKey,
+        json: {
+          items: [
+            { title: 'Renewal', company_name: 'Hooli Systems' },
+            { title: 'Hooli expansion', company_name: 'Acme' },
+            { title: 'Renewal', company_name: 'Acme' },
+          ],
+        },
+      });
+      expect(res.status).toBe(201);
+      for (const q of ['hooli renewal', 'renewal hooli', 'hoo renew', 'Renewal, Hooli!'])
+        expect((await titles(q, other.apiKey)).titles, q).toEqual(['Renewal']);
+      expect((await titles('acme hooli', other.apiKey)).titles).toEqual(['Hooli expansion']);
+      expect(await titles('acme globex', other.apiKey)).toEqual({
+        titles: [],
+        meta: { total: 0, exact: true },
+      });
+    });
+
     it("holds every GIN index's pending list to 256 kB, which each search reads whole", async () => {
       const gin = await s.sql<{ name: string; options: string[] | null }>(
         `select c.relname as name, c.reloptions as options from pg_class c join pg_am a on a.oid = c.relam
           where a.amname = 'gin' and c.relnamespace = 'public'::regnamespace order by 1`,
       );
-      expect(gin.map((i) => i.name).sort()).toEqual([...GIN_INDEXES].sort());
+      expect(gin.map((i) => i.name).sort()).toEqual([...GIN_INDEXES, 'deals_search_text'].sort());
       for (const index of gin) expect(index.options, index.name).toEqual(['gin_pending_list_limit=256']);
     });
   },

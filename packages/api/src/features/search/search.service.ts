@@ -427,6 +427,8 @@ const wordRows = (
   words: Expression<SqlBool>,
   most: string,
   unlessOver?: string,
+  /** The gate of a term of several words (`possibleDeals`), tested last: read only when the rest hold. */
+  possible: Expression<SqlBool> = sql<SqlBool>`true`,
 ) => {
   const alias = from.slice(-1);
   const guarded = unlessOver
@@ -440,6 +442,7 @@ const wordRows = (
       .where(words)
       .where(sql<number>`(select n from ${sql.table(most)})`, '<=', sql.lit(MATCH_COUNT_BOUND))
       .where(guarded)
+      .where(possible)
       .limit(sql.lit(MATCH_COUNT_BOUND + 1))
   );
 };
@@ -503,6 +506,55 @@ type ContactRow = InferResult<ReturnType<typeof searchedContacts>>[number];
 const dealContains = (pattern: string | Expression<string>) =>
   sql<SqlBool>`(d.title ilike ${pattern} or d.company_name ilike ${pattern})`;
 
+/** A deal's (as `d`) whole searched text: the `deals_search_text` index's expression (Migration20261204000100). */
+const DEAL_TEXT = sql<string>`(coalesce(d.title, '') || ' ' || coalesce(d.company_name, ''))`;
+
+/** How many of a term's words the gate reads at most: the longest (the more trigrams, the fewer rows). */
+const GATE_WORDS = 4;
+
+/**
+ * The `%word%` patterns a deal's searched text must each contain to match a term of several words, or
+ * undefined for a term of fewer than two: the term's runs of three or more ASCII letters and digits, the
+ * longest GATE_WORDS of them, the first repeated up to GATE_WORDS (one statement shape). Every rule's match
+ * holds each run: a value equal to the term, beginning with it or containing it holds all of it, and a
+ * row whose words begin with the term's words holds each word, a run of ASCII letters and digits lying
+ * inside one word whatever the database's parser takes for a letter.
+ */
+export function gateOf(q: string): string[] | undefined {
+  const runs = [...new Set((q.match(/[A-Za-z0-9]{3,}/g) ?? []).map((r) => r.toLowerCase()))];
+  if (runs.length < 2) return undefined;
+  const longest = runs.sort((x, y) => y.length - x.length).slice(0, GATE_WORDS);
+  while (longest.length < GATE_WORDS) longest.push(longest[0] as string);
+  return longest.map(likePattern);
+}
+
+/**
+ * The CTE body of the deals holding each of the gate's words (`gateOf`) in their searched text, read from
+ * `deals_search_text` (the patterns unseen by the planner, so planned as rare: the index, not a walk that
+ * filters rows; materialized, so `possibleDeals` stops at its first row).
+ */
+const gateRows = (gate: unknown) =>
+  tables
+    .selectFrom('deals as d')
+    .select(sql.lit(1).as('one'))
+    .where(
+      sql<SqlBool>`${sql.join(
+        Array.from(
+          { length: GATE_WORDS },
+          (_, i) => sql`${DEAL_TEXT} ilike (select (${gate}::text[])[${sql.lit(i + 1)}])`,
+        ),
+        sql` and `,
+      )}`,
+    );
+
+/**
+ * Whether any deal can match a term of several words (`deals_possible`, one row `p`): when none holds each
+ * of its words, the words index's prefixes and the trigram indexes are not read. Tested after the whole
+ * words are counted (none of them, or the term is not gated), so a term whose words stand together in many
+ * rows never reads it.
+ */
+const possibleDeals = sql<SqlBool>`(select p from deals_possible)`;
+
 /**
  * The companies matching a search, best first (a name or domain equal to the term, then a name beginning
  * with it, then the newest of the rest), and how many matched, counted up to MATCH_COUNT_BOUND + 1: two
@@ -541,9 +593,18 @@ const searchBuild =
   (large: { deals: boolean; contacts: boolean }) =>
   (
     db: Kysely<Tables>,
-    a: { q: string; pattern: string; words?: string; indexed?: string; window: number },
+    a: {
+      q: string;
+      pattern: string;
+      words?: string;
+      indexed?: string;
+      /** `gateOf(q)`: GATE_WORDS patterns, as one text[] parameter. */
+      gate?: string[];
+      window: number;
+    },
   ) => {
     const term = sql<string>`${a.q}`;
+    const possible = a.gate === undefined ? undefined : possibleDeals;
     const best = (ranked: ReturnType<typeof rankedMatches>) =>
       tables
         // biome-ignore lint/suspicious/noExplicitAny: the ranked rows of either table
@@ -592,13 +653,43 @@ const searchBuild =
     );
     // The rows containing the term, over the trigram indexes whatever the planner thinks of it (`unseenPattern`).
     const indexed = a.indexed === undefined ? undefined : unseenPattern(a.indexed);
+    // The counts by prefix and by whole words first: the gate reads `deals_whole`, and the rows
+    // containing the term read the gate.
+    const counted = db
+      .with('deals_most', (qc) =>
+        qc.selectNoFrom(sql<number>`${mostByPrefix('deals as d', ['title', 'company_name'], term)}`.as('n')),
+      )
+      .with('contacts_most', (qc) =>
+        qc.selectNoFrom(sql<number>`${mostByPrefix('contacts as c', ['name'], term)}`.as('n')),
+      )
+      .with('deals_whole', () => wordRows('deals as d', wholeWordsMatch('d', a.words), 'deals_most'))
+      .with('contacts_whole', () =>
+        wordRows('contacts as c', wholeWordsMatch('c', a.words), 'contacts_most'),
+      ) as unknown as typeof db;
+    const gated = (
+      a.gate === undefined
+        ? counted
+        : counted
+            .with(
+              (cte) => cte('deals_possible_rows').materialized(),
+              () => gateRows(a.gate),
+            )
+            // Rows holding the words whole hold each of them: the gate's index is read only when none does.
+            .with('deals_possible', (qc) =>
+              qc.selectNoFrom(
+                sql<boolean>`case when (select count(*) from deals_whole) > 0 then true else exists (select 1 from deals_possible_rows) end`.as(
+                  'p',
+                ),
+              ),
+            )
+    ) as typeof db;
     const withContaining = (
       indexed === undefined
-        ? db
-        : db
+        ? gated
+        : gated
             .with(
               (cte) => cte('deals_containing').materialized(),
-              () => containingRows('deals as d', dealContains(indexed)),
+              () => containingRows('deals as d', dealContains(indexed)).where(possible ?? sql<SqlBool>`true`),
             )
             .with(
               (cte) => cte('contacts_containing').materialized(),
@@ -607,16 +698,8 @@ const searchBuild =
     ) as typeof db;
     const containingCte = (table: string) => (indexed === undefined ? undefined : `${table}_containing`);
     return withContaining
-      .with('deals_most', (qc) =>
-        qc.selectNoFrom(sql<number>`${mostByPrefix('deals as d', ['title', 'company_name'], term)}`.as('n')),
-      )
-      .with('contacts_most', (qc) =>
-        qc.selectNoFrom(sql<number>`${mostByPrefix('contacts as c', ['name'], term)}`.as('n')),
-      )
-      .with('deals_whole', () => wordRows('deals as d', wholeWordsMatch('d', a.words), 'deals_most'))
-      .with('contacts_whole', () => wordRows('contacts as c', wholeWordsMatch('c', a.words), 'contacts_most'))
       .with('deals_words', () =>
-        wordRows('deals as d', wordsMatch('d', a.words), 'deals_most', 'deals_whole'),
+        wordRows('deals as d', wordsMatch('d', a.words), 'deals_most', 'deals_whole', possible),
       )
       .with('contacts_words', () =>
         wordRows('contacts as c', wordsMatch('c', a.words), 'contacts_most', 'contacts_whole'),
@@ -686,6 +769,7 @@ const STAND_IN = {
   pattern: '\u0000pattern',
   words: '\u0000words',
   indexed: '\u0000indexed',
+  gate: '\u0000gate',
   window: -271_828,
 } as const;
 
@@ -703,13 +787,16 @@ export function searchSql(
 ) {
   const words = wordsOf(q);
   const indexed = hasTrigrams(q);
-  const key = `${orgId}/${large.deals}/${large.contacts}/${words !== undefined}/${indexed}`;
+  const gate = gateOf(q);
+  const key = `${orgId}/${large.deals}/${large.contacts}/${words !== undefined}/${indexed}/${gate !== undefined}`;
   let compiled = compiledSearches.get(key);
   if (!compiled) {
     const args = {
       ...STAND_IN,
       words: words === undefined ? undefined : STAND_IN.words,
       indexed: indexed ? STAND_IN.indexed : undefined,
+      // A stand-in for the one text[] parameter (the builder binds it whole; see `gateRows`).
+      gate: gate === undefined ? undefined : (STAND_IN.gate as unknown as string[]),
     };
     compiled = searchBuild(large)(compileOnlyOrgDb(orgId), args).compile();
     compiledSearches.set(key, compiled);
@@ -720,6 +807,7 @@ export function searchSql(
     [STAND_IN.words, words],
     [STAND_IN.indexed, likePattern(q)],
     [STAND_IN.window, newestWindow],
+    [STAND_IN.gate, gate],
   ]);
   return { sql: compiled.sql, parameters: compiled.parameters.map((p) => (value.has(p) ? value.get(p) : p)) };
 }
@@ -968,6 +1056,7 @@ export async function search(
     pattern,
     words: wordsOf(q),
     indexed: hasTrigrams(q) ? pattern : undefined,
+    gate: gateOf(q),
     window: newestWindow,
   });
   const companies = asJson<Record<string, unknown>[]>(row?.companies ?? '[]');
