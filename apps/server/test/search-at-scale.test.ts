@@ -281,6 +281,25 @@ describeOnEachDatabase(
         titles: [],
         meta: { total: 0, exact: true },
       });
+      // Terms whose text holds more than their words: the parser drops `https` and `<foo>`, and splits
+      // `1e5abc`; a deal matches by the words it keeps (each an organization of its own: its one deal
+      // holds no whole word of the term, so the gate is asked).
+      for (const [q, title, company_name] of [
+        ['https://acme.com', 'Renewal', 'acme.com.au'],
+        ['1e5abc renewal', '1e50 abcd renewals', null],
+        ['1.5abc plan', '1.5 abcd plans', null],
+        ['<foo> bar baz', 'barn bazaar', null],
+        ['&copy; acme renewal', 'Acme Renewals', null],
+      ] as const) {
+        const org = await s.newOrg(`Words of ${q}`);
+        const made = await s.api('/deals', {
+          method: 'POST',
+          key: org.apiKey,
+          json: company_name ? { title, company_name } : { title },
+        });
+        expect(made.status, made.text).toBe(201);
+        expect(await titles(q, org.apiKey), q).toEqual({ titles: [title], meta: { total: 1, exact: true } });
+      }
     });
 
     it("holds every GIN index's pending list to 256 kB, which each search reads whole", async () => {

@@ -513,27 +513,29 @@ const DEAL_TEXT = sql<string>`(coalesce(d.title, '') || ' ' || coalesce(d.compan
 const GATE_WORDS = 4;
 
 /**
- * The `%word%` patterns a deal's searched text must each contain to match a term of several words, or
- * undefined for a term of fewer than two: the term's runs of three or more ASCII letters and digits, the
- * longest GATE_WORDS of them, the first repeated up to GATE_WORDS (one statement shape). Every rule's match
- * holds each run: a value equal to the term, beginning with it or containing it holds all of it, and a
- * row whose words begin with the term's words holds each word, a run of ASCII letters and digits lying
- * inside one word whatever the database's parser takes for a letter.
+ * The CTE body of the gate's words (`w`, one row, an array): the term's own words as the words index
+ * reads them (`to_tsvector('simple', q)`: the lexemes `plainto_tsquery` makes of it, lower-cased
+ * substrings of the term), those with a run of three letters or digits (a trigram to look up), the longest
+ * GATE_WORDS. Every rule's match holds each: a value equal to the term, beginning with it or containing it
+ * holds all of the term, and a deal whose words begin with the term's holds each of them. Words taken from
+ * the term's text by another rule would not do: the parser drops some tokens (`https` of a URL, `<b>`)
+ * and splits others (`1e5abc` is `1e5` and `abc`), so a deal could match without holding them.
  */
-export function gateOf(q: string): string[] | undefined {
-  const runs = [...new Set((q.match(/[A-Za-z0-9]{3,}/g) ?? []).map((r) => r.toLowerCase()))];
-  if (runs.length < 2) return undefined;
-  const longest = runs.sort((x, y) => y.length - x.length).slice(0, GATE_WORDS);
-  while (longest.length < GATE_WORDS) longest.push(longest[0] as string);
-  return longest.map(likePattern);
-}
+const gateWords = (words: Expression<string>) =>
+  sql<string[]>`array(select w from unnest(tsvector_to_array(to_tsvector('simple', ${words}))) w
+    where w ~ '[[:alnum:]]{3}' order by length(w) desc, w limit ${sql.lit(GATE_WORDS)})`;
+
+/** A gate word as a `%word%` pattern, LIKE's own wildcards escaped (`likePattern`'s rule, in SQL). */
+const gatePattern = (word: Expression<string>) =>
+  sql<string>`'%' || replace(replace(replace(${word}, '\\', '\\\\'), '%', '\\%'), '_', '\\_') || '%'`;
 
 /**
- * The CTE body of the deals holding each of the gate's words (`gateOf`) in their searched text, read from
- * `deals_search_text` (the patterns unseen by the planner, so planned as rare: the index, not a walk that
- * filters rows; materialized, so `possibleDeals` stops at its first row).
+ * The CTE body of the deals holding each of the gate's words (`deals_gate_words`) in their searched text,
+ * read from `deals_search_text` (the patterns computed in the statement, so planned as rare: the index,
+ * not a walk that filters rows; materialized, so `possibleDeals` stops at its first row). Fewer words than
+ * GATE_WORDS repeat the first.
  */
-const gateRows = (gate: unknown) =>
+const gateRows = () =>
   tables
     .selectFrom('deals as d')
     .select(sql.lit(1).as('one'))
@@ -541,7 +543,8 @@ const gateRows = (gate: unknown) =>
       sql<SqlBool>`${sql.join(
         Array.from(
           { length: GATE_WORDS },
-          (_, i) => sql`${DEAL_TEXT} ilike (select (${gate}::text[])[${sql.lit(i + 1)}])`,
+          (_, i) =>
+            sql`${DEAL_TEXT} ilike (select ${gatePattern(sql`coalesce(w[${sql.lit(i + 1)}], w[1])`)} from deals_gate_words)`,
         ),
         sql` and `,
       )}`,
@@ -598,13 +601,12 @@ const searchBuild =
       pattern: string;
       words?: string;
       indexed?: string;
-      /** `gateOf(q)`: GATE_WORDS patterns, as one text[] parameter. */
-      gate?: string[];
       window: number;
     },
   ) => {
     const term = sql<string>`${a.q}`;
-    const possible = a.gate === undefined ? undefined : possibleDeals;
+    // The gate for the deals, when the term has words (`possibleDeals`).
+    const possible = a.words === undefined ? undefined : possibleDeals;
     const best = (ranked: ReturnType<typeof rankedMatches>) =>
       tables
         // biome-ignore lint/suspicious/noExplicitAny: the ranked rows of either table
@@ -667,19 +669,21 @@ const searchBuild =
         wordRows('contacts as c', wholeWordsMatch('c', a.words), 'contacts_most'),
       ) as unknown as typeof db;
     const gated = (
-      a.gate === undefined
+      a.words === undefined
         ? counted
         : counted
+            .with('deals_gate_words', (qc) => qc.selectNoFrom(gateWords(sql`${a.words}`).as('w')))
             .with(
               (cte) => cte('deals_possible_rows').materialized(),
-              () => gateRows(a.gate),
+              () => gateRows(),
             )
-            // Rows holding the words whole hold each of them: the gate's index is read only when none does.
+            // A term of fewer than two gate words is not gated; rows holding the words whole hold each of
+            // them: the gate's index is read only when neither holds.
             .with('deals_possible', (qc) =>
               qc.selectNoFrom(
-                sql<boolean>`case when (select count(*) from deals_whole) > 0 then true else exists (select 1 from deals_possible_rows) end`.as(
-                  'p',
-                ),
+                sql<boolean>`case when (select cardinality(w) from deals_gate_words) < 2 then true
+                  when (select count(*) from deals_whole) > 0 then true
+                  else exists (select 1 from deals_possible_rows) end`.as('p'),
               ),
             )
     ) as typeof db;
@@ -769,7 +773,6 @@ const STAND_IN = {
   pattern: '\u0000pattern',
   words: '\u0000words',
   indexed: '\u0000indexed',
-  gate: '\u0000gate',
   window: -271_828,
 } as const;
 
@@ -787,16 +790,13 @@ export function searchSql(
 ) {
   const words = wordsOf(q);
   const indexed = hasTrigrams(q);
-  const gate = gateOf(q);
-  const key = `${orgId}/${large.deals}/${large.contacts}/${words !== undefined}/${indexed}/${gate !== undefined}`;
+  const key = `${orgId}/${large.deals}/${large.contacts}/${words !== undefined}/${indexed}`;
   let compiled = compiledSearches.get(key);
   if (!compiled) {
     const args = {
       ...STAND_IN,
       words: words === undefined ? undefined : STAND_IN.words,
       indexed: indexed ? STAND_IN.indexed : undefined,
-      // A stand-in for the one text[] parameter (the builder binds it whole; see `gateRows`).
-      gate: gate === undefined ? undefined : (STAND_IN.gate as unknown as string[]),
     };
     compiled = searchBuild(large)(compileOnlyOrgDb(orgId), args).compile();
     compiledSearches.set(key, compiled);
@@ -807,7 +807,6 @@ export function searchSql(
     [STAND_IN.words, words],
     [STAND_IN.indexed, likePattern(q)],
     [STAND_IN.window, newestWindow],
-    [STAND_IN.gate, gate],
   ]);
   return { sql: compiled.sql, parameters: compiled.parameters.map((p) => (value.has(p) ? value.get(p) : p)) };
 }
@@ -1056,7 +1055,6 @@ export async function search(
     pattern,
     words: wordsOf(q),
     indexed: hasTrigrams(q) ? pattern : undefined,
-    gate: gateOf(q),
     window: newestWindow,
   });
   const companies = asJson<Record<string, unknown>[]>(row?.companies ?? '[]');
