@@ -22,7 +22,7 @@ export default async function setup(project: TestProject) {
   const dir = mkdtempSync(path.join(tmpdir(), 'crm-test-image-'));
   const file = path.join(dir, 'embedded.tar');
   // 16 MB of shared buffers instead of PostgreSQL's 128: PGlite allocates and zeroes them at every start
-  // (1-1.5 s of CPU a test server, some 55 of them a run), and a test's tables fit in a few megabytes.
+  // (~150 ms of CPU an open, measured; some 55 test servers a run), and a test's tables fit in a few megabytes.
   const image = await migratedEmbeddedImage({ shared_buffers: '16MB' });
   writeFileSync(file, Buffer.from(await image.arrayBuffer()));
   project.provide('embeddedImage', file);

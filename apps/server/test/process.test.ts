@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { crmProcess } from '../../cli/test/cli-process.ts';
 import {
   CHILD_NODE_FLAGS,
   COMPILE_CACHE,
@@ -86,21 +87,7 @@ describe('the server process', () => {
 
   it('runs a crm command beside it on its embedded database: the key it creates works at once', async () => {
     const crm = (...args: string[]) =>
-      new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-        const child = spawnProcess(process.execPath, [...CHILD_NODE_FLAGS, 'apps/cli/src/main.ts', ...args], {
-          cwd: ROOT,
-          env: { PATH: process.env.PATH, ...COMPILE_CACHE, CRM_DATA_DIR: dataDir, LOG_LEVEL: 'silent' },
-        });
-        let stdout = '';
-        let stderr = '';
-        child.stdout.on('data', (d) => {
-          stdout += d;
-        });
-        child.stderr.on('data', (d) => {
-          stderr += d;
-        });
-        child.on('close', (code) => resolve({ code, stdout, stderr }));
-      });
+      crmProcess(args, { env: { PATH: process.env.PATH, CRM_DATA_DIR: dataDir, LOG_LEVEL: 'silent' } });
     const orgs = await crm('org', 'list');
     expect(orgs.code, orgs.stderr).toBe(0);
     const org = JSON.parse(orgs.stdout.trim().split('\n')[0] ?? '{}') as { org_id: string; name: string };

@@ -596,13 +596,7 @@ const searchBuild =
   (large: { deals: boolean; contacts: boolean }) =>
   (
     db: Kysely<Tables>,
-    a: {
-      q: string;
-      pattern: string;
-      words?: string;
-      indexed?: string;
-      window: number;
-    },
+    a: { q: string; pattern: string; words?: string; indexed?: string; window: number },
   ) => {
     const term = sql<string>`${a.q}`;
     // The gate for the deals, when the term has words (`possibleDeals`).
