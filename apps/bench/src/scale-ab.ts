@@ -39,6 +39,10 @@ const calls: Array<[string, (o: Org, i: number) => string]> = [
     'GET /contacts?q=<a term most names hold>',
     (o) => `/api/v1/crm/contacts?limit=50&q=${TERMS[o.shape].contacts}`,
   ],
+  [
+    'GET /contacts?q=<a rare term>',
+    (o) => `/api/v1/crm/contacts?limit=50&q=${encodeURIComponent(TERMS[o.shape].rare(o.n))}`,
+  ],
   ['GET /pipeline/health', () => '/api/v1/crm/pipeline/health'],
   ['GET /briefing', () => '/api/v1/crm/briefing'],
 ];

@@ -88,6 +88,9 @@ const CALLS = [
   call('GET /contacts?q=<a term most names hold>', (o) => ({
     path: `/contacts?limit=50&q=${TERMS[o.shape].contacts}`,
   })),
+  call('GET /contacts?q=<a rare term>', (o) => ({
+    path: `/contacts?limit=50&q=${encodeURIComponent(TERMS[o.shape].rare(o.n))}`,
+  })),
   call('GET /pipeline/health', () => ({ path: '/pipeline/health' })),
   call('GET /briefing', () => ({ path: '/briefing' })),
   call('GET /coaching', () => ({ path: '/coaching' })),

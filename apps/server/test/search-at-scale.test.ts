@@ -302,6 +302,70 @@ describeOnEachDatabase(
       }
     });
 
+    it('finds a term inside values by its trigrams, and only where the whole term stands', async () => {
+      const org = await s.newOrg('Trigrams of a term');
+      const made = await s.api('/deals/batch', {
+        method: 'POST',
+        key: org.apiKey,
+        json: {
+          items: [
+            { title: 'Renewal 2027' },
+            // Every trigram of `renewal` (ren, ene, new, ewa, wal), not the word.
+            { title: 'Rene newal' },
+            // A digit the database's letter-or-digit class may not count: the term's own pattern then.
+            { title: 'Seats ab½ plan' },
+          ],
+        },
+      });
+      expect(made.status, made.text).toBe(201);
+      const dealId = made.body.data[0].id;
+      const people = await s.api('/contacts/batch', {
+        method: 'POST',
+        key: org.apiKey,
+        json: {
+          items: [
+            { name: 'Anna Smith', email: 'anna.smith999993@example.com', deal_id: dealId },
+            // Every trigram of `smith999993@exam`, in pieces.
+            { name: 'Decoy', title: 'smith999 h9993 exam', deal_id: dealId },
+            { name: 'Lena Müllerstraße', deal_id: dealId },
+          ],
+        },
+      });
+      expect(people.status, people.text).toBe(201);
+      const found = async (q: string) => {
+        const res = await s.api(`/search?q=${encodeURIComponent(q)}`, { key: org.apiKey });
+        expect(res.status).toBe(200);
+        return {
+          deals: res.body.data.deals.map((d: { title: string }) => d.title),
+          contacts: res.body.data.contacts.map((c: { name: string }) => c.name),
+          counts: [res.body.meta.deals.total, res.body.meta.contacts.total],
+        };
+      };
+      // More trigrams than one read looks up (nine): the rest are tested on the rows found.
+      expect(await found('SMITH999993@exam')).toEqual({
+        deals: [],
+        contacts: ['Anna Smith'],
+        counts: [0, 1],
+      });
+      expect(await found('renewal')).toEqual({ deals: ['Renewal 2027'], contacts: [], counts: [1, 0] });
+      expect(await found('LLERSTR')).toEqual({ deals: [], contacts: ['Lena Müllerstraße'], counts: [0, 1] });
+      expect(await found('AB½')).toEqual({ deals: ['Seats ab½ plan'], contacts: [], counts: [1, 0] });
+      // GET /contacts?q= counts and reads its matches the same way (by their ids here: few of them).
+      for (const [q, names] of [
+        ['SMITH999993@exam', ['Anna Smith']],
+        ['LLERSTR', ['Lena Müllerstraße']],
+        ['smith', ['Decoy', 'Anna Smith']],
+      ] as const) {
+        const res = await s.api(`/contacts?q=${encodeURIComponent(q)}`, { key: org.apiKey });
+        expect(res.status, res.text).toBe(200);
+        expect(
+          res.body.data.map((c: { name: string }) => c.name),
+          q,
+        ).toEqual(names);
+        expect(res.body.meta.total, q).toBe(names.length);
+      }
+    });
+
     it("holds every GIN index's pending list to 256 kB, which each search reads whole", async () => {
       const gin = await s.sql<{ name: string; options: string[] | null }>(
         `select c.relname as name, c.reloptions as options from pg_class c join pg_am a on a.oid = c.relam

@@ -57,9 +57,19 @@ const wholeWordsMatch = (alias: 'd' | 'c', words: string | undefined) =>
     ? sql<SqlBool>`false`
     : sql<SqlBool>`${WORD_DOCS[alias]} @@ plainto_tsquery('simple', ${words})`;
 
-/** A contact (as `c`) whose name, email or title contains the pattern (a value, or an expression: `unseenPattern`). */
-const contactContains = (pattern: string | Expression<string>) =>
-  sql<SqlBool>`(c.name ilike ${pattern} or c.email ilike ${pattern} or c.title ilike ${pattern})`;
+/** The columns a term is found inside (`%term%`), per table alias: each has a trigram index. */
+const SEARCHED = {
+  d: ['title', 'company_name'],
+  c: ['name', 'email', 'title'],
+  co: ['name', 'domain'],
+} as const;
+
+/** A row (as `alias`) of which a searched column contains the pattern (a value, or an expression: `unseenPattern`). */
+const containsIn = (alias: keyof typeof SEARCHED, pattern: string | Expression<string>) =>
+  sql<SqlBool>`(${sql.join(
+    SEARCHED[alias].map((c) => sql`${sql.ref(`${alias}.${c}`)} ilike ${pattern}`),
+    sql` or `,
+  )})`;
 
 /**
  * A contact (as `c`) matching a term: its name, e-mail or title contains it (`pattern`, `likePattern`), or
@@ -68,7 +78,7 @@ const contactContains = (pattern: string | Expression<string>) =>
 export const contactMatches = (
   pattern: string | Expression<string>,
   words: string | Expression<string> | undefined,
-) => sql<SqlBool>`(${contactContains(pattern)} or ${wordsMatch('c', words)})`;
+) => sql<SqlBool>`(${containsIn('c', pattern)} or ${wordsMatch('c', words)})`;
 
 /**
  * A company (as `co`) matching a term (its name or domain contains it, or each of its words begins one of
@@ -77,7 +87,7 @@ export const contactMatches = (
 export const companyMatches = (
   pattern: string | Expression<string>,
   words: string | Expression<string> | undefined,
-) => sql<SqlBool>`(co.name ilike ${pattern} or co.domain ilike ${pattern} or ${wordsMatch('co', words)})`;
+) => sql<SqlBool>`(${containsIn('co', pattern)} or ${wordsMatch('co', words)})`;
 
 const tables = expressionBuilder<Tables, never>();
 
@@ -448,12 +458,6 @@ const wordRows = (
 };
 
 /**
- * Whether pg_trgm finds a trigram in `q`'s pattern (a run of three letters or digits): then its trigram
- * indexes can read the rows containing it; without one (`an`, `a b`) they would read every entry.
- */
-const hasTrigrams = (q: string) => /[\p{L}\p{N}]{3}/u.test(q);
-
-/**
  * The pattern as the planner cannot see it (an init plan's value): its selectivity is then PostgreSQL's
  * default for a pattern match (0.5%), not one drawn from the column's statistics, which are every
  * organization's. A term common in another organization was planned as common here too: `acme`, in 33,000
@@ -464,17 +468,104 @@ const hasTrigrams = (q: string) => /[\p{L}\p{N}]{3}/u.test(q);
  */
 const unseenPattern = (pattern: unknown) => sql<string>`(select ${pattern}::text)`;
 
+/** How many of a term's trigrams one read of a trigram index looks up (`holdsTrigrams`). */
+const TRIGRAM_KEYS = 8;
+
 /**
- * The CTE body of the rows of `from` containing the term (`contains`, given `unseenPattern`): every one,
- * read over the trigram indexes. Materialized, so planned for all its rows (where the trigram indexes are
- * the cheaper plan whatever the term) and read lazily: `foundRows` takes up to MATCH_COUNT_BOUND + 1.
+ * The term's trigram keys: up to TRIGRAM_KEYS patterns (`%abc%`) of its runs of three letters or digits,
+ * each once (a repeat is one more condition to plan and test), the first, the last and evenly between when
+ * more; none when it has no such run (`an`, `a b`: the trigram indexes would read every entry). Each is a
+ * substring of the term as typed, so a value containing the term (case-insensitively, as ILIKE compares)
+ * contains each; and each is one trigram of pg_trgm. Read by `holdsTrigrams`.
  */
-const containingRows = (from: 'deals as d' | 'contacts as c', contains: Expression<SqlBool>) => {
+export function trigramKeys(q: string): TrigramKeys | undefined {
+  const chars = Array.from(q);
+  const runs = new Map<string, string>();
+  for (let i = 0; i + 3 <= chars.length; i++) {
+    const run = chars.slice(i, i + 3).join('');
+    // Once whatever its case: ILIKE reads `Per` and `per` alike.
+    if (/^[\p{L}\p{N}]{3}$/u.test(run) && !runs.has(run.toLowerCase())) runs.set(run.toLowerCase(), run);
+  }
+  const each = [...runs.values()];
+  if (each.length === 0) return undefined;
+  const n = Math.min(TRIGRAM_KEYS, each.length);
+  return Object.fromEntries(
+    Array.from({ length: n }, (_, j) => [
+      `k${j + 1}`,
+      `%${each[n === 1 ? 0 : Math.floor((j * (each.length - 1)) / (n - 1))]}%`,
+    ]),
+  );
+}
+
+/** A term's trigram keys by name (`k1`…): one argument of a prepared query (`prepareQuery`), its fields each a value. */
+type TrigramKeys = Record<string, string>;
+
+/**
+ * `value` contains each of `keys` (`trigramKeys`, as `unseenPattern`s: the indexes whatever the
+ * planner's statistics), each its own condition: one key of the trigram index each. A pattern's trigrams
+ * in one condition are one key, whose rarest trigram's rows are each looked up in every other trigram's
+ * postings: `%person999993@%` read the whole posting lists of `per`, `ers`, `rso`, `son` (in every e-mail
+ * of a million contacts), 2,001 pages, 24 ms; as keys of their own, the index intersects them by
+ * skipping, 160 pages, 2.3 ms (docs/development.md, issue 33).
+ */
+const holdsTrigrams = (value: Expression<string>, keys: Array<string | Expression<string>>) =>
+  sql<SqlBool>`(${sql.join(
+    keys.map((k) => sql`${value} ilike ${k}`),
+    sql` and `,
+  )})`;
+
+/**
+ * The rows of `from` (as its alias: id, created_at and the searched columns) that may match a term: a
+ * searched column holding each of its trigram keys (`holdsTrigrams`; containing `pattern` when it has
+ * none), or, with `words`, each word of the term beginning one of theirs: read over the trigram and words
+ * indexes. In an `offset 0` subquery, whose conditions are never tested on the rows found nor joined with
+ * the caller's: the caller tests the whole match on the rows it gives (`containsIn`, `contactMatches`).
+ */
+const mayMatch = (
+  from: 'deals as d' | 'contacts as c' | 'companies as co',
+  term: {
+    keys?: Array<string | Expression<string>> | undefined;
+    pattern: string | Expression<string>;
+    words?: string | Expression<string> | undefined;
+  },
+) => {
+  const alias = from.split(' as ')[1] as keyof typeof SEARCHED;
+  const { keys } = term;
+  return (
+    tables
+      // biome-ignore lint/suspicious/noExplicitAny: one helper for every searched table
+      .selectFrom(from as any)
+      .select([`${alias}.id`, `${alias}.created_at`, ...SEARCHED[alias].map((c) => `${alias}.${c}`)] as never)
+      .where(
+        sql<SqlBool>`(${
+          keys === undefined
+            ? containsIn(alias, term.pattern)
+            : sql.join(
+                SEARCHED[alias].map((c) => holdsTrigrams(sql.ref(`${alias}.${c}`), keys)),
+                sql` or `,
+              )
+        } or ${term.words === undefined ? sql`false` : wordsMatch(alias, term.words)})`,
+      )
+      .offset(sql.lit(0))
+      .as(alias)
+  );
+};
+
+/**
+ * The CTE body of the rows of `from` containing the term: every one, read by its trigram keys
+ * (`mayMatch`), `contains` tested on the rows found. Materialized, so planned for all its rows and read
+ * lazily: `foundRows` takes up to MATCH_COUNT_BOUND + 1.
+ */
+const containingRows = (
+  from: 'deals as d' | 'contacts as c',
+  term: { keys: Expression<string>[]; pattern: string },
+  contains: Expression<SqlBool>,
+) => {
   const alias = from.slice(-1);
   return (
     tables
       // biome-ignore lint/suspicious/noExplicitAny: one helper for both tables
-      .selectFrom(from as any)
+      .selectFrom(mayMatch(from, term) as any)
       .select([sql.ref(`${alias}.id`).as('id'), sql.ref(`${alias}.created_at`).as('created_at')])
       .where(contains)
   );
@@ -501,10 +592,6 @@ const searchedContacts = () =>
 
 type DealRow = InferResult<ReturnType<typeof searchedDeals>>[number];
 type ContactRow = InferResult<ReturnType<typeof searchedContacts>>[number];
-
-/** A deal (as `d`) whose title or company contains the pattern (a value, or an expression: `unseenPattern`). */
-const dealContains = (pattern: string | Expression<string>) =>
-  sql<SqlBool>`(d.title ilike ${pattern} or d.company_name ilike ${pattern})`;
 
 /** A deal's (as `d`) whole searched text: the `deals_search_text` index's expression (Migration20261204000100). */
 const DEAL_TEXT = sql<string>`(coalesce(d.title, '') || ' ' || coalesce(d.company_name, ''))`;
@@ -596,7 +683,7 @@ const searchBuild =
   (large: { deals: boolean; contacts: boolean }) =>
   (
     db: Kysely<Tables>,
-    a: { q: string; pattern: string; words?: string; indexed?: string; window: number },
+    a: { q: string; pattern: string; words?: string; keys?: TrigramKeys; window: number },
   ) => {
     const term = sql<string>`${a.q}`;
     // The gate for the deals, when the term has words (`possibleDeals`).
@@ -623,7 +710,7 @@ const searchBuild =
           large.deals,
           'd',
           searchedDeals(),
-          dealContains(a.pattern),
+          containsIn('d', a.pattern),
           a.window,
         ) as never,
         DEAL_CTES,
@@ -641,14 +728,14 @@ const searchBuild =
           large.contacts,
           'c',
           searchedContacts(),
-          contactContains(a.pattern),
+          containsIn('c', a.pattern),
           a.window,
         ) as never,
         CONTACT_CTES,
       ),
     );
-    // The rows containing the term, over the trigram indexes whatever the planner thinks of it (`unseenPattern`).
-    const indexed = a.indexed === undefined ? undefined : unseenPattern(a.indexed);
+    // The rows containing the term, over the trigram indexes (`containingRows`), when it has trigrams.
+    const keys = a.keys && Object.values(a.keys).map(unseenPattern);
     // The counts by prefix and by whole words first: the gate reads `deals_whole`, and the rows
     // containing the term read the gate.
     const counted = db
@@ -682,19 +769,22 @@ const searchBuild =
             )
     ) as typeof db;
     const withContaining = (
-      indexed === undefined
+      keys === undefined
         ? gated
         : gated
             .with(
               (cte) => cte('deals_containing').materialized(),
-              () => containingRows('deals as d', dealContains(indexed)).where(possible ?? sql<SqlBool>`true`),
+              () =>
+                containingRows('deals as d', { keys, pattern: a.pattern }, containsIn('d', a.pattern)).where(
+                  possible ?? sql<SqlBool>`true`,
+                ),
             )
             .with(
               (cte) => cte('contacts_containing').materialized(),
-              () => containingRows('contacts as c', contactContains(indexed)),
+              () => containingRows('contacts as c', { keys, pattern: a.pattern }, containsIn('c', a.pattern)),
             )
     ) as typeof db;
-    const containingCte = (table: string) => (indexed === undefined ? undefined : `${table}_containing`);
+    const containingCte = (table: string) => (keys === undefined ? undefined : `${table}_containing`);
     return withContaining
       .with('deals_words', () =>
         wordRows('deals as d', wordsMatch('d', a.words), 'deals_most', 'deals_whole', possible),
@@ -703,10 +793,10 @@ const searchBuild =
         wordRows('contacts as c', wordsMatch('c', a.words), 'contacts_most', 'contacts_whole'),
       )
       .with('deals_found', () =>
-        foundRows('deals as d', dealContains(a.pattern), DEAL_CTES, containingCte('deals')),
+        foundRows('deals as d', containsIn('d', a.pattern), DEAL_CTES, containingCte('deals')),
       )
       .with('contacts_found', () =>
-        foundRows('contacts as c', contactContains(a.pattern), CONTACT_CTES, containingCte('contacts')),
+        foundRows('contacts as c', containsIn('c', a.pattern), CONTACT_CTES, containingCte('contacts')),
       )
       .selectNoFrom((eb) => [
         rankedAsJson(
@@ -766,7 +856,6 @@ const STAND_IN = {
   q: '\u0000q',
   pattern: '\u0000pattern',
   words: '\u0000words',
-  indexed: '\u0000indexed',
   window: -271_828,
 } as const;
 
@@ -783,14 +872,14 @@ export function searchSql(
   newestWindow: number,
 ) {
   const words = wordsOf(q);
-  const indexed = hasTrigrams(q);
-  const key = `${orgId}/${large.deals}/${large.contacts}/${words !== undefined}/${indexed}`;
+  const keys = trigramKeys(q);
+  const key = `${orgId}/${large.deals}/${large.contacts}/${words !== undefined}/${Object.keys(keys ?? {}).length}`;
   let compiled = compiledSearches.get(key);
   if (!compiled) {
     const args = {
       ...STAND_IN,
       words: words === undefined ? undefined : STAND_IN.words,
-      indexed: indexed ? STAND_IN.indexed : undefined,
+      keys: keys && Object.fromEntries(Object.keys(keys).map((name) => [name, `\u0000${name}`])),
     };
     compiled = searchBuild(large)(compileOnlyOrgDb(orgId), args).compile();
     compiledSearches.set(key, compiled);
@@ -799,7 +888,7 @@ export function searchSql(
     [STAND_IN.q, q],
     [STAND_IN.pattern, likePattern(q)],
     [STAND_IN.words, words],
-    [STAND_IN.indexed, likePattern(q)],
+    ...Object.entries(keys ?? {}).map(([name, k]) => [`\u0000${name}`, k] as const),
     [STAND_IN.window, newestWindow],
   ]);
   return { sql: compiled.sql, parameters: compiled.parameters.map((p) => (value.has(p) ? value.get(p) : p)) };
@@ -878,6 +967,9 @@ interface ListedByQ<Row, Dto> {
  * What `pageByQ` reads a list with: its page (by `q`'s condition, or by the ids of its few matches), `q`'s
  * matches counted up to MATCH_COUNT_BOUND + 1, their ids read over the indexes, and the kept count.
  */
+/** A list's term as `pageByQ` reads it: `likePattern`, `wordsOf`, `trigramKeys`. */
+type ByQ = { pattern: string; words?: string | undefined; keys?: TrigramKeys | undefined };
+
 export interface ListByQ<Row, Dto> extends ListedByQ<Row, Dto> {
   page: (
     em: EntityManager,
@@ -885,9 +977,9 @@ export interface ListByQ<Row, Dto> extends ListedByQ<Row, Dto> {
   ) => Promise<Row[]>;
   matchCount: (
     em: EntityManager,
-    a: { pattern: string; words?: string },
+    a: { pattern: string; words?: string | undefined },
   ) => Promise<Array<{ total: unknown }>>;
-  matchedIds: (em: EntityManager, a: { pattern: string; words?: string }) => Promise<Array<{ id: unknown }>>;
+  matchedIds: (em: EntityManager, a: ByQ) => Promise<Array<{ id: unknown }>>;
   keptCount: (em: EntityManager, a: Record<string, never>) => Promise<Array<{ total: unknown }>>;
 }
 
@@ -920,7 +1012,12 @@ export function listByQ<Row, Dto>(list: ListedByQ<Row, Dto>): ListByQ<Row, Dto> 
           .offset(a.offset);
       },
     ),
-    matchCount: orgQuery((db, a: { pattern: string; words?: string }) =>
+    /**
+     * Planned with the term's values: a common term walks the rows and stops at the bound's next match.
+     * Not by its trigram keys (`mayMatch`): their conditions' estimates cost the planner 12 ms (three
+     * columns of four keys, `person`), and a walk tests each of them on each row.
+     */
+    matchCount: orgQuery((db, a: { pattern: string; words?: string | undefined }) =>
       db
         .selectFrom((eb) =>
           eb
@@ -934,22 +1031,24 @@ export function listByQ<Row, Dto>(list: ListedByQ<Row, Dto>): ListByQ<Row, Dto> 
     ),
     /**
      * The ids of `q`'s matches, up to MATCH_COUNT_BOUND + 1, read over the trigram and words indexes
-     * whatever the planner's statistics (`unseenPattern`; materialized: planned for all its rows).
+     * whatever the planner's statistics (`mayMatch`, `unseenPattern`; materialized: planned for all its
+     * rows).
      */
-    matchedIds: orgQuery((db, a: { pattern: string; words?: string }) =>
+    matchedIds: orgQuery((db, a: ByQ) =>
       db
         .with(
           (cte) => cte('matched').materialized(),
           (q) =>
             q
-              .selectFrom(from)
+              .selectFrom(
+                mayMatch(from, {
+                  keys: a.keys && Object.values(a.keys).map(unseenPattern),
+                  pattern: unseenPattern(a.pattern),
+                  words: a.words === undefined ? undefined : unseenPattern(a.words),
+                }) as never,
+              )
               .select(id.as('id'))
-              .where(
-                list.matches(
-                  unseenPattern(a.pattern),
-                  a.words === undefined ? undefined : unseenPattern(a.words),
-                ),
-              ),
+              .where(list.matches(a.pattern, a.words)),
         )
         .selectFrom('matched')
         .select('matched.id')
@@ -1000,13 +1099,14 @@ export async function pageByQ<Row, Dto extends { id: string }>(
   } else {
     const pattern = likePattern(query.q);
     const words = wordsOf(query.q);
+    const term = { pattern, words, keys: trigramKeys(query.q) };
     const [[counted], size] = await Promise.all([list.matchCount(em, { pattern, words }), keptSize(em)]);
     ({ total, exact } = matchedOf(counted?.total));
     // How many rows the walk would read to fill the page, were the matches spread evenly.
     const walked = ((offset + limit) * size[list.table]) / Math.max(total, 1);
     const ids =
       exact && walked > Math.min(WALK_UP_TO, plainUpTo)
-        ? (await list.matchedIds(em, { pattern, words })).map((r) => r.id as string)
+        ? (await list.matchedIds(em, term)).map((r) => r.id as string)
         : undefined;
     rows =
       ids?.length === 0
@@ -1048,7 +1148,7 @@ export async function search(
     q,
     pattern,
     words: wordsOf(q),
-    indexed: hasTrigrams(q) ? pattern : undefined,
+    keys: trigramKeys(q),
     window: newestWindow,
   });
   const companies = asJson<Record<string, unknown>[]>(row?.companies ?? '[]');
