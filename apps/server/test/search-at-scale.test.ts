@@ -314,6 +314,8 @@ describeOnEachDatabase(
             { title: 'Rene newal' },
             // A digit the database's letter-or-digit class may not count: the term's own pattern then.
             { title: 'Seats ab½ plan' },
+            // Σ lower-cases by what follows it under ICU: a term of it is read without its trigrams.
+            { title: 'ΑΒΟΣΑ plan' },
           ],
         },
       });
@@ -350,6 +352,7 @@ describeOnEachDatabase(
       expect(await found('renewal')).toEqual({ deals: ['Renewal 2027'], contacts: [], counts: [1, 0] });
       expect(await found('LLERSTR')).toEqual({ deals: [], contacts: ['Lena Müllerstraße'], counts: [0, 1] });
       expect(await found('AB½')).toEqual({ deals: ['Seats ab½ plan'], contacts: [], counts: [1, 0] });
+      expect(await found('ΒΟΣΑ')).toEqual({ deals: ['ΑΒΟΣΑ plan'], contacts: [], counts: [1, 0] });
       // GET /contacts?q= counts and reads its matches the same way (by their ids here: few of them).
       for (const [q, names] of [
         ['SMITH999993@exam', ['Anna Smith']],

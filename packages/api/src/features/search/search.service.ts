@@ -483,8 +483,10 @@ export function trigramKeys(q: string): TrigramKeys | undefined {
   const runs = new Map<string, string>();
   for (let i = 0; i + 3 <= chars.length; i++) {
     const run = chars.slice(i, i + 3).join('');
-    // Once whatever its case: ILIKE reads `Per` and `per` alike.
-    if (/^[\p{L}\p{N}]{3}$/u.test(run) && !runs.has(run.toLowerCase())) runs.set(run.toLowerCase(), run);
+    // Once whatever its case: ILIKE reads `Per` and `per` alike. Not one with Σ: an ICU database
+    // lower-cases it by what follows (σ, or ς at a word's end), so alone it may not be a part of the term.
+    if (/^[\p{L}\p{N}]{3}$/u.test(run) && !run.includes('Σ') && !runs.has(run.toLowerCase()))
+      runs.set(run.toLowerCase(), run);
   }
   const each = [...runs.values()];
   if (each.length === 0) return undefined;
