@@ -525,14 +525,12 @@ const holdsTrigrams = (value: Expression<string>, keys: Array<string | Expressio
  */
 const mayMatch = (
   from: 'deals as d' | 'contacts as c' | 'companies as co',
-  term: {
-    keys?: Array<string | Expression<string>> | undefined;
-    pattern: string | Expression<string>;
-    words?: string | Expression<string> | undefined;
-  },
+  term: { words?: string | Expression<string> | undefined } & (
+    | { keys: Array<string | Expression<string>> }
+    | { keys?: undefined; pattern: string | Expression<string> }
+  ),
 ) => {
   const alias = from.split(' as ')[1] as keyof typeof SEARCHED;
-  const { keys } = term;
   return (
     tables
       // biome-ignore lint/suspicious/noExplicitAny: one helper for every searched table
@@ -540,10 +538,10 @@ const mayMatch = (
       .select([`${alias}.id`, `${alias}.created_at`, ...SEARCHED[alias].map((c) => `${alias}.${c}`)] as never)
       .where(
         sql<SqlBool>`(${
-          keys === undefined
+          term.keys === undefined
             ? containsIn(alias, term.pattern)
             : sql.join(
-                SEARCHED[alias].map((c) => holdsTrigrams(sql.ref(`${alias}.${c}`), keys)),
+                SEARCHED[alias].map((c) => holdsTrigrams(sql.ref(`${alias}.${c}`), term.keys)),
                 sql` or `,
               )
         } or ${term.words === undefined ? sql`false` : wordsMatch(alias, term.words)})`,
@@ -560,14 +558,14 @@ const mayMatch = (
  */
 const containingRows = (
   from: 'deals as d' | 'contacts as c',
-  term: { keys: Expression<string>[]; pattern: string },
+  keys: Expression<string>[],
   contains: Expression<SqlBool>,
 ) => {
   const alias = from.slice(-1);
   return (
     tables
       // biome-ignore lint/suspicious/noExplicitAny: one helper for both tables
-      .selectFrom(mayMatch(from, term) as any)
+      .selectFrom(mayMatch(from, { keys }) as any)
       .select([sql.ref(`${alias}.id`).as('id'), sql.ref(`${alias}.created_at`).as('created_at')])
       .where(contains)
   );
@@ -777,13 +775,13 @@ const searchBuild =
             .with(
               (cte) => cte('deals_containing').materialized(),
               () =>
-                containingRows('deals as d', { keys, pattern: a.pattern }, containsIn('d', a.pattern)).where(
+                containingRows('deals as d', keys, containsIn('d', a.pattern)).where(
                   possible ?? sql<SqlBool>`true`,
                 ),
             )
             .with(
               (cte) => cte('contacts_containing').materialized(),
-              () => containingRows('contacts as c', { keys, pattern: a.pattern }, containsIn('c', a.pattern)),
+              () => containingRows('contacts as c', keys, containsIn('c', a.pattern)),
             )
     ) as typeof db;
     const containingCte = (table: string) => (keys === undefined ? undefined : `${table}_containing`);
@@ -860,6 +858,8 @@ const STAND_IN = {
   words: '\u0000words',
   window: -271_828,
 } as const;
+/** The stand-in of a trigram key (`trigramKeys`' `k1`…): as many as the term has. */
+const keyStandIn = (name: string) => `\u0000${name}`;
 
 /**
  * The search's statement for one organization as SQL text and parameters (the organization's id among
@@ -881,7 +881,7 @@ export function searchSql(
     const args = {
       ...STAND_IN,
       words: words === undefined ? undefined : STAND_IN.words,
-      keys: keys && Object.fromEntries(Object.keys(keys).map((name) => [name, `\u0000${name}`])),
+      keys: keys && Object.fromEntries(Object.keys(keys).map((name) => [name, keyStandIn(name)])),
     };
     compiled = searchBuild(large)(compileOnlyOrgDb(orgId), args).compile();
     compiledSearches.set(key, compiled);
@@ -890,7 +890,7 @@ export function searchSql(
     [STAND_IN.q, q],
     [STAND_IN.pattern, likePattern(q)],
     [STAND_IN.words, words],
-    ...Object.entries(keys ?? {}).map(([name, k]) => [`\u0000${name}`, k] as const),
+    ...Object.entries(keys ?? {}).map(([name, k]) => [keyStandIn(name), k] as const),
     [STAND_IN.window, newestWindow],
   ]);
   return { sql: compiled.sql, parameters: compiled.parameters.map((p) => (value.has(p) ? value.get(p) : p)) };
@@ -965,13 +965,13 @@ interface ListedByQ<Row, Dto> {
   toDto: (row: Row) => Dto;
 }
 
+/** A list's term as `pageByQ` reads it: `likePattern`, `wordsOf`, `trigramKeys`. */
+type ByQ = { pattern: string; words?: string | undefined; keys?: TrigramKeys | undefined };
+
 /**
  * What `pageByQ` reads a list with: its page (by `q`'s condition, or by the ids of its few matches), `q`'s
  * matches counted up to MATCH_COUNT_BOUND + 1, their ids read over the indexes, and the kept count.
  */
-/** A list's term as `pageByQ` reads it: `likePattern`, `wordsOf`, `trigramKeys`. */
-type ByQ = { pattern: string; words?: string | undefined; keys?: TrigramKeys | undefined };
-
 export interface ListByQ<Row, Dto> extends ListedByQ<Row, Dto> {
   page: (
     em: EntityManager,
@@ -1044,8 +1044,9 @@ export function listByQ<Row, Dto>(list: ListedByQ<Row, Dto>): ListByQ<Row, Dto> 
             q
               .selectFrom(
                 mayMatch(from, {
-                  keys: a.keys && Object.values(a.keys).map(unseenPattern),
-                  pattern: unseenPattern(a.pattern),
+                  ...(a.keys
+                    ? { keys: Object.values(a.keys).map(unseenPattern) }
+                    : { pattern: unseenPattern(a.pattern) }),
                   words: a.words === undefined ? undefined : unseenPattern(a.words),
                 }) as never,
               )
@@ -1101,14 +1102,15 @@ export async function pageByQ<Row, Dto extends { id: string }>(
   } else {
     const pattern = likePattern(query.q);
     const words = wordsOf(query.q);
-    const term = { pattern, words, keys: trigramKeys(query.q) };
     const [[counted], size] = await Promise.all([list.matchCount(em, { pattern, words }), keptSize(em)]);
     ({ total, exact } = matchedOf(counted?.total));
     // How many rows the walk would read to fill the page, were the matches spread evenly.
     const walked = ((offset + limit) * size[list.table]) / Math.max(total, 1);
     const ids =
       exact && walked > Math.min(WALK_UP_TO, plainUpTo)
-        ? (await list.matchedIds(em, term)).map((r) => r.id as string)
+        ? (await list.matchedIds(em, { pattern, words, keys: trigramKeys(query.q) })).map(
+            (r) => r.id as string,
+          )
         : undefined;
     rows =
       ids?.length === 0
