@@ -232,6 +232,50 @@ describeOnEachDatabase(
       }
     });
 
+    it('GET /contacts?q= counts a term dense in the newest contacts by a walk, a sparse one by its ids: both exact', async () => {
+      // 260 contacts: every twentieth "Sparse" (13; 10 of the newest 200, which tell a term's density),
+      // the rest "Dense" (247). Each answer is what the whole list, filtered, shows.
+      const org = (await s.newOrg('Dense and sparse')).apiKey;
+      const dealId = (await s.api('/deals', { method: 'POST', key: org, json: { title: 'Their deal' } })).body
+        .data.id;
+      const N = 260;
+      for (let i = 0; i < N; i += 100) {
+        const items = Array.from({ length: Math.min(100, N - i) }, (_, k) => ({
+          name: `${(i + k) % 20 === 0 ? 'Sparse' : 'Dense'} row ${i + k}`,
+          deal_id: dealId,
+        }));
+        expect((await s.api('/contacts/batch', { method: 'POST', key: org, json: { items } })).status).toBe(
+          201,
+        );
+      }
+      const everyContact: Array<{ id: string; name: string }> = [];
+      for (let after: string | null = null; ; ) {
+        const res = await s.api(`/contacts?limit=100${after ? `&after=${after}` : ''}`, { key: org });
+        everyContact.push(...res.body.data);
+        after = res.body.meta.next_cursor;
+        if (!after) break;
+      }
+      expect(everyContact).toHaveLength(N);
+      for (const [q, total] of [
+        ['sparse', 13],
+        ['dense', 247],
+        ['ense ro', 247],
+        ['row', 260],
+      ] as const) {
+        const want = everyContact.filter((c) => c.name.toLowerCase().includes(q)).map((c) => c.id);
+        expect(want).toHaveLength(total);
+        const res = await s.api(`/contacts?q=${encodeURIComponent(q)}&limit=30&offset=10`, { key: org });
+        expect(res.status, res.text).toBe(200);
+        expect(res.body.meta).toEqual({
+          total,
+          limit: 30,
+          offset: 10,
+          next_cursor: total > 40 ? want[39] : null,
+        });
+        expect(res.body.data.map((c: { id: string }) => c.id)).toEqual(want.slice(10, 40));
+      }
+    }, 120_000);
+
     it('answers an unknown term with empty lists, and stays inside its organization', async () => {
       expect(await search('nothing like this')).toEqual({ deals: [], contacts: [] });
       const other = await s.newOrg('Other org');
