@@ -391,6 +391,11 @@ const foundRows = (
   ctes: SearchCtes,
   /** The CTE of the rows containing the term over the trigram indexes (`containingRows`), when the term has trigrams. */
   containingCte?: string,
+  /**
+   * A large table's CTEs (`denseInNewest`, `newestContaining`): a term dense in the newest rows whose walk
+   * finds more than the bound gives those rows, and the trigram indexes are not read.
+   */
+  walk?: { dense: string; walked: string },
 ) => {
   const { words, whole } = ctes;
   const alias = from.slice(-1);
@@ -409,7 +414,7 @@ const foundRows = (
           .limit(sql.lit(MATCH_COUNT_BOUND + 1));
   // `words` holds every word match here (no more than the bound): the rows containing the term are read
   // without the words' test, which would compute each row's words where the index is not used.
-  return tables
+  const every = tables
     .selectFrom(
       tables
         .selectFrom(`${words} as w` as never)
@@ -422,7 +427,18 @@ const foundRows = (
     )
     .selectAll()
     .where(sql<number>`(select count(*) from ${sql.table(whole)})`, '<=', bound)
-    .where(sql<number>`(select count(*) from ${sql.table(words)})`, '<=', bound)
+    .where(sql<number>`(select count(*) from ${sql.table(words)})`, '<=', bound);
+  if (!walk) return every.limit(sql.lit(MATCH_COUNT_BOUND + 1));
+  // Both CTEs read once (each referenced twice); `walked` only when `dense`.
+  const overBound = sql<SqlBool>`((select dense from ${sql.table(walk.dense)}) and (select count(*) from ${sql.table(walk.walked)}) > ${bound})`;
+  return every
+    .where(sql<SqlBool>`not ${overBound}`)
+    .unionAll(
+      tables
+        .selectFrom(`${walk.walked} as wk` as never)
+        .select(['wk.id', 'wk.created_at'] as never)
+        .where(overBound) as never,
+    )
     .limit(sql.lit(MATCH_COUNT_BOUND + 1));
 };
 
@@ -569,6 +585,57 @@ const containingRows = (
       .select([sql.ref(`${alias}.id`).as('id'), sql.ref(`${alias}.created_at`).as('created_at')])
       .where(contains)
   );
+};
+
+/**
+ * How many of a table's newest rows tell a term's density (`denseInNewest`), how many of them containing
+ * it make it dense (a walk then finds the bound's next match within ten times the bound's rows), and how
+ * many rows a dense term's count walks at most (`newestContaining`: a tenth of them holding it is enough).
+ */
+const DENSITY_WINDOW = 200;
+const DENSE_IN_WINDOW = 20;
+const DENSE_WALK = 10_000;
+
+/** The newest `n` rows of `from`, as its alias: id, created_at and the searched columns (`SEARCHED`). */
+const newestRows = (from: 'deals as d' | 'contacts as c' | 'companies as co', n: number) => {
+  const alias = from.split(' as ')[1] as keyof typeof SEARCHED;
+  return (
+    tables
+      // biome-ignore lint/suspicious/noExplicitAny: one helper for every searched table
+      .selectFrom(from as any)
+      .select([`${alias}.id`, `${alias}.created_at`, ...SEARCHED[alias].map((c) => `${alias}.${c}`)] as never)
+      .orderBy(sql.ref(`${alias}.created_at`), 'desc')
+      .orderBy(sql.ref(`${alias}.id`), 'desc')
+      .limit(sql.lit(n))
+      .as(alias)
+  );
+};
+
+/**
+ * The CTE body of one row, `dense`: whether DENSE_IN_WINDOW of the DENSITY_WINDOW newest rows of `from`
+ * contain the pattern. The planner's statistics are every organization's; these rows are this one's.
+ */
+const denseInNewest = (
+  from: 'deals as d' | 'contacts as c' | 'companies as co',
+  pattern: string | Expression<string>,
+) =>
+  tables
+    .selectFrom(newestRows(from, DENSITY_WINDOW) as never)
+    .select(sql<boolean>`count(*) >= ${sql.lit(DENSE_IN_WINDOW)}`.as('dense'))
+    .where(containsIn(from.split(' as ')[1] as keyof typeof SEARCHED, pattern));
+
+/**
+ * The CTE body of the rows containing the pattern among the DENSE_WALK newest of `from`, up to
+ * MATCH_COUNT_BOUND + 1: a dense term's bound reached by walking (`foundRows`), where the trigram indexes
+ * would give every row holding its trigrams before the first (`erso` in a million "Person <i>": 0.6 s).
+ */
+const newestContaining = (from: 'deals as d' | 'contacts as c', pattern: string | Expression<string>) => {
+  const alias = from.slice(-1) as 'd' | 'c';
+  return tables
+    .selectFrom(newestRows(from, DENSE_WALK) as never)
+    .select([sql.ref(`${alias}.id`).as('id'), sql.ref(`${alias}.created_at`).as('created_at')])
+    .where(containsIn(alias, pattern))
+    .limit(sql.lit(MATCH_COUNT_BOUND + 1));
 };
 
 const DEAL_CTES: SearchCtes = {
@@ -785,7 +852,24 @@ const searchBuild =
             )
     ) as typeof db;
     const containingCte = (table: string) => (keys === undefined ? undefined : `${table}_containing`);
-    return withContaining
+    // A large table's term with trigrams: dense in the newest rows, its bound is reached by walking them.
+    const walk = (table: 'deals' | 'contacts') =>
+      keys === undefined || !large[table]
+        ? undefined
+        : { dense: `${table}_dense`, walked: `${table}_walked` };
+    const withWalk = (q: typeof db, table: 'deals' | 'contacts') => {
+      const from = `${table} as ${table[0]}` as 'deals as d';
+      return walk(table) === undefined
+        ? q
+        : (q
+            .with(`${table}_dense`, () => denseInNewest(from, a.pattern))
+            .with(
+              (cte) => cte(`${table}_walked`).materialized(),
+              () => newestContaining(from, a.pattern),
+            ) as unknown as typeof db);
+    };
+    const walked = withWalk(withWalk(withContaining, 'deals'), 'contacts');
+    return walked
       .with('deals_words', () =>
         wordRows('deals as d', wordsMatch('d', a.words), 'deals_most', 'deals_whole', possible),
       )
@@ -793,10 +877,16 @@ const searchBuild =
         wordRows('contacts as c', wordsMatch('c', a.words), 'contacts_most', 'contacts_whole'),
       )
       .with('deals_found', () =>
-        foundRows('deals as d', containsIn('d', a.pattern), DEAL_CTES, containingCte('deals')),
+        foundRows('deals as d', containsIn('d', a.pattern), DEAL_CTES, containingCte('deals'), walk('deals')),
       )
       .with('contacts_found', () =>
-        foundRows('contacts as c', containsIn('c', a.pattern), CONTACT_CTES, containingCte('contacts')),
+        foundRows(
+          'contacts as c',
+          containsIn('c', a.pattern),
+          CONTACT_CTES,
+          containingCte('contacts'),
+          walk('contacts'),
+        ),
       )
       .selectNoFrom((eb) => [
         rankedAsJson(
@@ -989,13 +1079,6 @@ export interface ListByQ<Row, Dto> extends ListedByQ<Row, Dto> {
   keptCount: (em: EntityManager, a: Record<string, never>) => Promise<Array<{ total: unknown }>>;
 }
 
-/**
- * How many of a list's newest rows tell a term's density (`countOrIds`), and how many of them containing
- * it make it dense: a walk then finds the bound's next match within ten times the bound's rows.
- */
-const DENSITY_WINDOW = 200;
-const DENSE_IN_WINDOW = 20;
-
 export function listByQ<Row, Dto>(list: ListedByQ<Row, Dto>): ListByQ<Row, Dto> {
   const { alias } = list;
   const id = sql.ref(`${alias}.id`);
@@ -1074,8 +1157,7 @@ export function listByQ<Row, Dto>(list: ListedByQ<Row, Dto>): ListByQ<Row, Dto> 
         .limit(sql.lit(MATCH_COUNT_BOUND + 1)),
     ),
     /**
-     * A term with trigram keys, by its density in the DENSITY_WINDOW newest rows (which contain it): a
-     * dense term's matches counted as `matchCount` does (`total`; a walk that stops at the bound's next
+     * A term with trigram keys, by its density in the newest rows (`denseInNewest`): a dense term's matches counted as `matchCount` does (`total`; a walk that stops at the bound's next
      * match), a sparse one's ids read over the indexes (`ids`, up to MATCH_COUNT_BOUND + 1, as
      * `matchedIds`): they are its count and its page. The whole pattern planned as rare was one GIN key,
      * whose postings were intersected row by row (`holdsTrigrams`): `person999993@` counted in ~40 ms at
@@ -1083,20 +1165,7 @@ export function listByQ<Row, Dto>(list: ListedByQ<Row, Dto>): ListByQ<Row, Dto> 
      */
     countOrIds: orgQuery((db, a: ByQ & { keys: TrigramKeys }) =>
       db
-        .with('dense', (qc) =>
-          qc
-            .selectFrom(
-              tables
-                .selectFrom(from)
-                .select(SEARCHED[alias].map((c) => `${alias}.${c}`) as never)
-                .orderBy(sql.ref(`${alias}.created_at`), 'desc')
-                .orderBy(id, 'desc')
-                .limit(sql.lit(DENSITY_WINDOW))
-                .as(alias),
-            )
-            .select(sql<boolean>`count(*) >= ${sql.lit(DENSE_IN_WINDOW)}`.as('dense'))
-            .where(containsIn(alias, a.pattern)),
-        )
+        .with('dense', () => denseInNewest(from, a.pattern))
         .with(
           (cte) => cte('matched').materialized(),
           () => matched(a),
