@@ -26,6 +26,7 @@ import { Migration20261203000100_custom_indexed_values } from './Migration202612
 import { Migration20261203000200_saved_views } from './Migration20261203000200_saved_views.ts';
 import { Migration20261204000000_gin_pending_lists } from './Migration20261204000000_gin_pending_lists.ts';
 import { Migration20261204000100_search_text } from './Migration20261204000100_search_text.ts';
+import { Migration20261205000000_outbox_retention_index } from './Migration20261205000000_outbox_retention_index.ts';
 
 /** Listed explicitly (no folder scan): the same list runs on PGlite and on PostgreSQL. */
 export const migrationsList = [
@@ -63,4 +64,8 @@ export const migrationsList = [
   { name: 'Migration20261203000200_saved_views', class: Migration20261203000200_saved_views },
   { name: 'Migration20261204000000_gin_pending_lists', class: Migration20261204000000_gin_pending_lists },
   { name: 'Migration20261204000100_search_text', class: Migration20261204000100_search_text },
+  {
+    name: 'Migration20261205000000_outbox_retention_index',
+    class: Migration20261205000000_outbox_retention_index,
+  },
 ];
