@@ -1157,9 +1157,10 @@ export function listByQ<Row, Dto>(list: ListedByQ<Row, Dto>): ListByQ<Row, Dto> 
         .limit(sql.lit(MATCH_COUNT_BOUND + 1)),
     ),
     /**
-     * A term with trigram keys, by its density in the newest rows (`denseInNewest`): a dense term's matches counted as `matchCount` does (`total`; a walk that stops at the bound's next
-     * match), a sparse one's ids read over the indexes (`ids`, up to MATCH_COUNT_BOUND + 1, as
-     * `matchedIds`): they are its count and its page. The whole pattern planned as rare was one GIN key,
+     * A term with trigram keys, by its density in the newest rows (`denseInNewest`): a dense term's
+     * matches counted as `matchCount` does (`total`; a walk that stops at the bound's next match), a
+     * sparse one's ids read over the indexes (`ids`, up to MATCH_COUNT_BOUND + 1, as `matchedIds`): they
+     * are its count and its page. The whole pattern planned as rare was one GIN key,
      * whose postings were intersected row by row (`holdsTrigrams`): `person999993@` counted in ~40 ms at
      * a million contacts. The planner's statistics are every organization's; the window is this one's.
      */
@@ -1226,17 +1227,18 @@ export async function pageByQ<Row, Dto extends { id: string }>(
     const words = wordsOf(query.q);
     const keys = trigramKeys(query.q);
     const size = await keptSize(em);
+    const walkUpTo = Math.min(WALK_UP_TO, plainUpTo);
     // Beyond the rows a walk reads cheaply, a term with trigram keys is counted, or its ids read, by its
     // density (`countOrIds`).
     const [counted] =
-      keys && size[list.table] > Math.min(WALK_UP_TO, plainUpTo)
+      keys && size[list.table] > walkUpTo
         ? await list.countOrIds(em, { pattern, words, keys })
         : await list.matchCount(em, { pattern, words });
     let ids = (counted as { ids?: string[] | null } | undefined)?.ids ?? undefined;
     ({ total, exact } = matchedOf(ids ? ids.length : counted?.total));
     // How many rows the walk would read to fill the page, were the matches spread evenly.
     const walked = ((offset + limit) * size[list.table]) / Math.max(total, 1);
-    if (!exact || walked <= Math.min(WALK_UP_TO, plainUpTo)) ids = undefined;
+    if (!exact || walked <= walkUpTo) ids = undefined;
     else ids ??= (await list.matchedIds(em, { pattern, words, keys })).map((r) => r.id as string);
     rows =
       ids?.length === 0
